@@ -1,0 +1,51 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test lint typecheck unit integration e2e bench validate install clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	rm -f $(VENV)/.installed-* && touch $@
+
+install: $(STAMP)
+
+## The local stack: embedded AWS (moto), partner API, Function URLs, demo data. Ctrl-C stops it.
+run: $(STAMP)
+	$(PY) -m devstack
+
+## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it.
+test: $(STAMP) lint typecheck
+	$(PY) -m pytest -n 2 --dist loadgroup
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+integration: $(STAMP)
+	$(PY) -m pytest tests/integration
+
+e2e: $(STAMP)
+	$(PY) -m pytest tests/e2e
+
+## Ingest throughput, latency, AWS calls per ingest and our overhead ratio.
+bench: $(STAMP)
+	$(PY) -m bench.ingest
+
+## cfn-lint (zero errors) and the SAM transform.
+validate: $(STAMP)
+	$(PY) -m cfnlint --non-zero-exit-code error template.yaml
+	$(PY) -m devstack.validate template.yaml
+
+clean:
+	rm -rf $(VENV) .aws-sam .mypy_cache .ruff_cache

@@ -1,0 +1,126 @@
+"""Demo data for the local stack: one tenant, one integration pointing at the stack's echo
+destination, one API key, and the curl commands that use them.
+
+The demo key is fixed so the README's curl works as printed. It only ever exists in the
+embedded moto of a local stack; override it with HUB_LOCAL_DEMO_API_KEY.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from hub.adapters.aws import reset_clients
+from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.domain.tenancy import (
+    ApiKey,
+    Destination,
+    Integration,
+    IntegrationMode,
+    MessageTypeConfig,
+    Tenant,
+    hash_api_key,
+)
+
+DEMO_TENANT_ID = "tnt_demo"
+DEMO_INTEGRATION_ID = "int_demo_erp"
+DEMO_API_KEY = "hub_demo_local-only-key-0000000000000000000000"
+DEMO_MESSAGE_TYPE = "purchase_order"
+
+
+class StackInfo(Protocol):
+    @property
+    def resources(self) -> dict[str, str]: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+    @property
+    def api_url(self) -> str: ...
+
+    @property
+    def echo_url(self) -> str: ...
+
+
+def demo_body() -> dict[str, Any]:
+    return {
+        "integration_id": DEMO_INTEGRATION_ID,
+        "message_type": DEMO_MESSAGE_TYPE,
+        "external_id": "PO-4711",
+        "payload": {"po_number": "PO-4711", "lines": [{"sku": "A-1", "qty": 2}]},
+    }
+
+
+@contextmanager
+def _pointed_at(stack: StackInfo) -> Iterator[None]:
+    """The hub's AWS clients talk to this stack's moto while seeding; the caller's
+    environment is restored afterwards."""
+    saved = {name: os.environ.get(name) for name in stack.env}
+    os.environ.update(stack.env)
+    reset_clients()
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        reset_clients()
+
+
+def _write_demo_records(stack: StackInfo, api_key: str) -> None:
+    config = DynamoConfigRepository(stack.resources["HubTable"])
+    config.put_tenant(Tenant(tenant_id=DEMO_TENANT_ID, name="Demo Tenant"))
+    config.put_integration(
+        Integration(
+            integration_id=DEMO_INTEGRATION_ID,
+            tenant_id=DEMO_TENANT_ID,
+            name="Demo ERP -> echo destination",
+            mode=IntegrationMode.ORCHESTRATION,
+            destination=Destination(protocol="http", url=stack.echo_url, method="POST"),
+            message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig(duplicate_key_fields=("po_number",))},
+        )
+    )
+    config.put_api_key(ApiKey(key_id="demo", tenant_id=DEMO_TENANT_ID, key_hash=hash_api_key(api_key)))
+
+
+def seed(stack: StackInfo) -> list[str]:
+    """Writes the demo tenant, integration and API key; returns the lines to print."""
+    api_key = os.environ.get("HUB_LOCAL_DEMO_API_KEY", DEMO_API_KEY)
+    with _pointed_at(stack):
+        _write_demo_records(stack, api_key)
+    receive = " ".join(
+        [
+            "curl -sS -X POST",
+            shlex.quote(f"{stack.api_url}/api/edi-hub/receive-message"),
+            "-H",
+            shlex.quote(f"Authorization: Bearer {api_key}"),
+            "-H 'Content-Type: application/json' -H 'Idempotency-Key: demo-po-4711'",
+            "-d",
+            shlex.quote(json.dumps(demo_body(), separators=(",", ":"))),
+        ]
+    )
+    status = " ".join(
+        [
+            "curl -sS",
+            shlex.quote(f"{stack.api_url}/api/edi-hub/messages/<message_id>"),
+            "-H",
+            shlex.quote(f"Authorization: Bearer {api_key}"),
+        ]
+    )
+    return [
+        f"demo tenant:       {DEMO_TENANT_ID}",
+        f"demo integration:  {DEMO_INTEGRATION_ID} -> {stack.echo_url}",
+        f"demo API key:      {api_key}",
+        "",
+        "send a message (202; run it again for deduplicated: true):",
+        f"  {receive}",
+        "",
+        "read its status:",
+        f"  {status}",
+    ]

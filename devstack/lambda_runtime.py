@@ -1,0 +1,333 @@
+"""Runs Lambda handlers in their own processes, like Lambda execution environments.
+
+Each function gets a small pool of instances. An instance is a ``spawn`` subprocess whose
+``os.environ`` and ``sys.path`` are set to the function's configuration before the handler
+module is imported, so module-level state and environment are per function, exactly as in
+Lambda. Instances start lazily (a cold start) and are reused while idle.
+
+This module must stay free of heavy imports: every instance imports it on start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import multiprocessing
+import os
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+INIT_TIMEOUT_SECONDS = 60.0  # generous: spawn + imports on a loaded 2-core CI machine
+ACQUIRE_TIMEOUT_SECONDS = 60.0
+_PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT")
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """Everything needed to run one function; built from the template by the provisioner."""
+
+    logical_id: str
+    name: str
+    arn: str
+    code_dir: str
+    handler: str
+    layer_dirs: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    timeout_seconds: float = 3.0
+    memory_mb: int = 128
+    events: Mapping[str, Any] = field(default_factory=dict)
+    function_url: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class InvocationResult:
+    """Outcome of one invocation: ``payload`` on success, ``error`` (Lambda's shape) if not."""
+
+    request_id: str
+    payload: Any = None
+    error: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class InvocationError(RuntimeError):
+    """A direct invoke whose function raised, timed out or failed to initialise."""
+
+    def __init__(self, result: InvocationResult) -> None:
+        error = result.error or {}
+        super().__init__(f"{error.get('errorType')}: {error.get('errorMessage')}")
+        self.result = result
+        self.error_type = str(error.get("errorType", ""))
+        self.error_message = str(error.get("errorMessage", ""))
+
+
+def _error(error_type: str, message: str, request_id: str = "") -> dict[str, Any]:
+    return {"errorType": error_type, "errorMessage": message, "requestId": request_id, "stackTrace": []}
+
+
+# --- child side ------------------------------------------------------------------------
+
+
+class LambdaContext:
+    """The context object a Python Lambda handler receives (the commonly used members)."""
+
+    def __init__(self, boot: Mapping[str, Any], request_id: str, deadline: float) -> None:
+        self.function_name: str = boot["name"]
+        self.function_version = "$LATEST"
+        self.invoked_function_arn: str = boot["arn"]
+        self.memory_limit_in_mb: int = int(boot["memory_mb"])
+        self.aws_request_id = request_id
+        self.log_group_name = f"/aws/lambda/{boot['name']}"
+        self.log_stream_name: str = boot["log_stream"]
+        self.identity = None
+        self.client_context = None
+        self._deadline = deadline
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.time()) * 1000))
+
+
+def _exception_payload(exc: BaseException, request_id: str) -> dict[str, Any]:
+    return {
+        "errorType": type(exc).__name__,
+        "errorMessage": str(exc),
+        "requestId": request_id,
+        "stackTrace": traceback.format_tb(exc.__traceback__),
+    }
+
+
+def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
+    """Entry point of an instance process: init once, then serve invocations until EOF."""
+    os.environ.clear()
+    os.environ.update(boot["env"])
+    sys.path[:0] = boot["paths"]
+    os.chdir(boot["code_dir"])  # Lambda runs handlers with the task root as cwd
+    module_name, _, function_name = boot["handler"].replace("/", ".").rpartition(".")
+    try:
+        handler = getattr(importlib.import_module(module_name), function_name)
+    except Exception as exc:
+        traceback.print_exc()
+        payload = _exception_payload(exc, "")
+        payload["errorType"] = "Runtime.ImportModuleError"
+        conn.send(("init_error", payload))
+        return
+    conn.send(("ready", None))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if message is None:
+            return
+        request_id, event_json, deadline = message
+        context = LambdaContext(boot, request_id, deadline)
+        try:
+            result = handler(json.loads(event_json), context)
+            reply = ("ok", json.dumps(result))
+        except Exception as exc:
+            # Lambda writes the error to the function's log; ours is this process's stderr.
+            print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr)
+            traceback.print_exc()
+            reply = ("error", json.dumps(_exception_payload(exc, request_id)))
+        conn.send(reply)
+
+
+# --- parent side -----------------------------------------------------------------------
+
+
+class _Instance:
+    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+        self.process = process
+        self.conn = conn
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # already closed or dead
+            self.conn.send(None)
+        self.process.join(timeout=0.5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=2)
+        self.conn.close()
+
+
+class FunctionPool:
+    """Up to ``max_instances`` concurrent instances of one function.
+
+    ``invoke`` blocks while all instances are busy. A timed-out or crashed instance is
+    killed and replaced on the next invocation (a new cold start), as Lambda does.
+    """
+
+    def __init__(self, spec: FunctionSpec, runtime_env: Mapping[str, str], max_instances: int = 4) -> None:
+        self.spec = spec
+        self._runtime_env = dict(runtime_env)
+        self._max_instances = max_instances
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: list[_Instance] = []
+        self._live: set[_Instance] = set()  # every running instance, busy or idle
+        self._total = 0
+        self._closed = False
+        self._condition = threading.Condition()
+        self.cold_starts = 0
+
+    def _boot(self) -> dict[str, Any]:
+        env = {key: os.environ[key] for key in _PASSTHROUGH_ENV if key in os.environ}
+        env.update(
+            {
+                "LAMBDA_TASK_ROOT": self.spec.code_dir,
+                "_HANDLER": self.spec.handler,
+                "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+                "AWS_LAMBDA_FUNCTION_NAME": self.spec.name,
+                "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+                "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self.spec.memory_mb),
+                "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self.spec.name}",
+                "AWS_SAM_LOCAL": "true",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+            }
+        )
+        env.update(self._runtime_env)
+        env.update(self.spec.environment)
+        stream = f"{time.strftime('%Y/%m/%d')}/[$LATEST]{uuid.uuid4().hex}"
+        env["AWS_LAMBDA_LOG_STREAM_NAME"] = stream
+        return {
+            "env": env,
+            "paths": [self.spec.code_dir, *self.spec.layer_dirs],
+            "code_dir": self.spec.code_dir,
+            "handler": self.spec.handler,
+            "name": self.spec.name,
+            "arn": self.spec.arn,
+            "memory_mb": self.spec.memory_mb,
+            "log_stream": stream,
+        }
+
+    def _start_instance(self) -> _Instance | dict[str, Any]:
+        """Spawn and initialise an instance; returns the init error payload on failure."""
+        parent_conn, child_conn = self._context.Pipe()
+        process = self._context.Process(
+            target=_instance_main,
+            args=(child_conn, self._boot()),
+            name=f"lambda:{self.spec.logical_id}",
+            daemon=True,
+        )
+        process.start()
+        child_conn.close()
+        instance = _Instance(process, parent_conn)
+        self.cold_starts += 1
+        try:
+            if not parent_conn.poll(INIT_TIMEOUT_SECONDS):
+                instance.kill()
+                return _error("Runtime.InitTimeout", "init did not finish in time")
+            status, payload = parent_conn.recv()
+        except (EOFError, OSError):
+            instance.kill()
+            return _error("Runtime.ExitError", "instance exited during init")
+        if status != "ready":
+            instance.kill()
+            return dict(payload)
+        with self._condition:
+            self._live.add(instance)
+        return instance
+
+    def _acquire(self) -> _Instance | None:
+        """An idle instance, or None when the caller may start a new one (slot reserved)."""
+        deadline = time.monotonic() + ACQUIRE_TIMEOUT_SECONDS
+        with self._condition:
+            while True:
+                if self._closed:
+                    raise RuntimeError(f"function pool {self.spec.logical_id} is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if self._total < self._max_instances:
+                    self._total += 1
+                    return None
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"no free instance of {self.spec.logical_id}")
+                self._condition.wait(remaining)
+
+    def _release(self, instance: _Instance | None, healthy: bool = True) -> None:
+        discard = instance is not None and (self._closed or not healthy)
+        with self._condition:
+            if instance is None or discard:
+                self._total -= 1
+                if instance is not None:
+                    self._live.discard(instance)
+            else:
+                self._idle.append(instance)
+            self._condition.notify()
+        if discard and instance is not None:
+            instance.kill()
+
+    def invoke(self, event: Any, request_id: str | None = None) -> InvocationResult:
+        """Run the handler once with ``event``; never raises for handler failures."""
+        request_id = request_id or str(uuid.uuid4())
+        try:
+            event_json = json.dumps(event)
+        except (TypeError, ValueError) as exc:
+            return InvocationResult(request_id, error=_error("InvalidRequestContent", str(exc)))
+        try:
+            acquired = self._acquire()
+        except TimeoutError as exc:
+            return InvocationResult(request_id, error=_error("TooManyRequestsException", str(exc)))
+        instance: _Instance | None = acquired
+        if instance is None:
+            try:
+                started = self._start_instance()
+            except Exception as exc:  # e.g. spawn refused: report it like a failed init
+                logger.exception("could not start an instance of %s", self.spec.logical_id)
+                started = _error("Runtime.StartError", str(exc))
+            if isinstance(started, dict):
+                self._release(None)
+                started["requestId"] = request_id
+                return InvocationResult(request_id, error=started)
+            instance = started
+        result, healthy = self._run(instance, event_json, request_id)
+        self._release(instance, healthy)
+        return result
+
+    def _run(self, instance: _Instance, event_json: str, request_id: str) -> tuple[InvocationResult, bool]:
+        timeout = self.spec.timeout_seconds
+        deadline = time.time() + timeout
+        try:
+            instance.conn.send((request_id, event_json, deadline))
+            # A little grace so the handler's own timeout handling can answer first.
+            if not instance.conn.poll(timeout + 0.5):
+                logger.warning("%s timed out after %.1fs", self.spec.logical_id, timeout)
+                message = f"Task timed out after {timeout:.2f} seconds"
+                return InvocationResult(
+                    request_id, error=_error("Sandbox.Timedout", message, request_id)
+                ), False
+            status, body = instance.conn.recv()
+        except (EOFError, OSError, ValueError):  # instance died or was killed by close()
+            return InvocationResult(
+                request_id, error=_error("Runtime.ExitError", "instance exited during invocation", request_id)
+            ), False
+        if status == "ok":
+            return InvocationResult(request_id, payload=json.loads(body)), True
+        error = json.loads(body)
+        logger.info("%s raised %s", self.spec.logical_id, error.get("errorType"))
+        return InvocationResult(request_id, error=error), True
+
+    def close(self) -> None:
+        """Terminate every instance, busy ones included (their invocations fail)."""
+        with self._condition:
+            self._closed = True
+            instances, self._live = list(self._live), set()
+            self._total -= len(self._idle)
+            self._idle = []
+            self._condition.notify_all()
+        for instance in instances:
+            instance.kill()

@@ -1,0 +1,348 @@
+"""``LocalStack``: the SAM template running locally on an embedded moto server.
+
+One object owns everything: the moto server, the provisioned resources, one process pool
+per function, the HTTP API and Function URL servers, the SQS and DynamoDB stream pollers,
+the scheduler and the demo echo destination. Every port may be 0 (pick a free one); the
+chosen ports are then readable from ``aws_endpoint``, ``api_url``, ``function_urls`` and
+``echo_url``, so parallel test workers never collide.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from devstack.cfn import ACCOUNT_ID, UnresolvedReference, load_template
+from devstack.echo import EchoServer
+from devstack.functions import FunctionBuilder, FunctionModel, url_function_ids
+from devstack.http_gateway import Gateway, Route
+from devstack.lambda_runtime import FunctionPool, InvocationError, InvocationResult
+from devstack.provision import IMPLICIT_HTTP_API, Provisioner, api_id_for, resolve_parameters
+from devstack.scheduler import Scheduler
+from devstack.sqs_source import SqsPoller
+from devstack.stream_source import StreamPoller
+
+logger = logging.getLogger(__name__)
+
+_live_stacks_lock = threading.Lock()
+_live_stacks = 0  # moto keeps state per process: reset only when the last stack stops
+
+
+class LocalStack:
+    """The template's stack on moto, with its functions wired to their event sources."""
+
+    def __init__(
+        self,
+        template_path: Path = Path("template.yaml"),
+        project_root: Path = Path("."),
+        *,
+        aws_port: int = 5000,
+        api_port: int = 3000,
+        url_port: int = 3001,
+        echo_port: int = 3100,
+        stack_name: str = "hub-local",
+        parameter_overrides: Mapping[str, Any] | None = None,
+        region: str = "us-east-1",
+        poll_interval: float = 0.2,
+        host: str = "127.0.0.1",
+        max_instances: int = 4,
+        scheduler_interval: float = 1.0,
+        sqs_pollers_per_source: int = 1,
+        env_overrides: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
+        self.project_root = Path(project_root).resolve()
+        template = Path(template_path)
+        self.template_path = template if template.is_absolute() else self.project_root / template
+        self.stack_name = stack_name
+        self.region = region
+        self.host = host
+        self.poll_interval = poll_interval
+        self.scheduler_interval = scheduler_interval
+        self.max_instances = max_instances
+        self.sqs_pollers_per_source = sqs_pollers_per_source
+        self.parameter_overrides = dict(parameter_overrides or {})
+        self.env_overrides = {key: dict(value) for key, value in (env_overrides or {}).items()}
+        self._ports = {"aws": aws_port, "api": api_port, "url": url_port, "echo": echo_port}
+        self._moto: Any = None
+        self._started = False
+        self._pools: dict[str, FunctionPool] = {}
+        self._gateways: list[Gateway] = []
+        self._api: Gateway | None = None
+        self._url_gateways: dict[str, Gateway] = {}
+        self._pollers: list[SqsPoller | StreamPoller] = []
+        self.scheduler: Scheduler | None = None
+        self.echo: EchoServer | None = None
+        self.model = FunctionModel()
+        self.aws_endpoint = ""
+        self.resources: dict[str, Any] = {}
+        self.attributes: dict[tuple[str, str], Any] = {}
+        self.outputs: dict[str, Any] = {}
+
+    # --- public API --------------------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        return self._api.url if self._api else ""
+
+    @property
+    def function_urls(self) -> dict[str, str]:
+        return {logical_id: gateway.url for logical_id, gateway in self._url_gateways.items()}
+
+    @property
+    def echo_url(self) -> str:
+        return self.echo.url if self.echo else ""
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment a client in this process needs to talk to the embedded moto."""
+        return {
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        }
+
+    def client(self, service: str) -> Any:
+        """A boto3 client bound to the embedded moto (independent of os.environ)."""
+        session = boto3.session.Session(
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",  # noqa: S106 - moto
+            region_name=self.region,
+        )
+        config = Config(
+            retries={"max_attempts": 3, "mode": "standard"},
+            account_id_endpoint_mode="disabled",
+            max_pool_connections=20,
+        )
+        return session.client(service, endpoint_url=self.aws_endpoint, config=config)
+
+    def invoke(self, logical_id: str, event: Any) -> Any:
+        """Invoke a function synchronously through its pool; raises InvocationError when
+        the handler raised, timed out or failed to import."""
+        result = self.invoke_result(logical_id, event)
+        if not result.ok:
+            raise InvocationError(result)
+        return result.payload
+
+    def invoke_result(self, logical_id: str, event: Any) -> InvocationResult:
+        """Like ``invoke`` but returns the result object instead of raising."""
+        pool = self._pools.get(logical_id)
+        if pool is None:
+            raise KeyError(f"no function {logical_id!r} in the stack")
+        return pool.invoke(event)
+
+    def start(self) -> LocalStack:
+        """Bring the whole stack up; on failure everything started so far is stopped."""
+        if self._started:
+            return self
+        self._started = True
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop servers, pollers and function processes, and free every port. Idempotent."""
+        global _live_stacks
+        for poller in self._pollers:
+            poller.stop()
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        for gateway in self._gateways:
+            gateway.stop()
+        self._gateways.clear()
+        if self.echo is not None:
+            self.echo.stop()
+        for pool in self._pools.values():
+            pool.close()
+        for poller in self._pollers:
+            poller.join(timeout=5)
+        self._pollers.clear()
+        if self._moto is not None:
+            with _live_stacks_lock:
+                _live_stacks -= 1
+                last = _live_stacks == 0
+            if last:
+                self._reset_moto()
+            self._moto.stop()
+            self._moto = None
+        self._started = False
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # --- start-up ----------------------------------------------------------------------
+
+    def _start(self) -> None:
+        global _live_stacks
+        template = load_template(self.template_path)
+        # Fail on bad parameters before anything is started.
+        resolve_parameters(template.get("Parameters") or {}, self.parameter_overrides)
+        self._start_moto()
+        with _live_stacks_lock:
+            if _live_stacks:
+                logger.warning("another LocalStack runs in this process; moto state is shared")
+            _live_stacks += 1
+        clients = {name: self.client(name) for name in ("dynamodb", "dynamodbstreams", "sqs", "scheduler")}
+
+        invoke = self._invoke_for_gateway
+        self._api = Gateway(
+            "HttpApi",
+            self.host,
+            self._ports["api"],
+            [],
+            invoke,
+            account_id=ACCOUNT_ID,
+            api_id=api_id_for(self.stack_name, IMPLICIT_HTTP_API),
+        )
+        self._gateways.append(self._api)
+        for index, logical_id in enumerate(url_function_ids(template)):
+            port = self._ports["url"] + index if self._ports["url"] else 0
+            gateway = Gateway(
+                f"url:{logical_id}",
+                self.host,
+                port,
+                [],
+                invoke,
+                account_id=ACCOUNT_ID,
+                api_id=api_id_for(self.stack_name, logical_id),
+                function_url=True,
+            )
+            self._url_gateways[logical_id] = gateway
+            self._gateways.append(gateway)
+        self.echo = EchoServer(self.host, self._ports["echo"])
+
+        provisioner = Provisioner(
+            template,
+            stack_name=self.stack_name,
+            region=self.region,
+            parameter_overrides=self.parameter_overrides,
+            clients=clients,
+            endpoints={"HttpApi": self.api_url},
+        )
+        provisioned = provisioner.provision()
+        provisioned.refs.setdefault(IMPLICIT_HTTP_API, self._api.api_id)
+        provisioned.attributes.setdefault((IMPLICIT_HTTP_API, "ApiEndpoint"), self.api_url)
+        self.model = FunctionBuilder(
+            provisioner,
+            self.template_path.parent,
+            function_urls=self.function_urls,
+            env_overrides=self.env_overrides,
+        ).build()
+        self.resources = dict(provisioned.refs)
+        self.attributes = dict(provisioned.attributes)
+        self.outputs = self._outputs(template, provisioner)
+
+        runtime_env = self.env | {"POWERTOOLS_TRACE_DISABLED": "true"}
+        self._pools = {
+            logical_id: FunctionPool(spec, runtime_env, self.max_instances)
+            for logical_id, spec in self.model.specs.items()
+        }
+        self._api.set_routes(self.model.routes)
+        for logical_id, gateway in self._url_gateways.items():
+            if logical_id in self._pools:
+                gateway.set_routes([Route.create("ANY", "$default", logical_id)])
+        self._start_sources(clients)
+        for gateway in self._gateways:
+            gateway.start()
+        self.echo.start()
+
+    def _start_moto(self) -> None:
+        from moto.server import ThreadedMotoServer  # noqa: PLC0415 - heavy, only at start
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self._moto = ThreadedMotoServer(ip_address=self.host, port=self._ports["aws"], verbose=False)
+        self._moto.start()
+        host, port = self._moto.get_host_and_port()
+        self.aws_endpoint = f"http://{host}:{port}"
+
+    def _start_sources(self, clients: Mapping[str, Any]) -> None:
+        for sqs_config in self.model.sqs_sources:
+            for _ in range(self.sqs_pollers_per_source):
+                self._pollers.append(
+                    SqsPoller(
+                        sqs_config,
+                        clients["sqs"],
+                        self._invoker(sqs_config.function),
+                        self.region,
+                        poll_interval=self.poll_interval,
+                    )
+                )
+        for stream_config in self.model.stream_sources:
+            self._pollers.append(
+                StreamPoller(
+                    stream_config,
+                    clients["dynamodbstreams"],
+                    self._invoker(stream_config.function),
+                    self.region,
+                    poll_interval=self.poll_interval,
+                )
+            )
+        for poller in self._pollers:
+            poller.start()
+        self.scheduler = Scheduler(
+            clients["scheduler"],
+            clients["sqs"],
+            self._invoke_async,
+            {spec.arn: logical_id for logical_id, spec in self.model.specs.items()},
+            region=self.region,
+            account_id=ACCOUNT_ID,
+            poll_interval=self.scheduler_interval,
+            rules=self.model.rules,
+        )
+        self.scheduler.start()
+
+    def _outputs(self, template: Mapping[str, Any], provisioner: Provisioner) -> dict[str, Any]:
+        outputs = {}
+        for name, output in (template.get("Outputs") or {}).items():
+            try:
+                outputs[name] = provisioner.resolver.resolve(output.get("Value"))
+            except UnresolvedReference as exc:
+                logger.warning("output %s not resolved: %s", name, exc)
+        return outputs
+
+    # --- invocation plumbing -----------------------------------------------------------
+
+    def _invoke_for_gateway(self, logical_id: str, event: dict[str, Any]) -> InvocationResult:
+        return self._pools[logical_id].invoke(event)
+
+    def _invoker(self, logical_id: str) -> Any:
+        def invoke(event: dict[str, Any]) -> InvocationResult:
+            return self._pools[logical_id].invoke(event)
+
+        return invoke
+
+    def _invoke_async(self, logical_id: str, event: dict[str, Any]) -> None:
+        result = self._pools[logical_id].invoke(event)
+        if not result.ok:
+            logger.warning("async invoke of %s failed: %s", logical_id, (result.error or {}).get("errorType"))
+
+    def _reset_moto(self) -> None:
+        url = f"{self.aws_endpoint}/moto-api/reset"
+        request = urllib.request.Request(url, method="POST")  # noqa: S310 - always http://
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
+        try:
+            with opener.open(request, timeout=5):
+                pass
+        except OSError as exc:
+            logger.warning("moto reset failed: %s", exc)

@@ -1,0 +1,196 @@
+"""DynamoDB Streams event source mapping: read shards, filter, invoke in order.
+
+Records are delivered per shard in sequence order. A failed batch is retried (bounded by
+MaximumRetryAttempts, default 3 locally instead of Lambda's "until the record expires");
+with ReportBatchItemFailures the retry resumes at the first reported sequence number.
+Records dropped by FilterCriteria count as processed, as in Lambda.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from devstack.event_filter import matches_any
+from devstack.lambda_runtime import InvocationResult
+
+logger = logging.getLogger(__name__)
+
+Invoke = Callable[[dict[str, Any]], InvocationResult]
+
+
+@dataclass(frozen=True)
+class StreamSourceConfig:
+    """The resolved ``Type: DynamoDB`` event properties."""
+
+    function: str
+    stream_arn: str
+    starting_position: str = "LATEST"
+    batch_size: int = 100
+    report_batch_item_failures: bool = False
+    maximum_retry_attempts: int = 3
+    enabled: bool = True
+    filter_patterns: tuple[Mapping[str, Any], ...] = ()
+
+
+def _jsonable(value: Any) -> Any:
+    """Boto3 gives binary attributes as bytes; the Lambda event carries them as base64."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | set | tuple):
+        return [_jsonable(item) for item in value]
+    return value
+
+
+def lambda_record(record: Mapping[str, Any], stream_arn: str, region: str) -> dict[str, Any]:
+    """A ``get_records`` record in the shape Lambda puts in ``event["Records"]``."""
+    dynamodb = dict(record.get("dynamodb", {}))
+    created = dynamodb.get("ApproximateCreationDateTime")
+    if isinstance(created, datetime):
+        dynamodb["ApproximateCreationDateTime"] = int(created.timestamp())
+    shaped = {
+        "eventID": record.get("eventID"),
+        "eventName": record.get("eventName"),
+        "eventVersion": record.get("eventVersion", "1.1"),
+        "eventSource": "aws:dynamodb",
+        "awsRegion": record.get("awsRegion", region),
+        "dynamodb": _jsonable(dynamodb),
+        "eventSourceARN": stream_arn,
+    }
+    if "userIdentity" in record:
+        shaped["userIdentity"] = record["userIdentity"]
+    return shaped
+
+
+def resume_index(payload: Any, batch: list[dict[str, Any]]) -> int | None:
+    """Index in ``batch`` to retry from, given a ReportBatchItemFailures response.
+
+    Returns None when nothing failed, and 0 (retry everything) for a malformed response.
+    """
+    if not isinstance(payload, dict) or not payload.get("batchItemFailures"):
+        return None
+    positions = {record["dynamodb"].get("SequenceNumber"): i for i, record in enumerate(batch)}
+    indexes = []
+    for item in payload["batchItemFailures"]:
+        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
+        if identifier not in positions:
+            return 0
+        indexes.append(positions[identifier])
+    return min(indexes)
+
+
+class _Shard:
+    def __init__(self, shard_id: str, iterator: str | None) -> None:
+        self.shard_id = shard_id
+        self.iterator = iterator
+        self.pending: list[dict[str, Any]] = []
+        self.attempts = 0
+
+
+class StreamPoller:
+    """Polls every shard of one stream for one function, in a single thread."""
+
+    def __init__(
+        self,
+        config: StreamSourceConfig,
+        streams: Any,
+        invoke: Invoke,
+        region: str,
+        *,
+        poll_interval: float = 0.2,
+    ) -> None:
+        self.config = config
+        self._streams = streams
+        self._invoke = invoke
+        self._region = region
+        self._poll_interval = poll_interval
+        self._shards: dict[str, _Shard] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"ddb-stream:{config.function}", daemon=True)
+
+    def start(self) -> None:
+        """Take shard iterators now (so LATEST means "from stack start"), then poll."""
+        if not self.config.enabled:
+            return
+        self._discover_shards(self.config.starting_position)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _discover_shards(self, position: str) -> None:
+        description = self._streams.describe_stream(StreamArn=self.config.stream_arn)
+        for shard in description["StreamDescription"].get("Shards", []):
+            shard_id = shard["ShardId"]
+            if shard_id in self._shards:
+                continue
+            iterator = self._streams.get_shard_iterator(
+                StreamArn=self.config.stream_arn,
+                ShardId=shard_id,
+                ShardIteratorType=position,
+            )["ShardIterator"]
+            self._shards[shard_id] = _Shard(shard_id, iterator)
+
+    def _run(self) -> None:
+        rounds = 0
+        while not self._stop.is_set():
+            try:
+                rounds += 1
+                if rounds % 50 == 0:
+                    self._discover_shards("TRIM_HORIZON")  # shards created after start
+                busy = False
+                for shard in list(self._shards.values()):
+                    busy = self._poll_shard(shard) or busy
+                if not busy:
+                    self._stop.wait(self._poll_interval)
+            except Exception:
+                if self._stop.is_set():
+                    return
+                logger.exception("stream poller for %s failed; retrying", self.config.function)
+                self._stop.wait(1.0)
+
+    def _poll_shard(self, shard: _Shard) -> bool:
+        """Fetch and process one batch of a shard; True when it succeeded with records."""
+        config = self.config
+        if len(shard.pending) < config.batch_size and shard.iterator:
+            response = self._streams.get_records(
+                ShardIterator=shard.iterator, Limit=min(config.batch_size, 1000)
+            )
+            shard.iterator = response.get("NextShardIterator")
+            for raw in response.get("Records", []):
+                record = lambda_record(raw, config.stream_arn, self._region)
+                if matches_any(config.filter_patterns, record):
+                    shard.pending.append(record)
+        if not shard.pending:
+            return False
+        batch = shard.pending[: config.batch_size]
+        result = self._invoke({"Records": batch})
+        if result.ok:
+            failed_from = resume_index(result.payload, batch) if config.report_batch_item_failures else None
+            if failed_from is None:
+                del shard.pending[: len(batch)]
+                shard.attempts = 0
+                return True
+            del shard.pending[:failed_from]
+        shard.attempts += 1
+        if shard.attempts > config.maximum_retry_attempts:
+            logger.warning(
+                "%s: dropping a batch of %d stream records after %d retries",
+                config.function,
+                len(batch),
+                config.maximum_retry_attempts,
+            )
+            del shard.pending[: config.batch_size]
+            shard.attempts = 0
+        return False  # back off one poll interval before the retry

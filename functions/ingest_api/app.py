@@ -1,0 +1,62 @@
+"""Partner ingest API (API Gateway HTTP API): receive-message and message status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hub.api.http import (
+    api_key,
+    body_limit,
+    correlation_id,
+    install_error_handlers,
+    json_response,
+    parse_body,
+)
+from hub.config import settings
+from hub.domain.idempotency import sanitize_idempotency_key
+from hub.domain.message import InboundMessage
+from hub.wiring import ingestor
+
+logger = Logger()
+copy_config_to_registered_loggers(source_logger=logger, include={"hub"})
+metrics = Metrics()
+tracer = Tracer()
+app = APIGatewayHttpResolver()
+app.use([body_limit(lambda: settings().max_body_bytes)])
+install_error_handlers(app)
+
+
+@app.post("/api/edi-hub/receive-message")
+def receive_message() -> Response:
+    event = app.current_event
+    outcome = ingestor().receive(
+        raw_key=api_key(event),
+        inbound=parse_body(event, InboundMessage),
+        idempotency_key=sanitize_idempotency_key(event.headers.get("idempotency-key")),
+        correlation_id=correlation_id(event, event.request_context.request_id),
+    )
+    if outcome.deduplicated_by is None:
+        metrics.add_metric(name="MessagesReceived", unit=MetricUnit.Count, value=1)
+    else:
+        metrics.add_metric(name="DuplicatesDropped", unit=MetricUnit.Count, value=1)
+    return json_response(202 if outcome.created else 200, outcome.body())
+
+
+@app.get("/api/edi-hub/messages/<message_id>")
+def get_message(message_id: str) -> Response:
+    record = ingestor().status(api_key(app.current_event), message_id)
+    return json_response(200, record.public_view())
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,1 @@
+"""HTTP glue shared by the API handlers: one error shape, request parsing, auth headers."""

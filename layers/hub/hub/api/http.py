@@ -1,0 +1,118 @@
+"""Request parsing and the single error shape of every hub API:
+``{"error": {"code": "...", "message": "...", "details": ...}}``.
+
+Powertools' resolver routes; these helpers turn events into domain input and domain errors
+into responses. Error bodies never echo request values (they may carry payload data).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
+from pydantic import BaseModel, ValidationError
+
+from hub.errors import HubError, MalformedBody, PayloadTooLarge, ValidationFailed
+
+logger = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=BaseModel)
+
+_CORRELATION_RE = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body, separators=(",", ":")),
+        headers=headers or {},
+    )
+
+
+def error_response(error: HubError) -> Response:
+    body: dict[str, Any] = {"code": error.code, "message": error.message}
+    if error.details is not None:
+        body["details"] = error.details
+    return json_response(error.http_status, {"error": body}, error.headers())
+
+
+def install_error_handlers(app: APIGatewayHttpResolver) -> None:
+    """Every failure leaves in the one error shape; unexpected ones as a bare 500 (with the
+    stack trace in the log, never in the response)."""
+
+    @app.exception_handler(HubError)
+    def _hub_error(error: HubError) -> Response:
+        if error.http_status >= 500:
+            logger.warning("request failed", extra={"code": error.code, "details": error.details})
+        return error_response(error)
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response:
+        logger.exception("unexpected error")
+        return error_response(HubError("internal error; it is safe to resend the request"))
+
+    @app.not_found
+    def _no_route(_: Exception) -> Response:
+        return json_response(
+            HTTPStatus.NOT_FOUND, {"error": {"code": "route_not_found", "message": "no such route"}}
+        )
+
+
+def body_limit(max_bytes: Callable[[], int]) -> Callable[[APIGatewayHttpResolver, NextMiddleware], Response]:
+    """Middleware: 413 for a body over the limit, before anything parses it."""
+
+    def middleware(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
+        body = app.current_event.body or ""
+        # A base64 body decodes to 3/4 of its length; compare the decoded size.
+        size = len(body) * 3 // 4 if app.current_event.is_base64_encoded else len(body.encode())
+        limit = max_bytes()
+        if size > limit:
+            return error_response(
+                PayloadTooLarge(f"request body is over {limit} bytes", details={"limit_bytes": limit})
+            )
+        return next_middleware(app)
+
+    return middleware
+
+
+def parse_body(event: BaseProxyEvent, model: type[M]) -> M:
+    """The JSON body validated as `model`: MalformedBody for invalid JSON, ValidationFailed
+    naming each offending field otherwise."""
+    try:
+        raw = event.decoded_body or ""
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedBody("request body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise ValidationFailed("request body must be a JSON object")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details = [
+            {"field": ".".join(str(p) for p in err["loc"]), "problem": err["type"], "message": err["msg"]}
+            for err in exc.errors(include_input=False, include_url=False)
+        ]
+        raise ValidationFailed("request body failed validation", details=details) from exc
+
+
+def api_key(event: BaseProxyEvent) -> str | None:
+    """The presented API key: `Authorization: Bearer <key>` or `x-api-key: <key>`."""
+    auth = event.headers.get("authorization") or ""
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return event.headers.get("x-api-key") or None
+
+
+def correlation_id(event: BaseProxyEvent, fallback: str) -> str:
+    """The caller's x-correlation-id when well formed, else the gateway's request id."""
+    given = event.headers.get("x-correlation-id") or ""
+    return given if _CORRELATION_RE.fullmatch(given) else fallback

@@ -1,0 +1,52 @@
+"""Runtime settings, parsed once from the environment the template sets.
+
+Nothing here runs at import time: ``settings()`` builds and caches the model on first use,
+so tests set the environment and call ``settings.cache_clear()`` instead of reloading modules.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hub.errors import ConfigurationError
+
+
+class Settings(BaseModel):
+    """What a hub function needs to know about its stack. Required values have no default:
+    a missing table or queue name is a deployment error, never a silent fallback."""
+
+    model_config = ConfigDict(frozen=True)
+
+    table_name: str = Field(min_length=1)
+    pipeline_queue_url: str = Field(min_length=1)
+    max_body_bytes: int = Field(default=256 * 1024, ge=1024)
+    idempotency_retention_hours: int = Field(default=24, ge=1)
+    fingerprint_retention_hours: int = Field(default=24, ge=1)
+    # A dedup hit on a message still in `received` after this many seconds re-sends its first
+    # step: repairs the rare case where enqueue failed and the compensation failed too.
+    stuck_received_after_seconds: int = Field(default=120, ge=1)
+
+
+_ENV = {
+    "table_name": "HUB_TABLE_NAME",
+    "pipeline_queue_url": "HUB_PIPELINE_QUEUE_URL",
+    "max_body_bytes": "HUB_MAX_BODY_BYTES",
+    "idempotency_retention_hours": "HUB_IDEMPOTENCY_RETENTION_HOURS",
+    "fingerprint_retention_hours": "HUB_FINGERPRINT_RETENTION_HOURS",
+    "stuck_received_after_seconds": "HUB_STUCK_RECEIVED_AFTER_SECONDS",
+}
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The settings of this process, validated once. Raises ConfigurationError naming the
+    missing or invalid variables."""
+    raw = {field: os.environ[var] for field, var in _ENV.items() if var in os.environ}
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        names = sorted({_ENV[str(err["loc"][0])] for err in exc.errors() if err["loc"]})
+        raise ConfigurationError(f"invalid or missing settings: {', '.join(names)}") from exc

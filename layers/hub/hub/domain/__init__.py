@@ -1,0 +1,1 @@
+"""Pure domain model: no I/O, no AWS, no HTTP."""

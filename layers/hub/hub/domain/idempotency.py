@@ -1,0 +1,75 @@
+"""Ingest idempotency rules (seed 000, scenario I): an Idempotency-Key claim, a payload
+fingerprint claim, and the race winner. Pure functions; the repository stores the claims."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from enum import StrEnum
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from hub.errors import InvalidIdempotencyKey
+
+_KEY_RE = re.compile(r"[\x20-\x7e]{1,255}")
+
+
+class DedupKind(StrEnum):
+    IDEMPOTENCY_KEY = "idempotency_key"
+    FINGERPRINT = "fingerprint"
+    RACE_WINNER = "race_winner"
+
+
+def sanitize_idempotency_key(raw: str | None) -> str | None:
+    """The header value when it is 1-255 printable ASCII characters; None when absent.
+    Raises InvalidIdempotencyKey otherwise (never silently trimmed: two clients must not
+    collide on a key we rewrote)."""
+    if raw is None:
+        return None
+    if not _KEY_RE.fullmatch(raw):
+        raise InvalidIdempotencyKey(
+            "Idempotency-Key must be 1 to 255 printable ASCII characters",
+            details={"header": "Idempotency-Key", "length": len(raw)},
+        )
+    return raw
+
+
+def canonical_payload(payload: dict[str, Any] | str) -> bytes:
+    """Bytes that are equal for equal payloads: JSON objects with sorted keys and no
+    insignificant white space; text payloads (XML, CSV...) exactly as received."""
+    if isinstance(payload, str):
+        return payload.encode("utf-8")
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def duplicate_key_values(payload: dict[str, Any] | str, fields: tuple[str, ...]) -> list[str]:
+    """The normalized business-key values found at `fields` (JMESPath) in a JSON payload.
+    Text payloads yield none here: their keys are read once they are parsed by mapping."""
+    if isinstance(payload, str) or not fields:
+        return []
+    values = []
+    for path in fields:
+        try:
+            found = jmespath.search(path, payload)
+        except JMESPathError:
+            found = None
+        values.append(json.dumps(found, sort_keys=True, separators=(",", ":")))
+    return values
+
+
+def fingerprint(message_type: str, key_values: list[str], payload_sha256: str) -> str:
+    """SHA-256 of (message type, normalized duplicate-key values, canonical payload hash)."""
+    material = json.dumps([message_type, key_values, payload_sha256], separators=(",", ":"))
+    return sha256_hex(material.encode("utf-8"))
+
+
+def idempotency_key_hash(key: str) -> str:
+    """Claims are keyed by the key's hash: bounded size, and no partner token in a table key."""
+    return sha256_hex(key.encode("utf-8"))

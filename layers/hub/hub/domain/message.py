@@ -1,0 +1,107 @@
+"""Messages: what a partner sends, the small status record we keep, and the slim step
+message that travels on SQS (ids and counters only, never the payload)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from hub.domain.status import PipelineStatus
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+
+class InboundMessage(BaseModel):
+    """The partner API request body."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    integration_id: str = Field(pattern=_ID)
+    message_type: str = Field(pattern=_ID)
+    payload: dict[str, Any] | str
+    external_id: str | None = Field(default=None, min_length=1, max_length=255)
+    #: When the source says the event happened (RFC 3339, with offset); kept apart from
+    #: received_at, when we got it.
+    occurred_at: AwareDatetime | None = None
+
+
+class PayloadFormat(StrEnum):
+    JSON = "json"
+    TEXT = "text"
+
+
+class MessageRecord(BaseModel):
+    """The hot status record of one message. Small on purpose: it is rewritten on every
+    status change and DynamoDB bills writes per KB. The payload lives apart."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str
+    tenant_id: str
+    integration_id: str
+    message_type: str
+    pipeline_status: PipelineStatus
+    received_at: datetime
+    updated_at: datetime
+    occurred_at: datetime | None = None
+    external_id: str | None = None
+    correlation_id: str
+    execution_id: str
+    fingerprint: str
+    payload_sha256: str
+    payload_format: PayloadFormat
+    payload_bytes: int
+    idempotency_key: str | None = None
+    dest_status: str | None = None
+    dest_status_text: str | None = None
+    retry_count: int = 0
+    next_retry_at: datetime | None = None
+    last_retry_error_class: str | None = None
+
+    def public_view(self) -> dict[str, Any]:
+        """What the partner API shows its owner: status and timestamps, no internals."""
+        return self.model_dump(
+            mode="json",
+            include={
+                "message_id",
+                "integration_id",
+                "message_type",
+                "external_id",
+                "pipeline_status",
+                "dest_status",
+                "dest_status_text",
+                "retry_count",
+                "next_retry_at",
+                "last_retry_error_class",
+                "occurred_at",
+                "received_at",
+                "updated_at",
+            },
+        )
+
+
+class PipelineStep(StrEnum):
+    PROCESS = "process"
+    DELIVER = "deliver"
+    FINISHED = "finished"
+
+
+class StepMessage(BaseModel):
+    """One pipeline step to run (seed 002, section 5.1): which message, which step, the
+    counters, and ids to trace it. Workers re-read the message state before acting."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    v: int = 1
+    message_id: str
+    tenant_id: str
+    integration_id: str
+    step: PipelineStep
+    attempt: int = 0
+    lock_wait: int = 0
+    execution_id: str
+    correlation_id: str
+    publish_id: str

@@ -1,0 +1,59 @@
+"""Pipeline statuses and the only transitions allowed between them (seed 000, states;
+seed 004, pattern 5: status moves as monotonic transitions, never as arbitrary updates).
+
+The repository enforces this table with a conditional update, so a stale or out-of-order
+step can never regress a message.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class PipelineStatus(StrEnum):
+    RECEIVED = "received"
+    MAPPED = "mapped"
+    SENT = "sent"
+    ERROR = "error"
+    RETRY_PENDING = "retry_pending"
+    DEAD_LETTER = "dead_letter"
+    CANCELLED = "cancelled"
+    RECEIVED_OBSERVED = "received_observed"
+    DUPLICATE_REJECTED = "duplicate_rejected"
+
+
+S = PipelineStatus
+
+#: from-status -> statuses it may move to. Re-running a message (operator reprocess, a
+#: scheduled retry) goes back to `received`; everything else only moves forward.
+ALLOWED_TRANSITIONS: MappingProxyType[PipelineStatus, frozenset[PipelineStatus]] = MappingProxyType(
+    {
+        S.RECEIVED: frozenset(
+            {S.MAPPED, S.SENT, S.ERROR, S.RECEIVED_OBSERVED, S.DUPLICATE_REJECTED, S.CANCELLED}
+        ),
+        S.MAPPED: frozenset({S.SENT, S.ERROR, S.RECEIVED_OBSERVED, S.CANCELLED}),
+        S.ERROR: frozenset({S.RETRY_PENDING, S.DEAD_LETTER, S.RECEIVED, S.CANCELLED}),
+        S.RETRY_PENDING: frozenset({S.RECEIVED, S.CANCELLED, S.ERROR, S.DEAD_LETTER}),
+        S.DEAD_LETTER: frozenset({S.RECEIVED, S.CANCELLED}),
+        S.CANCELLED: frozenset({S.RECEIVED}),
+        S.SENT: frozenset({S.RECEIVED}),
+        S.RECEIVED_OBSERVED: frozenset({S.RECEIVED}),
+        S.DUPLICATE_REJECTED: frozenset({S.RECEIVED}),
+    }
+)
+
+#: Statuses where no step of the current execution is expected to run any more.
+FINAL_STATUSES = frozenset(
+    {S.SENT, S.ERROR, S.DEAD_LETTER, S.CANCELLED, S.RECEIVED_OBSERVED, S.DUPLICATE_REJECTED}
+)
+
+
+def can_transition(current: PipelineStatus, target: PipelineStatus) -> bool:
+    """True when `current -> target` is in the transition table."""
+    return target in ALLOWED_TRANSITIONS[current]
+
+
+def sources_of(target: PipelineStatus) -> frozenset[PipelineStatus]:
+    """Every status from which `target` may be reached: the condition of the update."""
+    return frozenset(src for src, targets in ALLOWED_TRANSITIONS.items() if target in targets)

@@ -1,0 +1,106 @@
+"""Domain errors: one type per thing a caller can act on.
+
+Each carries a machine-readable ``code`` and the HTTP status the API answers with, so every
+API renders the same shape: ``{"error": {"code", "message", "details"?}}``.
+Adapters translate vendor exceptions into these; nothing decides on exception text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class HubError(Exception):
+    """Base of every error the hub raises on purpose."""
+
+    code: ClassVar[str] = "internal_error"
+    http_status: ClassVar[int] = 500
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def headers(self) -> dict[str, str]:
+        """Extra response headers this error asks for (e.g. Retry-After)."""
+        return {}
+
+
+class ConfigurationError(HubError):
+    code = "configuration_error"
+    http_status = 500
+
+
+class ValidationFailed(HubError):
+    code = "validation_error"
+    http_status = 400
+
+
+class MalformedBody(HubError):
+    code = "malformed_json"
+    http_status = 400
+
+
+class InvalidIdempotencyKey(HubError):
+    code = "invalid_idempotency_key"
+    http_status = 400
+
+
+class PayloadTooLarge(HubError):
+    code = "payload_too_large"
+    http_status = 413
+
+
+class Unauthorized(HubError):
+    code = "unauthorized"
+    http_status = 401
+
+
+class NotFound(HubError):
+    code = "not_found"
+    http_status = 404
+
+
+class IdempotencyKeyReused(HubError):
+    code = "idempotency_key_reused"
+    http_status = 422
+
+
+class Conflict(HubError):
+    """A conditional write lost: the item is not in the state the caller expected."""
+
+    code = "conflict"
+    http_status = 409
+
+
+class InvalidTransition(Conflict):
+    code = "invalid_transition"
+
+
+class ServiceUnavailable(HubError):
+    """A dependency failed before anything was acknowledged: safe to resend."""
+
+    code = "service_unavailable"
+    http_status = 503
+    retry_after_seconds: ClassVar[int] = 5
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}
+
+
+class StorageUnavailable(ServiceUnavailable):
+    code = "storage_unavailable"
+
+
+class QueueUnavailable(ServiceUnavailable):
+    code = "queue_unavailable"
+
+
+class ClaimTaken(Conflict):
+    """Creating a message lost the race for an idempotency or fingerprint claim."""
+
+    code = "claim_taken"
+
+    def __init__(self, message: str, *, claims: tuple[object, ...]) -> None:
+        super().__init__(message)
+        self.claims = claims

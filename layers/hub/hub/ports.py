@@ -1,0 +1,97 @@
+"""The interfaces use cases depend on. Adapters in ``hub.adapters`` implement them over AWS;
+use cases never import boto3."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from hub.domain.idempotency import DedupKind
+from hub.domain.message import MessageRecord, StepMessage
+from hub.domain.status import PipelineStatus
+from hub.domain.tenancy import ApiKey, Integration, Tenant
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A stored idempotency or fingerprint claim: this (integration, key) belongs to a message."""
+
+    kind: DedupKind
+    message_id: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class IngestLookup:
+    """Everything ingest needs to read, fetched in one round trip."""
+
+    api_key: ApiKey | None
+    integration: Integration | None
+    claims: tuple[Claim, ...]
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to create, with the claims that make its creation idempotent."""
+
+    record: MessageRecord
+    payload_text: str
+    idempotency_key_hash: str | None
+    idempotency_expires_at: datetime
+    fingerprint_expires_at: datetime
+
+
+class ConfigRepository(Protocol):
+    def get_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+    def get_integration(self, integration_id: str) -> Integration | None: ...
+
+    def put_tenant(self, tenant: Tenant) -> None: ...
+
+    def put_integration(self, integration: Integration) -> None: ...
+
+    def put_api_key(self, api_key: ApiKey) -> None: ...
+
+
+class MessageRepository(Protocol):
+    def lookup_for_ingest(
+        self,
+        key_hash: str,
+        integration_id: str,
+        idempotency_key_hash: str | None,
+        fingerprint: str,
+        now: datetime,
+    ) -> IngestLookup:
+        """API key, integration and live claims, read consistently in one call."""
+        ...
+
+    def create(self, new: NewMessage, now: datetime) -> None:
+        """Stores status record, payload and claims atomically. Raises ClaimTaken when another
+        message already holds one of the claims (the race loser learns the winner)."""
+        ...
+
+    def discard(self, new: NewMessage) -> None:
+        """Undoes `create` (compensation when the first step could not be enqueued)."""
+        ...
+
+    def get(self, message_id: str) -> MessageRecord | None: ...
+
+    def get_for_key(self, key_hash: str, message_id: str) -> tuple[ApiKey | None, MessageRecord | None]:
+        """API key and message status, in one call."""
+        ...
+
+    def get_payload(self, message_id: str) -> str | None: ...
+
+    def transition(
+        self, record: MessageRecord, target: PipelineStatus, now: datetime, **changes: Any
+    ) -> MessageRecord:
+        """Moves the message to `target` only if the transition table allows it from its stored
+        status (conditional update). Raises InvalidTransition otherwise, NotFound if absent."""
+        ...
+
+
+class StepQueue(Protocol):
+    def publish(self, step: StepMessage) -> None:
+        """Enqueues one step message. Raises QueueUnavailable if it was not accepted."""
+        ...

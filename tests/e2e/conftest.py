@@ -1,0 +1,34 @@
+"""E2E tier: the local stack (devstack) of the real template.yaml, over HTTP, on free ports."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from devstack.demo import DEMO_API_KEY, seed
+from devstack.stack import LocalStack
+from tests.aws import ROOT
+
+
+@pytest.fixture(scope="package")
+def local_stack() -> Iterator[LocalStack]:
+    with LocalStack(
+        template_path=ROOT / "template.yaml",
+        project_root=ROOT,
+        aws_port=0,
+        api_port=0,
+        url_port=0,
+        echo_port=0,
+        stack_name="hub-e2e",
+    ) as stack:
+        seed(stack)
+        yield stack
+
+
+@pytest.fixture
+def api(local_stack: LocalStack) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {DEMO_API_KEY}"}
+    with httpx.Client(base_url=local_stack.api_url, headers=headers, timeout=30, trust_env=False) as client:
+        yield client

@@ -1,0 +1,113 @@
+"""The partner API through the local stack: API Gateway events, the real handler in its own
+process, moto in server mode, all provisioned from template.yaml."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from devstack.demo import DEMO_INTEGRATION_ID, demo_body
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-local-stack")]
+
+
+def unique_body() -> dict[str, Any]:
+    body = demo_body()
+    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+    return body
+
+
+def test_demo_flow_202_then_deduplicated_then_status(api: httpx.Client, local_stack):
+    body = unique_body()
+    headers = {"Idempotency-Key": f"e2e-{uuid.uuid4()}"}
+
+    first = api.post("/api/edi-hub/receive-message", json=body, headers=headers)
+    again = api.post("/api/edi-hub/receive-message", json=body, headers=headers)
+    status = api.get(f"/api/edi-hub/messages/{first.json()['message_id']}")
+
+    assert first.status_code == 202
+    assert first.json()["deduplicated"] is False
+    assert again.status_code == 200
+    assert again.json() == {**first.json(), "deduplicated": True, "deduplicated_by": "idempotency_key"}
+    assert status.status_code == 200
+    assert status.json()["pipeline_status"] == "received"
+    assert status.headers["content-type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("with_key", [True, False], ids=["idempotency_key", "fingerprint"])
+def test_fifty_concurrent_identical_requests_over_http(api: httpx.Client, local_stack, with_key):
+    body = unique_body()
+    headers = {"Idempotency-Key": f"burst-{uuid.uuid4()}"} if with_key else {}
+
+    def post(_: int) -> httpx.Response:
+        return api.post("/api/edi-hub/receive-message", json=body, headers=headers)
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        answers = list(pool.map(post, range(50)))
+
+    assert [a.status_code for a in answers].count(202) == 1
+    assert {a.status_code for a in answers} <= {200, 202}
+    ids = {a.json()["message_id"] for a in answers}
+    assert len(ids) == 1
+    # Exactly one status record exists for that business payload.
+    table = local_stack.resources["HubTable"]
+    items = local_stack.client("dynamodb").scan(
+        TableName=table,
+        FilterExpression="item_type = :m AND message_id = :id",
+        ExpressionAttributeValues={":m": {"S": "message"}, ":id": {"S": ids.pop()}},
+    )["Items"]
+    assert len(items) == 1
+
+
+def test_first_step_reaches_the_pipeline_queue(api: httpx.Client, local_stack):
+    answer = api.post("/api/edi-hub/receive-message", json=unique_body())
+    message_id = answer.json()["message_id"]
+    sqs = local_stack.client("sqs")
+    found = []
+    for _ in range(20):
+        batch = sqs.receive_message(
+            QueueUrl=local_stack.resources["PipelineQueue"], MaxNumberOfMessages=10, VisibilityTimeout=0
+        ).get("Messages", [])
+        found += [json.loads(m["Body"]) for m in batch if message_id in m["Body"]]
+        if found:
+            break
+    assert found
+    assert found[0]["step"] == "process"
+    assert "payload" not in found[0]
+
+
+@pytest.mark.parametrize(
+    ("headers", "content", "status", "code"),
+    [
+        ({"Authorization": "Bearer nope"}, json.dumps(demo_body()), 401, "unauthorized"),
+        ({}, "{broken", 400, "malformed_json"),
+        ({}, json.dumps({**demo_body(), "integration_id": "int_someone_else"}), 404, "not_found"),
+        ({}, json.dumps({**demo_body(), "payload": {"blob": "x" * 300_000}}), 413, "payload_too_large"),
+    ],
+    ids=["401", "400", "404", "413"],
+)
+def test_rejections_over_http(api: httpx.Client, headers, content, status, code):
+    answer = api.post(
+        "/api/edi-hub/receive-message",
+        content=content,
+        headers={"Content-Type": "application/json", **headers},
+    )
+    assert answer.status_code == status
+    assert answer.json()["error"]["code"] == code
+
+
+def test_unknown_route_is_404(api: httpx.Client):
+    assert api.get("/api/edi-hub/nothing-here").status_code == 404
+
+
+def test_demo_integration_points_at_the_echo_destination(local_stack):
+    item = local_stack.client("dynamodb").get_item(
+        TableName=local_stack.resources["HubTable"],
+        Key={"PK": {"S": f"INTEGRATION#{DEMO_INTEGRATION_ID}"}, "SK": {"S": "CONFIG"}},
+    )["Item"]
+    assert json.loads(item["config_json"]["S"])["destination"]["url"] == local_stack.echo_url

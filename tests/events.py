@@ -1,0 +1,51 @@
+"""Sample events from events/ (the same files `sam local invoke -e` uses), loaded and adjusted."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+EVENTS = Path(__file__).resolve().parent.parent / "events"
+
+
+@cache
+def _load(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS / name).read_text())
+
+
+def load_event(name: str) -> dict[str, Any]:
+    """A fresh copy of events/<name>."""
+    return copy.deepcopy(_load(name))
+
+
+def http_event(
+    name: str,
+    *,
+    body: str | bytes | dict[str, Any] | None = None,
+    headers: dict[str, str | None] | None = None,
+    path_parameters: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An HTTP API v2.0 event from a sample, with another body / headers (None removes one)."""
+    event = load_event(name)
+    if body is not None:
+        if isinstance(body, bytes):
+            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode(), True
+        else:
+            event["body"] = body if isinstance(body, str) else json.dumps(body)
+            event["isBase64Encoded"] = False
+    for key, value in (headers or {}).items():
+        if value is None:
+            event["headers"].pop(key.lower(), None)
+        else:
+            event["headers"][key.lower()] = value
+    if path_parameters is not None:
+        event["pathParameters"] = path_parameters
+        path = event["routeKey"].split(" ", 1)[1]
+        for key, value in path_parameters.items():
+            path = path.replace("{" + key + "}", value)
+        event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    return event

@@ -1,0 +1,94 @@
+"""The project's own template.yaml provisions on the local stack as it is declared."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devstack.stack import LocalStack
+
+ROOT = Path(__file__).resolve().parents[3]
+
+pytestmark = pytest.mark.xdist_group("devstack-real-template")
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    with LocalStack(
+        template_path=ROOT / "template.yaml",
+        project_root=ROOT,
+        aws_port=0,
+        api_port=0,
+        url_port=0,
+        echo_port=0,
+        stack_name="hub-test",
+    ) as running:
+        yield running
+
+
+def test_hub_table_has_its_index_stream_and_ttl(stack: LocalStack) -> None:
+    dynamodb = stack.client("dynamodb")
+    table = dynamodb.describe_table(TableName=stack.resources["HubTable"])["Table"]
+
+    assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert [k["AttributeName"] for k in table["KeySchema"]] == ["PK", "SK"]
+    (gsi,) = table["GlobalSecondaryIndexes"]
+    assert gsi["IndexName"] == "GSI1"
+    assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["GSI1PK", "GSI1SK"]
+    assert gsi["Projection"]["ProjectionType"] == "KEYS_ONLY"
+    assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    assert stack.attributes[("HubTable", "StreamArn")] == table["LatestStreamArn"]
+    ttl = dynamodb.describe_time_to_live(TableName=stack.resources["HubTable"])
+    assert ttl["TimeToLiveDescription"] == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expires_at"}
+
+
+def test_pipeline_queue_redrives_to_its_dlq_after_ten_receives(stack: LocalStack) -> None:
+    sqs = stack.client("sqs")
+    attributes = sqs.get_queue_attributes(QueueUrl=stack.resources["PipelineQueue"], AttributeNames=["All"])[
+        "Attributes"
+    ]
+
+    assert attributes["VisibilityTimeout"] == "60"
+    assert attributes["MessageRetentionPeriod"] == "1209600"
+    redrive = json.loads(attributes["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"] == stack.attributes[("PipelineDLQ", "Arn")]
+    assert int(redrive["maxReceiveCount"]) == 10
+
+
+def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalStack) -> None:
+    groups = stack.client("scheduler").list_schedule_groups()["ScheduleGroups"]
+
+    assert "integration-hub-dev" in {group["Name"] for group in groups}
+    assert stack.resources["HubScheduleGroup"] == "integration-hub-dev"
+    spec = stack.model.specs["IngestApiFunction"]
+    assert spec.environment["HUB_TABLE_NAME"] == stack.resources["HubTable"]
+    assert spec.environment["HUB_PIPELINE_QUEUE_URL"] == stack.resources["PipelineQueue"]
+    assert spec.environment["HUB_MAX_BODY_BYTES"] == "262144"
+    assert spec.environment["POWERTOOLS_LOG_LEVEL"] == "INFO"
+    assert spec.timeout_seconds == 10
+    assert spec.memory_mb == 512
+    assert spec.layer_dirs[0] == str(ROOT / "layers" / "hub")
+    assert {route.route_key for route in stack.model.routes} == {
+        "POST /api/edi-hub/receive-message",
+        "GET /api/edi-hub/messages/{message_id}",
+    }
+    assert stack.outputs["HubTableName"] == stack.resources["HubTable"]
+
+
+def test_parameter_overrides_are_validated() -> None:
+    stack = LocalStack(
+        template_path=ROOT / "template.yaml",
+        project_root=ROOT,
+        aws_port=0,
+        api_port=0,
+        url_port=0,
+        echo_port=0,
+        parameter_overrides={"Stage": "qa"},
+    )
+
+    with pytest.raises(ValueError, match="Stage"):
+        stack.start()
+    assert stack.aws_endpoint == ""  # rejected before moto or any server started

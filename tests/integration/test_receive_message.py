@@ -1,0 +1,402 @@
+"""receive-message through the real handler, storage and queue (moto, resources from template.yaml)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from hub.adapters.aws import client
+from tests.events import http_event
+
+
+def body(tenancy, payload: Any = None, **fields: Any) -> dict[str, Any]:
+    return {
+        "integration_id": tenancy.integration_id,
+        "message_type": "purchase_order",
+        "payload": payload
+        if payload is not None
+        else {"po_number": "PO-1", "lines": [{"sku": "A", "qty": 1}]},
+        **fields,
+    }
+
+
+def receive(
+    tenancy, payload_body: dict[str, Any] | str | bytes, key: str | None = "default", **headers: str | None
+):
+    auth = {"authorization": f"Bearer {tenancy.key if key == 'default' else key}" if key else None}
+    return http_event(
+        "receive_message.json",
+        body=payload_body,
+        headers={"idempotency-key": None, **auth, **headers},
+    )
+
+
+def fail_calls(service: str, operation: str, code: str = "InternalServerError"):
+    """Makes every `operation` call of the shared `service` client fail as AWS would."""
+
+    def boom(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": code, "Message": "injected"}}, operation)
+
+    events = client(service).meta.events
+    events.register(f"before-call.{service}.{operation}", boom, unique_id=f"fail-{operation}")
+    return lambda: events.unregister(f"before-call.{service}.{operation}", unique_id=f"fail-{operation}")
+
+
+class TestNewMessage:
+    def test_is_stored_enqueued_and_answered_202(self, stack, tenancy, ingest_api):
+        answer = ingest_api(
+            receive(tenancy, body(tenancy, external_id="PO-1", occurred_at="2026-11-29T08:00:00-03:00"))
+        )
+
+        assert answer.status == 202
+        assert answer.body["pipeline_status"] == "received"
+        assert answer.body["deduplicated"] is False
+        message_id = answer.body["message_id"]
+        [record] = stack.message_items()
+        assert record["message_id"]["S"] == message_id
+        assert record["tenant_id"]["S"] == "t1"
+        assert record["occurred_at"]["S"] == "2026-11-29T11:00:00.000000Z"
+        assert record["received_at"]["S"] != record["occurred_at"]["S"]
+        assert "payload" not in record  # the hot status record stays small
+        assert record["GSI1PK"]["S"] == "TENANT#t1#STATUS#received"
+        payload = [
+            i for i in stack.scan() if i["PK"]["S"] == f"MSG#{message_id}" and i["SK"]["S"] == "PAYLOAD"
+        ]
+        assert json.loads(payload[0]["payload"]["S"])["po_number"] == "PO-1"
+
+    def test_first_step_message_is_slim(self, stack, tenancy, ingest_api):
+        answer = ingest_api(receive(tenancy, body(tenancy), **{"x-correlation-id": "corr-42"}))
+
+        [step] = stack.drain_queue()
+        assert step["message_id"] == answer.body["message_id"]
+        assert step["step"] == "process"
+        assert (step["attempt"], step["lock_wait"]) == (0, 0)
+        assert step["correlation_id"] == "corr-42"
+        assert step["execution_id"].startswith("exe_")
+        assert "payload" not in step
+        assert "PO-1" not in json.dumps(step)
+
+    def test_text_payloads_such_as_xml_are_accepted(self, stack, tenancy, ingest_api):
+        xml = "<ORDERS05><IDOC><E1EDK01><BELNR>4711</BELNR></E1EDK01></IDOC></ORDERS05>"
+        answer = ingest_api(receive(tenancy, body(tenancy, payload=xml)))
+
+        assert answer.status == 202
+        [record] = stack.message_items()
+        assert record["payload_format"]["S"] == "text"
+
+    def test_status_is_readable_by_its_owner(self, tenancy, ingest_api):
+        created = ingest_api(receive(tenancy, body(tenancy, occurred_at="2026-11-29T10:00:00Z")))
+        event = http_event(
+            "get_message.json",
+            headers={"x-api-key": tenancy.key},
+            path_parameters={"message_id": created.body["message_id"]},
+        )
+
+        answer = ingest_api(event)
+
+        assert answer.status == 200
+        assert answer.body["pipeline_status"] == "received"
+        assert answer.body["occurred_at"] == "2026-11-29T10:00:00Z"
+        assert answer.body["retry_count"] == 0
+        assert {
+            "dest_status",
+            "dest_status_text",
+            "next_retry_at",
+            "last_retry_error_class",
+            "received_at",
+        } <= set(answer.body)
+        assert "tenant_id" not in answer.body
+
+
+class TestIdempotency:
+    def test_repeat_with_the_same_key_returns_the_original(self, stack, tenancy, ingest_api):
+        first = ingest_api(receive(tenancy, body(tenancy), **{"idempotency-key": "po-1-v1"}))
+        again = ingest_api(receive(tenancy, body(tenancy), **{"idempotency-key": "po-1-v1"}))
+
+        assert again.status == 200
+        assert again.body == {
+            "message_id": first.body["message_id"],
+            "pipeline_status": "received",
+            "deduplicated": True,
+            "deduplicated_by": "idempotency_key",
+        }
+        assert len(stack.message_items()) == 1
+        assert len(stack.drain_queue()) == 1
+
+    def test_same_key_with_another_payload_is_422(self, stack, tenancy, ingest_api):
+        ingest_api(receive(tenancy, body(tenancy), **{"idempotency-key": "po-1-v1"}))
+        other = ingest_api(
+            receive(tenancy, body(tenancy, payload={"po_number": "PO-2"}), **{"idempotency-key": "po-1-v1"})
+        )
+
+        assert other.status == 422
+        assert other.body["error"]["code"] == "idempotency_key_reused"
+        assert len(stack.message_items()) == 1
+
+    def test_same_key_on_another_integration_is_independent(self, stack, tenancy, ingest_api):
+        first = ingest_api(receive(tenancy, body(tenancy), **{"idempotency-key": "k"}))
+        second = ingest_api(
+            receive(
+                tenancy,
+                body(tenancy, integration_id=tenancy.second_integration_id),
+                **{"idempotency-key": "k"},
+            )
+        )
+
+        assert (first.status, second.status) == (202, 202)
+        assert first.body["message_id"] != second.body["message_id"]
+
+    def test_exact_payload_without_key_is_caught_by_fingerprint(self, stack, tenancy, ingest_api):
+        first = ingest_api(receive(tenancy, body(tenancy)))
+        # Same JSON, other key order and spacing: still the same payload.
+        reordered = json.dumps(
+            {
+                "payload": {"lines": [{"qty": 1, "sku": "A"}], "po_number": "PO-1"},
+                **body(tenancy, payload={}),
+            },
+            indent=2,
+        )
+        reordered_body = json.loads(reordered)
+        reordered_body["payload"] = {"lines": [{"qty": 1, "sku": "A"}], "po_number": "PO-1"}
+        again = ingest_api(receive(tenancy, json.dumps(reordered_body, indent=2)))
+
+        assert again.status == 200
+        assert again.body["message_id"] == first.body["message_id"]
+        assert again.body["deduplicated_by"] == "fingerprint"
+        assert len(stack.message_items()) == 1
+
+    def test_same_business_key_with_other_content_is_a_new_message(self, stack, tenancy, ingest_api):
+        # Business-key duplicates are the pipeline's duplicate_handling, not ingest idempotency.
+        first = ingest_api(receive(tenancy, body(tenancy, payload={"po_number": "PO-1", "qty": 1})))
+        second = ingest_api(receive(tenancy, body(tenancy, payload={"po_number": "PO-1", "qty": 2})))
+
+        assert (first.status, second.status) == (202, 202)
+        assert len(stack.message_items()) == 2
+
+    @pytest.mark.parametrize("with_key", [True, False], ids=["idempotency_key", "fingerprint"])
+    def test_fifty_concurrent_identical_requests_store_one_message(
+        self, stack, tenancy, ingest_api, with_key
+    ):
+        headers = {"idempotency-key": "burst-1"} if with_key else {}
+        event = receive(tenancy, body(tenancy, payload={"po_number": "PO-BURST"}), **headers)
+
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            answers = list(pool.map(lambda _: ingest_api(event), range(50)))
+
+        assert {a.status for a in answers} <= {200, 202}
+        assert sum(a.status == 202 for a in answers) == 1
+        assert len({a.body["message_id"] for a in answers}) == 1
+        assert len(stack.message_items()) == 1
+        assert len(stack.drain_queue()) == 1
+        kinds = {a.body.get("deduplicated_by") for a in answers if a.status == 200}
+        assert kinds <= {"idempotency_key" if with_key else "fingerprint", "race_winner"}
+
+
+class TestRejections:
+    @pytest.mark.parametrize("key", [None, "hub_not_a_key", "revoked"])
+    def test_missing_invalid_or_revoked_key_is_401(self, stack, tenancy, ingest_api, key):
+        raw = tenancy.revoked_key if key == "revoked" else key
+        answer = ingest_api(receive(tenancy, body(tenancy), key=raw))
+
+        assert answer.status == 401
+        assert answer.body["error"]["code"] == "unauthorized"
+        assert stack.message_items() == []
+
+    def test_x_api_key_header_is_accepted(self, tenancy, ingest_api):
+        answer = ingest_api(receive(tenancy, body(tenancy), key=None, **{"x-api-key": tenancy.key}))
+        assert answer.status == 202
+
+    @pytest.mark.parametrize(
+        "integration_id", ["int_other", "int_does_not_exist"], ids=["other-tenant", "missing"]
+    )
+    def test_integration_not_of_the_callers_tenant_is_404(self, stack, tenancy, ingest_api, integration_id):
+        answer = ingest_api(receive(tenancy, body(tenancy, integration_id=integration_id)))
+
+        assert answer.status == 404
+        assert answer.body["error"]["code"] == "not_found"
+        assert stack.message_items() == []
+
+    def test_key_limited_to_other_integrations_gets_404(self, tenancy, ingest_api):
+        answer = ingest_api(receive(tenancy, body(tenancy), key=tenancy.limited_key))
+        assert answer.status == 404
+        allowed = ingest_api(
+            receive(
+                tenancy, body(tenancy, integration_id=tenancy.second_integration_id), key=tenancy.limited_key
+            )
+        )
+        assert allowed.status == 202
+
+    def test_another_tenants_message_status_is_404(self, tenancy, ingest_api):
+        created = ingest_api(receive(tenancy, body(tenancy)))
+        event = http_event(
+            "get_message.json",
+            headers={"x-api-key": tenancy.other_key},
+            path_parameters={"message_id": created.body["message_id"]},
+        )
+        assert ingest_api(event).status == 404
+
+    @pytest.mark.parametrize(
+        ("raw_body", "code"),
+        [
+            ("{not json", "malformed_json"),
+            (json.dumps({"message_type": "x", "payload": {}}), "validation_error"),
+            (
+                json.dumps({"integration_id": "int_erp", "message_type": "x", "payload": 5}),
+                "validation_error",
+            ),
+            (
+                json.dumps(
+                    {"integration_id": "int_erp", "message_type": "x", "payload": {}, "occurred_at": "soon"}
+                ),
+                "validation_error",
+            ),
+        ],
+    )
+    def test_bad_bodies_are_400_with_a_code(self, stack, tenancy, ingest_api, raw_body, code):
+        answer = ingest_api(receive(tenancy, raw_body))
+
+        assert answer.status == 400
+        assert answer.body["error"]["code"] == code
+        assert answer.body["error"]["message"]
+        assert stack.message_items() == []
+
+    @pytest.mark.parametrize("key", ["x" * 256, "chave-com-acentua\u00e7\u00e3o"])
+    def test_bad_idempotency_key_is_400(self, tenancy, ingest_api, key):
+        answer = ingest_api(receive(tenancy, body(tenancy), **{"idempotency-key": key}))
+        assert answer.status == 400
+        assert answer.body["error"]["code"] == "invalid_idempotency_key"
+
+    def test_body_over_the_default_limit_is_413(self, stack, tenancy, ingest_api):
+        big = body(tenancy, payload={"blob": "x" * (256 * 1024)})
+        answer = ingest_api(receive(tenancy, big))
+
+        assert answer.status == 413
+        assert answer.body["error"]["code"] == "payload_too_large"
+        assert stack.message_items() == []
+
+    def test_body_limit_is_configurable(self, stack, tenancy, ingest_api, monkeypatch):
+        from hub import wiring  # noqa: PLC0415
+
+        monkeypatch.setenv("HUB_MAX_BODY_BYTES", "2048")
+        wiring.reset()
+        small = ingest_api(receive(tenancy, body(tenancy, payload={"blob": "x" * 1500})))
+        large = ingest_api(receive(tenancy, body(tenancy, payload={"blob": "y" * 2100})))
+        assert small.status == 202
+        assert large.status == 413
+
+
+class TestFailures:
+    def test_storage_failure_is_503_and_a_resend_succeeds(self, stack, tenancy, ingest_api):
+        event = receive(tenancy, body(tenancy), **{"idempotency-key": "retry-me"})
+        restore = fail_calls("dynamodb", "TransactWriteItems")
+        try:
+            failed = ingest_api(event)
+        finally:
+            restore()
+
+        assert failed.status == 503
+        assert failed.headers["Retry-After"].isdigit()
+        assert failed.body["error"]["code"] == "storage_unavailable"
+        assert [i for i in stack.scan() if i["PK"]["S"].split("#")[0] in {"MSG", "IDEM", "FP"}] == []
+        assert stack.drain_queue() == []
+        resent = ingest_api(event)
+        assert resent.status == 202
+
+    def test_enqueue_failure_undoes_everything_so_a_resend_succeeds(self, stack, tenancy, ingest_api):
+        event = receive(tenancy, body(tenancy), **{"idempotency-key": "enqueue-fails"})
+        restore = fail_calls("sqs", "SendMessage", code="ServiceUnavailable")
+        try:
+            failed = ingest_api(event)
+        finally:
+            restore()
+
+        assert failed.status == 503
+        assert failed.body["error"]["code"] == "queue_unavailable"
+        # No orphan status record, payload or claim would block the resend.
+        leftovers = [
+            i["PK"]["S"] for i in stack.scan() if i["PK"]["S"].split("#")[0] in {"MSG", "IDEM", "FP"}
+        ]
+        assert leftovers == []
+        resent = ingest_api(event)
+        assert resent.status == 202
+        assert resent.body["deduplicated"] is False
+        assert len(stack.drain_queue()) == 1
+
+    def test_when_the_undo_fails_too_a_later_resend_re_enqueues(
+        self, stack, tenancy, ingest_api, monkeypatch
+    ):
+        from hub import wiring  # noqa: PLC0415
+
+        monkeypatch.setenv("HUB_STUCK_RECEIVED_AFTER_SECONDS", "1")
+        wiring.reset()
+        event = receive(tenancy, body(tenancy), **{"idempotency-key": "stuck"})
+        restore_sqs = fail_calls("sqs", "SendMessage")
+        original = client("dynamodb").transact_write_items
+        calls = {"n": 0}
+
+        def create_then_fail(**kwargs: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] > 1:  # the create goes through, the undo does not
+                raise ClientError(
+                    {"Error": {"Code": "InternalServerError", "Message": "x"}}, "TransactWriteItems"
+                )
+            return original(**kwargs)
+
+        monkeypatch.setattr(client("dynamodb"), "transact_write_items", create_then_fail)
+        try:
+            assert ingest_api(event).status == 503
+        finally:
+            restore_sqs()
+            monkeypatch.setattr(client("dynamodb"), "transact_write_items", original)
+        assert stack.drain_queue() == []
+
+        # Claim left behind: the resend is a duplicate, and once the message is old enough
+        # to be considered stuck, its first step is sent again.
+        boto3.client("dynamodb").update_item(
+            TableName=stack.table,
+            Key={"PK": stack.message_items()[0]["PK"], "SK": {"S": "STATUS"}},
+            UpdateExpression="SET received_at = :old",
+            ExpressionAttributeValues={":old": {"S": "2026-01-01T00:00:00.000000Z"}},
+        )
+        resent = ingest_api(event)
+        assert resent.status == 200
+        assert resent.body["deduplicated_by"] == "idempotency_key"
+        [step] = stack.drain_queue()
+        assert step["message_id"] == resent.body["message_id"]
+
+
+class TestPrivacy:
+    def test_logs_carry_ids_but_no_payload_or_key(self, tenancy, ingest_api):
+        sink = io.StringIO()
+        handlers = [
+            h
+            for name in ("hub", "integration-hub")
+            for h in logging.getLogger(name).handlers
+            if type(h) is logging.StreamHandler
+        ]
+        assert handlers, "the handler's Powertools configuration reaches the hub loggers"
+        previous = [h.setStream(sink) for h in handlers]
+        secret_cpf = "123.456.789-09"
+        try:
+            answer = ingest_api(
+                receive(tenancy, body(tenancy, payload={"po_number": "PO-9", "cpf": secret_cpf}))
+            )
+        finally:
+            for handler, stream in zip(handlers, previous, strict=True):
+                handler.setStream(stream)
+
+        logs = [json.loads(line) for line in sink.getvalue().splitlines()]
+        received = [entry for entry in logs if entry["message"] == "message received"]
+        assert received[0]["message_id"] == answer.body["message_id"]
+        assert received[0]["tenant_id"] == "t1"
+        assert received[0]["correlation_id"]
+        text = sink.getvalue()
+        assert secret_cpf not in text
+        assert tenancy.key not in text

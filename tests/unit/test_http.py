@@ -1,0 +1,83 @@
+import json
+
+import pytest
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
+from hub.api.http import api_key, correlation_id, error_response, parse_body
+from hub.domain.message import InboundMessage
+from hub.errors import MalformedBody, ServiceUnavailable, ValidationFailed
+from tests.events import http_event
+
+
+def event(**kwargs) -> APIGatewayProxyEventV2:
+    return APIGatewayProxyEventV2(http_event("receive_message.json", **kwargs))
+
+
+def test_sample_event_parses_into_an_inbound_message():
+    inbound = parse_body(event(), InboundMessage)
+    assert inbound.integration_id == "int_demo_erp"
+    assert inbound.occurred_at is not None
+    assert inbound.occurred_at.utcoffset() is not None
+
+
+def test_base64_bodies_are_decoded_before_parsing():
+    body = {"integration_id": "i1", "message_type": "order", "payload": "<a/>"}
+    inbound = parse_body(event(body=json.dumps(body).encode()), InboundMessage)
+    assert inbound.payload == "<a/>"
+
+
+@pytest.mark.parametrize("body", ["{not json", "", "\u00ff\u00fe"])
+def test_malformed_json_is_a_400_malformed_json(body):
+    with pytest.raises(MalformedBody) as raised:
+        parse_body(event(body=body), InboundMessage)
+    assert (raised.value.http_status, raised.value.code) == (400, "malformed_json")
+
+
+def test_a_json_array_is_a_validation_error():
+    with pytest.raises(ValidationFailed):
+        parse_body(event(body="[1, 2]"), InboundMessage)
+
+
+def test_validation_names_each_field_and_never_echoes_values():
+    secret = "cpf-123.456.789-00"
+    body = {"integration_id": secret + " bad id", "payload": {"cpf": secret}, "occurred_at": "yesterday"}
+    with pytest.raises(ValidationFailed) as raised:
+        parse_body(event(body=body), InboundMessage)
+    fields = {d["field"] for d in raised.value.details}
+    assert {"integration_id", "message_type", "occurred_at"} <= fields
+    assert secret not in json.dumps(raised.value.details)
+
+
+def test_naive_occurred_at_is_refused():
+    body = {"integration_id": "i1", "message_type": "t", "payload": {}, "occurred_at": "2026-11-29T10:00:00"}
+    with pytest.raises(ValidationFailed) as raised:
+        parse_body(event(body=body), InboundMessage)
+    assert raised.value.details[0]["field"] == "occurred_at"
+
+
+def test_unknown_fields_are_refused():
+    body = {"integration_id": "i1", "message_type": "t", "payload": {}, "tenant_id": "someone-else"}
+    with pytest.raises(ValidationFailed) as raised:
+        parse_body(event(body=body), InboundMessage)
+    assert raised.value.details[0]["field"] == "tenant_id"
+
+
+def test_api_key_from_bearer_or_x_api_key():
+    assert api_key(event(headers={"authorization": "Bearer k1"})) == "k1"
+    assert api_key(event(headers={"authorization": None, "x-api-key": "k2"})) == "k2"
+    assert api_key(event(headers={"authorization": "Basic abc"})) is None
+    assert api_key(event(headers={"authorization": None})) is None
+
+
+def test_correlation_id_is_taken_only_when_well_formed():
+    assert correlation_id(event(), "fallback") == "erp-batch-2026-11-29-001"
+    assert correlation_id(event(headers={"x-correlation-id": "bad id\n"}), "fallback") == "fallback"
+
+
+def test_one_error_shape_with_retry_after_on_503():
+    response = error_response(ServiceUnavailable("busy", details={"operation": "PutItem"}))
+    assert response.status_code == 503
+    assert response.headers["Retry-After"].isdigit()
+    assert json.loads(response.body) == {
+        "error": {"code": "service_unavailable", "message": "busy", "details": {"operation": "PutItem"}}
+    }
