@@ -44,7 +44,7 @@ bench: $(STAMP)
 
 ## cfn-lint (zero errors) and the SAM transform.
 validate: $(STAMP)
-	$(PY) -m cfnlint --non-zero-exit-code error template.yaml
+	$(VENV)/bin/cfn-lint --non-zero-exit-code error template.yaml
 	$(PY) -m devstack.validate template.yaml
 
 clean:

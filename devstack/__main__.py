@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -45,8 +46,32 @@ def _seed_lines(stack: Any) -> list[str]:
     return list(demo.seed(stack))
 
 
+def startup_lines(
+    *,
+    api_url: str,
+    function_urls: Mapping[str, str],
+    aws_endpoint: str,
+    echo_url: str,
+    demo_lines: list[str],
+) -> list[str]:
+    """What a newcomer needs on start: where things answer, the demo, how to stop."""
+    lines = [f"HTTP API:        {api_url}"]
+    lines += [f"Function URL:    {url}  ({logical_id})" for logical_id, url in function_urls.items()]
+    lines += [
+        f"AWS (moto):      {aws_endpoint}  (AWS_ENDPOINT_URL for the aws CLI and boto3)",
+        f"echo:            {echo_url}",
+        "",
+        *demo_lines,
+        "",
+        "Ctrl-C to stop.",
+    ]
+    return lines
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("botocore", "boto3"):  # "Found credentials in environment variables" etc.
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     from devstack.stack import LocalStack  # noqa: PLC0415 - keep spawn re-imports light
 
     stopping = threading.Event()
@@ -66,18 +91,14 @@ def main() -> int:
     )
     stack.start()
     try:
-        lines = _seed_lines(stack)
-        print(f"moto (AWS):     {stack.aws_endpoint}")
-        print(f"HTTP API:       {stack.api_url}")
-        for logical_id, url in stack.function_urls.items():
-            print(f"function URL:   {url}  ({logical_id})")
-        print(f"echo endpoint:  {stack.echo_url}")
-        for name, value in stack.resources.items():
-            print(f"  {name}: {value}")
-        print()
-        for line in lines:
-            print(line)
-        print("\nCtrl-C to stop.", flush=True)
+        lines = startup_lines(
+            api_url=stack.api_url,
+            function_urls=stack.function_urls,
+            aws_endpoint=stack.aws_endpoint,
+            echo_url=stack.echo_url,
+            demo_lines=_seed_lines(stack),
+        )
+        print("\n".join(lines), flush=True)
         while not stopping.wait(0.5):
             pass
     finally:

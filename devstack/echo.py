@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 import threading
 from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from devstack.http_server import AppHandler, BackgroundHttpServer
 
 ECHOED_HEADERS = ("content-type", "idempotency-key")
 _STATUS_PATH = re.compile(r"/status/(\d{3})(?:/|$)")
@@ -44,15 +42,8 @@ class EchoedRequest:
         }
 
 
-class _EchoHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _EchoHttpServer
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("echo " + format, *args)
-
-    def _serve(self) -> None:
+class _EchoHandler(AppHandler["EchoServer"]):
+    def serve(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
         match = _STATUS_PATH.search(self.path)
@@ -65,7 +56,7 @@ class _EchoHandler(BaseHTTPRequestHandler):
             length=len(body),
             status=status,
         )
-        self.server.echo.record(record)
+        self.app.record(record)
         answer = json.dumps(record.as_json()).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
@@ -74,53 +65,19 @@ class _EchoHandler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(answer)
 
-    # http.server dispatches on these names.
-    do_GET = do_POST = do_PUT = _serve  # noqa: N815
-    do_PATCH = do_DELETE = do_HEAD = _serve  # noqa: N815
 
-
-class _EchoHttpServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], echo: EchoServer) -> None:
-        self.echo = echo
-        super().__init__(address, _EchoHandler)
-
-
-class EchoServer:
+class EchoServer(BackgroundHttpServer):
     """Threaded echo server on ``host:port`` (0 picks a free port); keeps the last requests."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 3100, keep: int = 1000) -> None:
         self.requests: deque[EchoedRequest] = deque(maxlen=keep)
         self._lock = threading.Lock()
-        self._server = _EchoHttpServer((host, port), self)
-        self._thread: threading.Thread | None = None
+        super().__init__("echo", host, port, _EchoHandler)
 
     def record(self, request: EchoedRequest) -> None:
         with self._lock:
             self.requests.append(request)
 
     @property
-    def base_url(self) -> str:
-        host = str(self._server.server_address[0])
-        return f"http://{host}:{self._server.server_port}"
-
-    @property
     def url(self) -> str:
         return f"{self.base_url}/echo"
-
-    def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name="echo",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()

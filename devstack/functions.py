@@ -15,7 +15,7 @@ from devstack.cfn import ACCOUNT_ID, TemplateError, to_string
 from devstack.event_filter import parse_patterns
 from devstack.http_gateway import Route
 from devstack.lambda_runtime import FunctionSpec
-from devstack.provision import FUNCTION, LAYER_TYPES, Provisioner
+from devstack.provision import FUNCTION, IMPLICIT_HTTP_API, LAYER_TYPES, Provisioner, api_id_for
 from devstack.scheduler import ScheduleDefinition, rule_definition
 from devstack.sqs_source import SqsSourceConfig
 from devstack.stream_source import StreamSourceConfig
@@ -42,6 +42,16 @@ def url_function_ids(template: Mapping[str, Any]) -> list[str]:
         logical_id
         for logical_id, resource in (template.get("Resources") or {}).items()
         if resource.get("Type") == FUNCTION and (resource.get("Properties") or {}).get("FunctionUrlConfig")
+    )
+
+
+def needs_implicit_http_api(template: Mapping[str, Any]) -> bool:
+    """SAM's rule: ``ServerlessHttpApi`` exists only when some HttpApi event names no ApiId."""
+    return any(
+        event.get("Type") == "HttpApi" and not (event.get("Properties") or {}).get("ApiId")
+        for resource in (template.get("Resources") or {}).values()
+        if resource.get("Type") == FUNCTION
+        for event in ((resource.get("Properties") or {}).get("Events") or {}).values()
     )
 
 
@@ -166,11 +176,13 @@ class FunctionBuilder:
         event_type = event.get("Type", "")
         props = self.provisioner.resolver.resolve(event.get("Properties") or {})
         if event_type == "HttpApi":
+            api_id = props.get("ApiId") or api_id_for(self.provisioner.stack_name, IMPLICIT_HTTP_API)
             self.model.routes.append(
                 Route.create(
                     str(props.get("Method", "ANY")),
                     str(props.get("Path", "$default")),
                     spec.logical_id,
+                    str(api_id),
                 )
             )
         elif event_type == "SQS":
@@ -230,28 +242,14 @@ class FunctionBuilder:
         )
 
     def _schedule_v2(self, spec: FunctionSpec, event_id: str, props: Mapping[str, Any]) -> None:
+        # The event's target fields sit beside the schedule's; create_schedule keeps only
+        # the schedule's own fields of the rest.
         target: dict[str, Any] = {"Arn": spec.arn}
         for key in ("Input", "RoleArn", "RetryPolicy", "DeadLetterConfig"):
             if props.get(key) is not None:
                 target[key] = props[key]
-        schedule = {
-            key: props[key]
-            for key in (
-                "Name",
-                "GroupName",
-                "Description",
-                "ScheduleExpression",
-                "ScheduleExpressionTimezone",
-                "FlexibleTimeWindow",
-                "State",
-                "StartDate",
-                "EndDate",
-                "KmsKeyArn",
-            )
-            if props.get(key) is not None
-        }
-        schedule["Target"] = target
         logical_id = f"{spec.logical_id}{event_id}"
+        schedule = {**props, "Target": target}
         self.provisioner.result.refs[logical_id] = self.provisioner.create_schedule(logical_id, schedule)
 
 

@@ -11,15 +11,14 @@ import base64
 import json
 import logging
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from devstack.http_server import AppHandler, BackgroundHttpServer
 from devstack.lambda_runtime import InvocationResult
 
 logger = logging.getLogger(__name__)
@@ -42,21 +41,26 @@ def is_text_content(content_type: str | None) -> bool:
 
 @dataclass(frozen=True)
 class Route:
-    """One ``Method Path`` route of the HTTP API; ``path == "$default"`` is the catch-all."""
+    """One ``Method Path`` route of an HTTP API; ``path == "$default"`` is the catch-all.
+
+    ``api_id`` is the id of the API the route belongs to (events carry it as ``apiId``);
+    empty means the gateway's own.
+    """
 
     method: str
     path: str
     function: str
+    api_id: str = ""
     _regex: re.Pattern[str] | None = field(default=None, compare=False)
     _params: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
-    def create(cls, method: str, path: str, function: str) -> Route:
+    def create(cls, method: str, path: str, function: str, api_id: str = "") -> Route:
         method = method.upper()
         if method == "X-AMAZON-APIGATEWAY-ANY-METHOD":
             method = "ANY"
         if path == "$default":
-            return cls(method, path, function)
+            return cls(method, path, function, api_id)
         parts, params = [], []
         for segment in path.strip("/").split("/"):
             if segment.startswith("{") and segment.endswith("+}"):
@@ -68,7 +72,7 @@ class Route:
             else:
                 parts.append(re.escape(segment))
         regex = re.compile("^/" + "/".join(parts) + "$")
-        return cls(method, path, function, regex, tuple(params))
+        return cls(method, path, function, api_id, regex, tuple(params))
 
     @property
     def route_key(self) -> str:
@@ -232,14 +236,7 @@ def map_response(payload: Any) -> HttpResponse:
     return HttpResponse(status, headers, body)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _GatewayServer
-    disable_nagle_algorithm = True  # small responses on keep-alive connections
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s " + format, self.server.name, *args)
-
+class _Handler(AppHandler["Gateway"]):
     def _read_body(self) -> bytes | None:
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
             chunks: list[bytes] = []
@@ -256,7 +253,7 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return self.rfile.read(length) if length else b""
 
-    def _serve(self) -> None:
+    def serve(self) -> None:
         body = self._read_body()
         if body is None:
             self.close_connection = True
@@ -271,35 +268,21 @@ class _Handler(BaseHTTPRequestHandler):
             protocol=self.request_version,
         )
         request_id = str(uuid.uuid4())
-        self._send(self.server.gateway.handle(request, request_id), request_id)
+        self._send(self.app.handle(request, request_id), request_id)
 
     def _send(self, response: HttpResponse, request_id: str) -> None:
         self.send_response(response.status)
         for name, value in response.headers:
             self.send_header(name, value)
         if request_id:
-            self.send_header(self.server.gateway.request_id_header, request_id)
+            self.send_header(self.app.request_id_header, request_id)
         self.send_header("content-length", str(len(response.body)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(response.body)
 
-    # http.server dispatches on these names.
-    do_GET = do_POST = do_PUT = do_PATCH = _serve  # noqa: N815
-    do_DELETE = do_HEAD = do_OPTIONS = _serve  # noqa: N815
 
-
-class _GatewayServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def __init__(self, address: tuple[str, int], gateway: Gateway) -> None:
-        self.gateway = gateway
-        self.name = gateway.name
-        super().__init__(address, _Handler)
-
-
-class Gateway:
+class Gateway(BackgroundHttpServer):
     """A bound HTTP server that turns requests into 2.0 events for one or more routes.
 
     ``function_url=True`` behaves like a Function URL: one function, routeKey ``$default``,
@@ -318,39 +301,21 @@ class Gateway:
         api_id: str,
         function_url: bool = False,
     ) -> None:
-        self.name = name
         self.table = RouteTable(routes)
         self._invoke = invoke
         self.account_id = account_id
         self.api_id = api_id
         self.function_url = function_url
         self.request_id_header = "x-amzn-requestid" if function_url else "apigw-requestid"
-        self._server = _GatewayServer((host, port), self)
-        self._thread: threading.Thread | None = None
+        super().__init__(name, host, port, _Handler)
 
     @property
     def url(self) -> str:
-        host = str(self._server.server_address[0])
-        return f"http://{host}:{self._server.server_port}"
+        return self.base_url
 
     def set_routes(self, routes: Iterable[Route]) -> None:
         """Replace the route table (the server is bound before functions are known)."""
         self.table = RouteTable(routes)
-
-    def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.1},
-            name=f"gateway:{self.name}",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()
 
     def handle(self, request: HttpRequest, request_id: str) -> HttpResponse:
         """Route, invoke and map one request; never raises."""
@@ -364,7 +329,7 @@ class Gateway:
             route_key="$default" if self.function_url else route.route_key,
             path_parameters=None if self.function_url else params,
             account_id="anonymous" if self.function_url else self.account_id,
-            api_id=self.api_id,
+            api_id=route.api_id or self.api_id,
             request_id=request_id,
         )
         try:

@@ -4,13 +4,18 @@ Every tick lists the schedules of every group (so schedules the application crea
 runtime are seen too), works out which occurrence is due and delivers it to the target:
 an SQS queue of this stack (``send_message``) or one of the stack's functions (an
 asynchronous invoke). SAM ``Schedule`` events (EventBridge rules) are fired the same way
-from static definitions. Each (schedule, creation, occurrence) fires at most once; a
-one-time ``at()`` that is already past fires once on the next tick.
+from static definitions. Each (schedule, creation, occurrence) fires at most once, and
+occurrences fire in order: never one at or before an occurrence already fired (a test's
+``tick(now)`` in the future does not make the background thread fire the ones it skipped).
+A one-time ``at()`` that is already past fires once on the next tick.
+
+Ticks never overlap (the background thread and a test's ``tick(now)`` share one lock), and
+``fired`` is read under that lock too: whoever has seen an effect of a tick (the message,
+the deleted schedule) and then reads ``fired`` finds that tick's firings in it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -130,14 +135,20 @@ class Scheduler:
         self._rules = list(rules)
         self._details: dict[tuple[str, str], tuple[Any, ScheduleDefinition]] = {}
         self._first_seen: dict[tuple[str, str, str], datetime] = {}
-        self._done: set[tuple[str, str, str, str]] = set()
+        self._last_fired: dict[tuple[str, str, str], datetime] = {}  # by identity
         self._skipped: set[str] = set()
         self._queue_urls: dict[str, str] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="schedule-invoke")
-        self.fired: list[Firing] = []
+        self._fired: list[Firing] = []
+
+    @property
+    def fired(self) -> list[Firing]:
+        """Every delivered occurrence so far, oldest first (waits for a running tick)."""
+        with self._lock:
+            return list(self._fired)
 
     def start(self) -> None:
         self._thread.start()
@@ -200,7 +211,7 @@ class Scheduler:
                 firing = self._maybe_fire(definition, now)
                 if firing is not None:
                     firings.append(firing)
-            self.fired.extend(firings)
+                    self._fired.append(firing)
             return firings
 
     def _due_time(self, definition: ScheduleDefinition, now: datetime) -> datetime | None:
@@ -250,18 +261,29 @@ class Scheduler:
         due = self._due_time(definition, now)
         if due is None:
             return None
-        done_key = (*definition.identity, due.isoformat())
-        if done_key in self._done:
+        last = self._last_fired.get(definition.identity)
+        if last is not None and due <= last:
+            self._complete(definition)  # a fired at() still listed: its deletion failed
             return None
-        self._done.add(done_key)
+        self._last_fired[definition.identity] = due
         delivered = self._deliver(definition, due)
-        is_one_time = definition.expression.strip().startswith("at(")
-        if is_one_time and definition.delete_after_completion and definition.group:
-            # The application may have removed it itself already.
-            with contextlib.suppress(self._client.exceptions.ResourceNotFoundException):
-                self._client.delete_schedule(GroupName=definition.group, Name=definition.name)
         logger.info("schedule %s fired for %s", definition.name, due.isoformat())
-        return Firing(definition.name, definition.group, due, definition.target_arn, delivered)
+        firing = Firing(definition.name, definition.group, due, definition.target_arn, delivered)
+        self._complete(definition)
+        return firing
+
+    def _complete(self, definition: ScheduleDefinition) -> None:
+        """``ActionAfterCompletion: DELETE`` of a fired one-time schedule; a failure is
+        logged and retried on the next tick, never aborting the tick."""
+        is_one_time = definition.expression.strip().startswith("at(")
+        if not (is_one_time and definition.delete_after_completion and definition.group):
+            return
+        try:
+            self._client.delete_schedule(GroupName=definition.group, Name=definition.name)
+        except self._client.exceptions.ResourceNotFoundException:
+            pass  # the application removed it itself already
+        except Exception as exc:
+            logger.warning("schedule %s not deleted yet: %s", definition.name, exc)
 
     def _payload(self, definition: ScheduleDefinition, due: datetime) -> str:
         if definition.input is None:

@@ -12,18 +12,15 @@ import base64
 import contextlib
 import json
 import logging
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from devstack.event_filter import matches_any
-from devstack.lambda_runtime import InvocationResult
+from devstack.poller import Invoke, Poller
 
 logger = logging.getLogger(__name__)
-
-Invoke = Callable[[dict[str, Any]], InvocationResult]
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,7 @@ def _filter_view(record: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-class SqsPoller:
+class SqsPoller(Poller):
     """One polling thread for one queue → function mapping."""
 
     def __init__(
@@ -109,39 +106,22 @@ class SqsPoller:
         poll_interval: float = 0.2,
         wait_seconds: int = 1,
     ) -> None:
+        super().__init__(f"sqs:{config.function}", poll_interval)
         self.config = config
         self._sqs = sqs
         self._invoke = invoke
         self._region = region
-        self._poll_interval = poll_interval
         self._wait_seconds = wait_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"sqs:{config.function}", daemon=True)
 
     def start(self) -> None:
         if self.config.enabled:
-            self._thread.start()
+            super().start()
 
-    def stop(self) -> None:
-        self._stop.set()
-
-    def join(self, timeout: float) -> None:
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                messages = self._receive_batch()
-                if messages:
-                    self.process(messages)
-                else:
-                    self._stop.wait(self._poll_interval)
-            except Exception:
-                if self._stop.is_set():
-                    return
-                logger.exception("SQS poller for %s failed; retrying", self.config.function)
-                self._stop.wait(1.0)
+    def poll(self) -> bool:
+        messages = self._receive_batch()
+        if messages:
+            self.process(messages)
+        return bool(messages)
 
     def _receive_batch(self) -> list[dict[str, Any]]:
         """Up to BatchSize messages, gathering for the batching window when it is set."""

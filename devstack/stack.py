@@ -22,7 +22,7 @@ from botocore.config import Config
 
 from devstack.cfn import ACCOUNT_ID, UnresolvedReference, load_template
 from devstack.echo import EchoServer
-from devstack.functions import FunctionBuilder, FunctionModel, url_function_ids
+from devstack.functions import FunctionBuilder, FunctionModel, needs_implicit_http_api, url_function_ids
 from devstack.http_gateway import Gateway, Route
 from devstack.lambda_runtime import FunctionPool, InvocationError, InvocationResult
 from devstack.provision import IMPLICIT_HTTP_API, Provisioner, api_id_for, resolve_parameters
@@ -241,8 +241,9 @@ class LocalStack:
             endpoints={"HttpApi": self.api_url},
         )
         provisioned = provisioner.provision()
-        provisioned.refs.setdefault(IMPLICIT_HTTP_API, self._api.api_id)
-        provisioned.attributes.setdefault((IMPLICIT_HTTP_API, "ApiEndpoint"), self.api_url)
+        if needs_implicit_http_api(template):
+            provisioned.refs.setdefault(IMPLICIT_HTTP_API, self._api.api_id)
+            provisioned.attributes.setdefault((IMPLICIT_HTTP_API, "ApiEndpoint"), self.api_url)
         self.model = FunctionBuilder(
             provisioner,
             self.template_path.parent,
@@ -269,6 +270,10 @@ class LocalStack:
 
     def _start_moto(self) -> None:
         from moto.server import ThreadedMotoServer  # noqa: PLC0415 - heavy, only at start
+
+        from devstack.moto_fidelity import make_dynamodb_atomic  # noqa: PLC0415
+
+        make_dynamodb_atomic()
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._moto = ThreadedMotoServer(ip_address=self.host, port=self._ports["aws"], verbose=False)

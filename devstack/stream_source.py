@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import base64
 import logging
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from devstack.event_filter import matches_any
-from devstack.lambda_runtime import InvocationResult
+from devstack.poller import Invoke, Poller
 
 logger = logging.getLogger(__name__)
-
-Invoke = Callable[[dict[str, Any]], InvocationResult]
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ class _Shard:
         self.attempts = 0
 
 
-class StreamPoller:
+class StreamPoller(Poller):
     """Polls every shard of one stream for one function, in a single thread."""
 
     def __init__(
@@ -106,28 +103,20 @@ class StreamPoller:
         *,
         poll_interval: float = 0.2,
     ) -> None:
+        super().__init__(f"ddb-stream:{config.function}", poll_interval)
         self.config = config
         self._streams = streams
         self._invoke = invoke
         self._region = region
-        self._poll_interval = poll_interval
         self._shards: dict[str, _Shard] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"ddb-stream:{config.function}", daemon=True)
+        self._rounds = 0
 
     def start(self) -> None:
         """Take shard iterators now (so LATEST means "from stack start"), then poll."""
         if not self.config.enabled:
             return
         self._discover_shards(self.config.starting_position)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def join(self, timeout: float) -> None:
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().start()
 
     def _discover_shards(self, position: str) -> None:
         description = self._streams.describe_stream(StreamArn=self.config.stream_arn)
@@ -142,23 +131,14 @@ class StreamPoller:
             )["ShardIterator"]
             self._shards[shard_id] = _Shard(shard_id, iterator)
 
-    def _run(self) -> None:
-        rounds = 0
-        while not self._stop.is_set():
-            try:
-                rounds += 1
-                if rounds % 50 == 0:
-                    self._discover_shards("TRIM_HORIZON")  # shards created after start
-                busy = False
-                for shard in list(self._shards.values()):
-                    busy = self._poll_shard(shard) or busy
-                if not busy:
-                    self._stop.wait(self._poll_interval)
-            except Exception:
-                if self._stop.is_set():
-                    return
-                logger.exception("stream poller for %s failed; retrying", self.config.function)
-                self._stop.wait(1.0)
+    def poll(self) -> bool:
+        self._rounds += 1
+        if self._rounds % 50 == 0:
+            self._discover_shards("TRIM_HORIZON")  # shards created after start
+        busy = False
+        for shard in list(self._shards.values()):
+            busy = self._poll_shard(shard) or busy
+        return busy
 
     def _poll_shard(self, shard: _Shard) -> bool:
         """Fetch and process one batch of a shard; True when it succeeded with records."""

@@ -14,6 +14,7 @@ import boto3
 
 from devstack.cfn import load_template
 from devstack.functions import FunctionBuilder
+from devstack.moto_fidelity import make_dynamodb_atomic
 from devstack.provision import Provisioner
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,7 @@ class TestStack:
 def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] | None = None) -> TestStack:
     """Creates every resource of template.yaml in the current (mocked) AWS, the way the local
     stack does, and resolves each function's Environment (Globals merged)."""
+    make_dynamodb_atomic()
     clients = {name: boto3.client(name, region_name=REGION) for name in ("dynamodb", "sqs", "scheduler")}
     provisioner = Provisioner(
         load_template(TEMPLATE),

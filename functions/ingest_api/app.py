@@ -22,6 +22,7 @@ from hub.api.http import (
 from hub.config import settings
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.message import InboundMessage
+from hub.errors import HubError
 from hub.wiring import ingestor
 
 logger = Logger()
@@ -36,10 +37,17 @@ install_error_handlers(app)
 @app.post("/api/edi-hub/receive-message")
 def receive_message() -> Response:
     event = app.current_event
+    raw_key = api_key(event)
+    try:
+        inbound = parse_body(event, InboundMessage)
+        idempotency_key = sanitize_idempotency_key(event.headers.get("idempotency-key"))
+    except HubError:
+        ingestor().authenticate(raw_key)  # an unauthenticated caller learns nothing about fields
+        raise
     outcome = ingestor().receive(
-        raw_key=api_key(event),
-        inbound=parse_body(event, InboundMessage),
-        idempotency_key=sanitize_idempotency_key(event.headers.get("idempotency-key")),
+        raw_key=raw_key,
+        inbound=inbound,
+        idempotency_key=idempotency_key,
         correlation_id=correlation_id(event, event.request_context.request_id),
     )
     if outcome.deduplicated_by is None:

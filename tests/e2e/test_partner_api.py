@@ -54,12 +54,15 @@ def test_fifty_concurrent_identical_requests_over_http(api: httpx.Client, local_
     assert {a.status_code for a in answers} <= {200, 202}
     ids = {a.json()["message_id"] for a in answers}
     assert len(ids) == 1
-    # Exactly one status record exists for that business payload.
+    # Exactly one status record exists for that payload (all 50 share its fingerprint).
+    dynamodb = local_stack.client("dynamodb")
     table = local_stack.resources["HubTable"]
-    items = local_stack.client("dynamodb").scan(
+    record = dynamodb.get_item(TableName=table, Key={"PK": {"S": f"MSG#{ids.pop()}"}, "SK": {"S": "STATUS"}})
+    fingerprint = record["Item"]["fingerprint"]["S"]
+    items = dynamodb.scan(
         TableName=table,
-        FilterExpression="item_type = :m AND message_id = :id",
-        ExpressionAttributeValues={":m": {"S": "message"}, ":id": {"S": ids.pop()}},
+        FilterExpression="item_type = :m AND fingerprint = :fp",
+        ExpressionAttributeValues={":m": {"S": "message"}, ":fp": {"S": fingerprint}},
     )["Items"]
     assert len(items) == 1
 

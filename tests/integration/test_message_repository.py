@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from hub.adapters.dynamodb import DynamoMessageRepository
+from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
 from hub.adapters.sqs import SqsStepQueue
 from hub.config import settings
 from hub.domain.idempotency import DedupKind
@@ -40,7 +40,12 @@ class BarrierRepository(DynamoMessageRepository):
 def test_concurrent_requests_past_the_pre_check_have_exactly_one_winner(stack, tenancy, idempotency_key):
     racers = 4
     barrier = threading.Barrier(racers)
-    ingestor = Ingestor(BarrierRepository(stack.table, barrier), SqsStepQueue(stack.queue_url), settings())
+    ingestor = Ingestor(
+        DynamoConfigRepository(stack.table),
+        BarrierRepository(stack.table, barrier),
+        SqsStepQueue(stack.queue_url),
+        settings(),
+    )
     inbound = InboundMessage(
         integration_id=tenancy.integration_id, message_type="purchase_order", payload={"po_number": "RACE"}
     )
@@ -60,7 +65,11 @@ def test_concurrent_requests_past_the_pre_check_have_exactly_one_winner(stack, t
     assert {o.deduplicated_by for o in outcomes if not o.created} == {DedupKind.RACE_WINNER}
     assert len({o.record.message_id for o in outcomes}) == 1
     assert len(stack.message_items()) == 1
-    assert len(stack.drain_queue()) == 1
+    # Every racer enqueued its step before storing; the losers' steps name messages that were
+    # never stored, which the pipeline worker drops.
+    steps = stack.drain_queue()
+    assert len(steps) == racers
+    assert sum(step["message_id"] == outcomes[0].record.message_id for step in steps) == 1
 
 
 def _new_message(message_id: str, fingerprint: str, expires_at: datetime) -> NewMessage:
@@ -83,6 +92,7 @@ def _new_message(message_id: str, fingerprint: str, expires_at: datetime) -> New
         record=record,
         payload_text="{}",
         idempotency_key_hash="k" * 64,
+        request_sha256="r",
         idempotency_expires_at=expires_at,
         fingerprint_expires_at=expires_at,
     )
@@ -148,7 +158,32 @@ class TestTransitions:
         with pytest.raises(NotFound):
             repo.transition(ghost, PipelineStatus.MAPPED, NOW)
 
-    def test_another_tenant_cannot_move_it(self, stack):
+    def test_another_tenant_cannot_move_it_nor_learn_its_status(self, stack):
+        repo, record = self._created(stack)
+        with pytest.raises(NotFound) as raised:
+            repo.transition(record.model_copy(update={"tenant_id": "t2"}), PipelineStatus.MAPPED, NOW)
+        assert raised.value.details is None
+
+    def test_a_late_retry_cannot_revive_a_cancelled_message(self, stack):
+        repo, record = self._created(stack)
+        failed = repo.transition(record, PipelineStatus.ERROR, NOW)
+        pending = repo.transition(failed, PipelineStatus.RETRY_PENDING, NOW, retry_count=1)
+        repo.transition(pending, PipelineStatus.CANCELLED, NOW)
+
+        with pytest.raises(InvalidTransition) as raised:
+            # The scheduled retry still believes the message is retry_pending.
+            repo.transition(pending, PipelineStatus.RECEIVED, NOW)
+
+        assert raised.value.details["from"] == "cancelled"
+        assert stack.message_items()[0]["pipeline_status"]["S"] == "cancelled"
+
+    def test_a_transition_outside_the_table_is_refused_before_any_write(self, stack):
         repo, record = self._created(stack)
         with pytest.raises(InvalidTransition):
-            repo.transition(record.model_copy(update={"tenant_id": "t2"}), PipelineStatus.MAPPED, NOW)
+            repo.transition(record, PipelineStatus.DEAD_LETTER, NOW)
+        assert stack.message_items()[0]["pipeline_status"]["S"] == "received"
+
+    def test_identity_fields_cannot_be_changed_by_a_transition(self, stack):
+        repo, record = self._created(stack)
+        with pytest.raises(ValueError, match="tenant_id"):
+            repo.transition(record, PipelineStatus.MAPPED, NOW, tenant_id="t2")

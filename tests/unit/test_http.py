@@ -81,3 +81,20 @@ def test_one_error_shape_with_retry_after_on_503():
     assert json.loads(response.body) == {
         "error": {"code": "service_unavailable", "message": "busy", "details": {"operation": "PutItem"}}
     }
+
+
+def test_body_limit_counts_decoded_base64_bytes_exactly():
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver  # noqa: PLC0415
+
+    from hub.api.http import body_limit, json_response  # noqa: PLC0415
+
+    app = APIGatewayHttpResolver()
+    app.use([body_limit(lambda: 1024)])
+
+    @app.post("/api/edi-hub/receive-message")
+    def accept():
+        return json_response(202, {})
+
+    for size, status in ((1024, 202), (1025, 413), (1022, 202), (1023, 202)):
+        event = http_event("receive_message.json", body=b"x" * size)
+        assert app.resolve(event, None)["statusCode"] == status, size

@@ -1,3 +1,5 @@
+from datetime import UTC, datetime
+
 import pytest
 
 from hub.domain import idempotency as idem
@@ -57,8 +59,21 @@ def test_an_invalid_path_counts_as_missing_not_as_a_crash():
     assert idem.duplicate_key_values({"a": 1}, ("a[",)) == ["null"]
 
 
-def test_key_hash_is_stable_and_hides_the_key():
-    digest = idem.idempotency_key_hash("secret-order-key")
-    assert digest == idem.idempotency_key_hash("secret-order-key")
-    assert "secret" not in digest
-    assert len(digest) == 64
+def test_key_hash_is_stable_and_distinct_per_key():
+    digest = idem.idempotency_key_hash("order-key-1")
+    assert digest == idem.idempotency_key_hash("order-key-1")
+    assert digest != idem.idempotency_key_hash("order-key-2")
+
+
+def test_request_hash_covers_every_field_of_the_request():
+    when = datetime(2026, 11, 29, 12, tzinfo=UTC)
+    base = idem.request_hash("order", "h1", "PO-1", when)
+    assert base == idem.request_hash("order", "h1", "PO-1", when)
+    variants = [
+        idem.request_hash("invoice", "h1", "PO-1", when),
+        idem.request_hash("order", "h2", "PO-1", when),
+        idem.request_hash("order", "h1", "PO-2", when),
+        idem.request_hash("order", "h1", None, when),
+        idem.request_hash("order", "h1", "PO-1", None),
+    ]
+    assert base not in variants

@@ -25,9 +25,6 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     idempotency_retention_hours: int = Field(default=24, ge=1)
     fingerprint_retention_hours: int = Field(default=24, ge=1)
-    # A dedup hit on a message still in `received` after this many seconds re-sends its first
-    # step: repairs the rare case where enqueue failed and the compensation failed too.
-    stuck_received_after_seconds: int = Field(default=120, ge=1)
 
 
 _ENV = {
@@ -36,7 +33,6 @@ _ENV = {
     "max_body_bytes": "HUB_MAX_BODY_BYTES",
     "idempotency_retention_hours": "HUB_IDEMPOTENCY_RETENTION_HOURS",
     "fingerprint_retention_hours": "HUB_FINGERPRINT_RETENTION_HOURS",
-    "stuck_received_after_seconds": "HUB_STUCK_RECEIVED_AFTER_SECONDS",
 }
 
 

@@ -20,6 +20,8 @@ class Claim:
     kind: DedupKind
     message_id: str
     fingerprint: str
+    #: The request the claim was made by (see idempotency.request_hash).
+    request_sha256: str
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class NewMessage:
     record: MessageRecord
     payload_text: str
     idempotency_key_hash: str | None
+    request_sha256: str
     idempotency_expires_at: datetime
     fingerprint_expires_at: datetime
 
@@ -71,10 +74,6 @@ class MessageRepository(Protocol):
         message already holds one of the claims (the race loser learns the winner)."""
         ...
 
-    def discard(self, new: NewMessage) -> None:
-        """Undoes `create` (compensation when the first step could not be enqueued)."""
-        ...
-
     def get(self, message_id: str) -> MessageRecord | None: ...
 
     def get_for_key(self, key_hash: str, message_id: str) -> tuple[ApiKey | None, MessageRecord | None]:
@@ -86,8 +85,9 @@ class MessageRepository(Protocol):
     def transition(
         self, record: MessageRecord, target: PipelineStatus, now: datetime, **changes: Any
     ) -> MessageRecord:
-        """Moves the message to `target` only if the transition table allows it from its stored
-        status (conditional update). Raises InvalidTransition otherwise, NotFound if absent."""
+        """Moves the message from `record.pipeline_status` to `target`: only if the transition
+        table allows it and the stored status is still the one the caller read (conditional
+        update). Raises InvalidTransition otherwise; NotFound if absent or another tenant's."""
         ...
 
 

@@ -13,7 +13,9 @@ from hub.ingest.receive import Ingestor
 @lru_cache(maxsize=1)
 def ingestor() -> Ingestor:
     s = settings()
-    return Ingestor(DynamoMessageRepository(s.table_name), SqsStepQueue(s.pipeline_queue_url), s)
+    return Ingestor(
+        config_repository(), DynamoMessageRepository(s.table_name), SqsStepQueue(s.pipeline_queue_url), s
+    )
 
 
 @lru_cache(maxsize=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,17 +16,22 @@ ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.xdist_group("devstack-real-template")
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    with LocalStack(
+def on_free_ports(**options: Any) -> LocalStack:
+    """The project's template as a (not yet started) stack on free ports."""
+    return LocalStack(
         template_path=ROOT / "template.yaml",
         project_root=ROOT,
         aws_port=0,
         api_port=0,
         url_port=0,
         echo_port=0,
-        stack_name="hub-test",
-    ) as running:
+        **options,
+    )
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    with on_free_ports(stack_name="hub-test") as running:
         yield running
 
 
@@ -79,16 +85,13 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
 
 
 def test_parameter_overrides_are_validated() -> None:
-    stack = LocalStack(
-        template_path=ROOT / "template.yaml",
-        project_root=ROOT,
-        aws_port=0,
-        api_port=0,
-        url_port=0,
-        echo_port=0,
-        parameter_overrides={"Stage": "qa"},
-    )
+    stack = on_free_ports(parameter_overrides={"Stage": "qa"})
 
     with pytest.raises(ValueError, match="Stage"):
         stack.start()
     assert stack.aws_endpoint == ""  # rejected before moto or any server started
+
+
+def test_no_implicit_api_when_every_http_api_event_names_its_api(stack: LocalStack) -> None:
+    assert "ServerlessHttpApi" not in stack.resources
+    assert {route.api_id for route in stack.model.routes} == {stack.resources["PartnerApi"]}

@@ -26,7 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hub.adapters.aws import client
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import MessageRecord
-from hub.domain.status import PipelineStatus, sources_of
+from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey, Integration, Tenant
 from hub.errors import ClaimTaken, InvalidTransition, NotFound, StorageUnavailable
 from hub.ports import Claim, IngestLookup, NewMessage
@@ -35,6 +35,17 @@ _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _ser = TypeSerializer()
 _deser = TypeDeserializer()
 _MAX_BATCH_ROUNDS = 5
+#: What a transition may change besides the status; identity and keys never change.
+_CHANGEABLE_FIELDS = frozenset(
+    {
+        "dest_status",
+        "dest_status_text",
+        "retry_count",
+        "next_retry_at",
+        "last_retry_error_class",
+        "execution_id",
+    }
+)
 
 
 def format_ts(value: datetime) -> str:
@@ -148,7 +159,12 @@ def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Clai
     # TTL deletes lazily (up to days late): an expired claim no longer counts.
     if int(data["expires_at"]) <= _epoch(now):
         return None
-    return Claim(kind=kind, message_id=data["message_id"], fingerprint=data["fingerprint"])
+    return Claim(
+        kind=kind,
+        message_id=data["message_id"],
+        fingerprint=data["fingerprint"],
+        request_sha256=data["request_sha256"],
+    )
 
 
 class DynamoConfigRepository:
@@ -258,7 +274,13 @@ class DynamoMessageRepository:
 
     def _claim_items(self, new: NewMessage) -> list[tuple[DedupKind, dict[str, Any]]]:
         record = new.record
-        base = {"item_type": "claim", "message_id": record.message_id, "fingerprint": record.fingerprint}
+        base = {
+            "item_type": "claim",
+            "tenant_id": record.tenant_id,
+            "message_id": record.message_id,
+            "fingerprint": record.fingerprint,
+            "request_sha256": new.request_sha256,
+        }
         claims = [
             (
                 DedupKind.FINGERPRINT,
@@ -333,13 +355,11 @@ class DynamoMessageRepository:
                 ) from exc
             reasons = exc.response.get("CancellationReasons", [])
             taken = [
-                Claim(
-                    kind=kind,
-                    message_id=_decode(r["Item"])["message_id"],
-                    fingerprint=_decode(r["Item"])["fingerprint"],
-                )
+                claim
                 for (kind, _), r in zip(claims, reasons, strict=False)
                 if r.get("Code") == "ConditionalCheckFailed" and r.get("Item")
+                for claim in [_claim_from(r["Item"], kind, now)]
+                if claim is not None
             ]
             if not taken:
                 # Cancelled for another reason (conflict with a concurrent transaction,
@@ -352,27 +372,6 @@ class DynamoMessageRepository:
             raise StorageUnavailable(
                 "message storage is temporarily unavailable", details={"operation": "TransactWriteItems"}
             ) from exc
-
-    def discard(self, new: NewMessage) -> None:
-        record = new.record
-        own = {":mid": {"S": record.message_id}}
-        deletes: list[dict[str, Any]] = [
-            {
-                "Delete": {
-                    "TableName": self._table,
-                    "Key": _encode({"PK": item["PK"], "SK": item["SK"]}),
-                    "ConditionExpression": "attribute_not_exists(PK) OR message_id = :mid",
-                    "ExpressionAttributeValues": own,
-                }
-            }
-            for _, item in self._claim_items(new)
-        ]
-        deletes += [
-            {"Delete": {"TableName": self._table, "Key": _encode(key)}}
-            for key in (status_key(record.message_id), payload_key(record.message_id))
-        ]
-        with _storage("TransactWriteItems"):
-            client("dynamodb").transact_write_items(TransactItems=deletes)
 
     def get(self, message_id: str) -> MessageRecord | None:
         with _storage("GetItem"):
@@ -404,36 +403,46 @@ class DynamoMessageRepository:
     def transition(
         self, record: MessageRecord, target: PipelineStatus, now: datetime, **changes: Any
     ) -> MessageRecord:
+        expected = record.pipeline_status
+        if not can_transition(expected, target):
+            raise InvalidTransition(
+                f"pipeline_status cannot move from {expected.value} to {target.value}",
+                details={"message_id": record.message_id, "from": expected.value, "to": target.value},
+            )
+        unknown = set(changes) - _CHANGEABLE_FIELDS
+        if unknown:
+            raise ValueError(f"not changeable through a transition: {sorted(unknown)}")
         updated_at = format_ts(now)
         sets = {
             "pipeline_status": target.value,
             "updated_at": updated_at,
             **status_index_keys(record.tenant_id, target.value, updated_at, record.message_id),
         }
-        removes: list[str] = []
-        for field, value in changes.items():
-            if value is None:
-                removes.append(field)
-            else:
-                sets[field] = format_ts(value) if isinstance(value, datetime) else value
+        removes = [field for field, value in changes.items() if value is None]
+        sets.update(
+            {
+                field: format_ts(value) if isinstance(value, datetime) else value
+                for field, value in changes.items()
+                if value is not None
+            }
+        )
         names = {f"#a{i}": name for i, name in enumerate(sets)}
         values: dict[str, Any] = {f":v{i}": _ser.serialize(v) for i, v in enumerate(sets.values())}
         expression = "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(sets)))
         if removes:
             names.update({f"#r{i}": name for i, name in enumerate(removes)})
             expression += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes)))
-        allowed = sorted(s.value for s in sources_of(target))
-        values.update({f":s{i}": {"S": s} for i, s in enumerate(allowed)})
-        values[":tenant"] = {"S": record.tenant_id}
         names["#st"] = "pipeline_status"
-        placeholders = ", ".join(f":s{i}" for i in range(len(allowed)))
-        condition = f"attribute_exists(PK) AND tenant_id = :tenant AND #st IN ({placeholders})"
+        values[":expected"] = {"S": expected.value}
+        values[":tenant"] = {"S": record.tenant_id}
         try:
             answer = client("dynamodb").update_item(
                 TableName=self._table,
                 Key=_encode(status_key(record.message_id)),
                 UpdateExpression=expression,
-                ConditionExpression=condition,
+                # Optimistic: the stored status must still be the one the caller decided on, so a
+                # stale step can neither regress nor revive a message (e.g. after a cancel).
+                ConditionExpression="attribute_exists(PK) AND tenant_id = :tenant AND #st = :expected",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
@@ -444,12 +453,12 @@ class DynamoMessageRepository:
                 raise StorageUnavailable(
                     "message storage is temporarily unavailable", details={"operation": "UpdateItem"}
                 ) from exc
-            old = exc.response.get("Item")
-            if not old:
-                raise NotFound("message not found", details={"message_id": record.message_id}) from exc
-            current = _decode(old)["pipeline_status"]
+            old = _decode(exc.response.get("Item") or {})
+            if old.get("tenant_id") != record.tenant_id:
+                raise NotFound("message not found") from exc
+            current = old["pipeline_status"]
             raise InvalidTransition(
-                f"pipeline_status cannot move from {current} to {target.value}",
+                f"pipeline_status is {current}, no longer {expected.value}",
                 details={"message_id": record.message_id, "from": current, "to": target.value},
             ) from exc
         except BotoCoreError as exc:

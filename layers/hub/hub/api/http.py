@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel, ValidationError
 
-from hub.errors import HubError, MalformedBody, PayloadTooLarge, ValidationFailed
+from hub.errors import ConfigurationError, HubError, MalformedBody, PayloadTooLarge, ValidationFailed
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +50,9 @@ def install_error_handlers(app: APIGatewayHttpResolver) -> None:
 
     @app.exception_handler(HubError)
     def _hub_error(error: HubError) -> Response:
+        if isinstance(error, ConfigurationError):  # ours to fix; no internals to the caller
+            logger.error("misconfigured", extra={"detail": error.message})
+            return error_response(HubError("internal error; it is safe to resend the request"))
         if error.http_status >= 500:
             logger.warning("request failed", extra={"code": error.code, "details": error.details})
         return error_response(error)
@@ -72,7 +75,10 @@ def body_limit(max_bytes: Callable[[], int]) -> Callable[[APIGatewayHttpResolver
     def middleware(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
         body = app.current_event.body or ""
         # A base64 body decodes to 3/4 of its length; compare the decoded size.
-        size = len(body) * 3 // 4 if app.current_event.is_base64_encoded else len(body.encode())
+        if app.current_event.is_base64_encoded:
+            size = len(body) * 3 // 4 - body[-2:].count("=")
+        else:
+            size = len(body.encode())
         limit = max_bytes()
         if size > limit:
             return error_response(

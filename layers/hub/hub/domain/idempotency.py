@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -73,3 +74,13 @@ def fingerprint(message_type: str, key_values: list[str], payload_sha256: str) -
 def idempotency_key_hash(key: str) -> str:
     """Claims are keyed by the key's hash: bounded size, and no partner token in a table key."""
     return sha256_hex(key.encode("utf-8"))
+
+
+def request_hash(
+    message_type: str, payload_sha256: str, external_id: str | None, occurred_at: datetime | None
+) -> str:
+    """Identifies the whole request an Idempotency-Key was first used with: the same key with
+    any other type, payload, external id or occurrence time is a different request (422)."""
+    stamp = occurred_at.isoformat() if occurred_at is not None else None
+    material = json.dumps([message_type, payload_sha256, external_id, stamp], separators=(",", ":"))
+    return sha256_hex(material.encode("utf-8"))

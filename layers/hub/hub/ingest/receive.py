@@ -1,10 +1,16 @@
 """receive-message: store a partner message once, enqueue its first step, answer.
 
 Guarantees:
-- a 202 means the status record, payload and claims are stored and the first step is on the
-  pipeline queue; a 503 means nothing is left behind that would block a resend;
+- a 202 means the first step is on the pipeline queue **and** the status record, payload and
+  claims are stored; a 503 means nothing is stored that would block or confuse a resend;
 - an exact re-delivery returns the original message (by Idempotency-Key, by payload
   fingerprint, or as the loser of a concurrent race), never a second one.
+
+Order matters: the first step is enqueued *before* the one transaction that stores the message.
+Any message a claim points to therefore already has its step on the queue, so a duplicate is
+never answered 2xx for a message that could still be lost. If the transaction then fails (or
+loses the race) the step is an orphan naming a message that does not exist; the pipeline worker
+drops such steps once they are older than the time a commit takes.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from hub.config import Settings
 from hub.domain import idempotency
 from hub.domain.idempotency import DedupKind
-from hub.domain.ids import new_id
+from hub.domain.ids import is_message_id, new_id
 from hub.domain.message import (
     InboundMessage,
     MessageRecord,
@@ -35,7 +41,7 @@ from hub.errors import (
     StorageUnavailable,
     Unauthorized,
 )
-from hub.ports import Claim, MessageRepository, NewMessage, StepQueue
+from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +100,13 @@ class Ingestor:
 
     def __init__(
         self,
+        config: ConfigRepository,
         messages: MessageRepository,
         queue: StepQueue,
         settings: Settings,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
+        self._config = config
         self._messages = messages
         self._queue = queue
         self._settings = settings
@@ -126,7 +134,7 @@ class Ingestor:
         integration = lookup.integration
         if integration is None or not api_key.may_use(integration):
             # Same answer whether it does not exist or belongs to someone else.
-            raise NotFound("integration not found", details={"integration_id": inbound.integration_id})
+            raise NotFound("integration not found")
         fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
         fp = idempotency.fingerprint(
             inbound.message_type,
@@ -139,9 +147,12 @@ class Ingestor:
                 key_hash, inbound.integration_id, idem_hash, fp, now
             ).claims
 
-        existing = self._winner(claims, fp)
+        request_sha = idempotency.request_hash(
+            inbound.message_type, payload_sha, inbound.external_id, inbound.occurred_at
+        )
+        existing = self._winner(claims, request_sha)
         if existing is not None:
-            return self._deduplicated(existing)
+            return self._deduplicated(existing, existing.kind)
 
         record = MessageRecord(
             message_id=new_id("msg"),
@@ -165,18 +176,28 @@ class Ingestor:
             record=record,
             payload_text=payload_bytes.decode("utf-8"),
             idempotency_key_hash=idem_hash,
+            request_sha256=request_sha,
             idempotency_expires_at=now + timedelta(hours=self._settings.idempotency_retention_hours),
             fingerprint_expires_at=now + timedelta(hours=self._settings.fingerprint_retention_hours),
         )
+        self._queue.publish(first_step(record))
         try:
             self._messages.create(new, now)
         except ClaimTaken as lost:
-            winner = self._winner(tuple(c for c in lost.claims if isinstance(c, Claim)), fp)
+            winner = self._winner(tuple(c for c in lost.claims if isinstance(c, Claim)), request_sha)
             if winner is None:  # pragma: no cover - ClaimTaken always names a claim
                 raise
-            return self._deduplicated(Claim(DedupKind.RACE_WINNER, winner.message_id, fp))
-
-        self._enqueue_or_undo(new)
+            return self._deduplicated(winner, DedupKind.RACE_WINNER)
+        except StorageUnavailable:
+            # On DynamoDB a concurrent transaction on the same claim is cancelled as a
+            # conflict, naming no claim: look once more for a winner before giving up.
+            retry = self._messages.lookup_for_ingest(key_hash, inbound.integration_id, idem_hash, fp, now)
+            winner = self._winner(retry.claims, request_sha)
+            if winner is None:
+                raise
+            if winner.message_id == record.message_id:  # ours committed; only the answer was lost
+                return ReceiveOutcome(record)
+            return self._deduplicated(winner, DedupKind.RACE_WINNER)
         logger.info(
             "message received",
             extra={
@@ -188,11 +209,11 @@ class Ingestor:
         )
         return ReceiveOutcome(record)
 
-    def _winner(self, claims: tuple[Claim, ...], fingerprint: str) -> Claim | None:
+    def _winner(self, claims: tuple[Claim, ...], request_sha: str) -> Claim | None:
         """The claim that answers this request, idempotency key first. The same key sent with
-        another payload is a client bug: refuse it rather than return an unrelated message."""
+        another request is a client bug: refuse it rather than return an unrelated message."""
         for claim in sorted(claims, key=lambda c: c.kind != DedupKind.IDEMPOTENCY_KEY):
-            if claim.kind == DedupKind.IDEMPOTENCY_KEY and claim.fingerprint != fingerprint:
+            if claim.kind == DedupKind.IDEMPOTENCY_KEY and claim.request_sha256 != request_sha:
                 raise IdempotencyKeyReused(
                     "this Idempotency-Key was already used with a different request",
                     details={"message_id": claim.message_id},
@@ -200,50 +221,29 @@ class Ingestor:
             return claim
         return None
 
-    def _deduplicated(self, claim: Claim) -> ReceiveOutcome:
+    def _deduplicated(self, claim: Claim, kind: DedupKind) -> ReceiveOutcome:
         record = self._messages.get(claim.message_id)
-        if record is None:
-            # The claim's owner is being undone (its enqueue failed) or just expired: the
-            # client should resend, and then it will be stored afresh.
-            raise ServiceUnavailable("the original message is not available yet; resend")
-        self._repair_if_stuck(record)
+        if record is None:  # the claim outlived its message (should not happen): store afresh
+            raise ServiceUnavailable("the original message is not available; resend")
         logger.info(
-            "duplicate dropped",
-            extra={"message_id": record.message_id, "deduplicated_by": claim.kind.value},
+            "duplicate dropped", extra={"message_id": record.message_id, "deduplicated_by": kind.value}
         )
-        return ReceiveOutcome(record, claim.kind)
+        return ReceiveOutcome(record, kind)
 
-    def _enqueue_or_undo(self, new: NewMessage) -> None:
-        try:
-            self._queue.publish(first_step(new.record))
-        except ServiceUnavailable:
-            try:
-                self._messages.discard(new)
-            except StorageUnavailable:
-                # Left behind: a resend finds the claim and _repair_if_stuck re-enqueues it.
-                logger.exception(
-                    "could not undo a message whose first step was not enqueued",
-                    extra={"message_id": new.record.message_id},
-                )
-            raise
-
-    def _repair_if_stuck(self, record: MessageRecord) -> None:
-        """A message still `received` long after arrival may have lost its first step (enqueue
-        and undo both failed): send it again. Workers drop duplicate step messages."""
-        age = self._clock() - record.received_at
-        if record.pipeline_status is PipelineStatus.RECEIVED and age > timedelta(
-            seconds=self._settings.stuck_received_after_seconds
-        ):
-            self._queue.publish(first_step(record))
-            logger.warning("re-enqueued a stuck message", extra={"message_id": record.message_id})
+    def authenticate(self, raw_key: str | None) -> ApiKey:
+        """The caller's active API key; Unauthorized otherwise."""
+        return _check_key(self._config.get_api_key(require_key(raw_key)))
 
     def status(self, raw_key: str | None, message_id: str) -> MessageRecord:
         """The caller's own message; another tenant's or a missing one is NotFound alike."""
         key_hash = require_key(raw_key)
+        if not is_message_id(message_id):
+            _check_key(self._config.get_api_key(key_hash))
+            raise NotFound("message not found")
         api_key, record = self._messages.get_for_key(key_hash, message_id)
         api_key = _check_key(api_key)
         if record is None or record.tenant_id != api_key.tenant_id:
-            raise NotFound("message not found", details={"message_id": message_id})
+            raise NotFound("message not found")
         if api_key.integration_ids is not None and record.integration_id not in api_key.integration_ids:
-            raise NotFound("message not found", details={"message_id": message_id})
+            raise NotFound("message not found")
         return record

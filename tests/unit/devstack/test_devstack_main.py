@@ -1,0 +1,19 @@
+"""What ``python -m devstack`` prints on start."""
+
+from __future__ import annotations
+
+from devstack.__main__ import startup_lines
+
+
+def test_start_banner_lists_endpoints_then_the_demo_then_how_to_stop() -> None:
+    lines = startup_lines(
+        api_url="http://127.0.0.1:3000",
+        function_urls={"StatusFunction": "http://127.0.0.1:3001"},
+        aws_endpoint="http://127.0.0.1:5000",
+        echo_url="http://127.0.0.1:3100/echo",
+        demo_lines=["demo tenant: tnt_demo"],
+    )
+
+    assert [line.split(":", 1)[0] for line in lines[:4]] == ["HTTP API", "Function URL", "AWS (moto)", "echo"]
+    assert "http://127.0.0.1:3001  (StatusFunction)" in lines[1]
+    assert lines[4:] == ["", "demo tenant: tnt_demo", "", "Ctrl-C to stop."]
