@@ -16,6 +16,7 @@ from devstack.cfn import load_template
 from devstack.functions import FunctionBuilder
 from devstack.moto_fidelity import make_dynamodb_atomic
 from devstack.provision import Provisioner
+from devstack.stack import LocalStack
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
@@ -92,3 +93,17 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 10_000
+
+
+def local_stack_on_free_ports(**options: Any) -> LocalStack:
+    """The project's template as a (not yet started) local stack on free ports, so parallel
+    test workers never collide."""
+    return LocalStack(
+        template_path=TEMPLATE,
+        project_root=ROOT,
+        aws_port=0,
+        api_port=0,
+        url_port=0,
+        echo_port=0,
+        **options,
+    )

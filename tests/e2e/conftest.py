@@ -9,20 +9,12 @@ import pytest
 
 from devstack.demo import DEMO_API_KEY, seed
 from devstack.stack import LocalStack
-from tests.aws import ROOT
+from tests.aws import local_stack_on_free_ports
 
 
 @pytest.fixture(scope="package")
 def local_stack() -> Iterator[LocalStack]:
-    with LocalStack(
-        template_path=ROOT / "template.yaml",
-        project_root=ROOT,
-        aws_port=0,
-        api_port=0,
-        url_port=0,
-        echo_port=0,
-        stack_name="hub-e2e",
-    ) as stack:
+    with local_stack_on_free_ports(stack_name="hub-e2e") as stack:
         seed(stack)
         yield stack
 

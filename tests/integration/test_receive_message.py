@@ -8,6 +8,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
 
@@ -69,6 +70,28 @@ class TestNewMessage:
             i for i in stack.scan() if i["PK"]["S"] == f"MSG#{message_id}" and i["SK"]["S"] == "PAYLOAD"
         ]
         assert json.loads(payload[0]["payload"]["S"])["po_number"] == "PO-1"
+
+    def test_new_messages_are_listed_by_tenant_and_status_newest_first(self, stack, tenancy, ingest_api):
+        ids = [
+            ingest_api(receive(tenancy, body(tenancy, payload={"po_number": f"PO-{i}"}))).body["message_id"]
+            for i in range(3)
+        ]
+        ingest_api(
+            receive(
+                tenancy, body(tenancy, integration_id=tenancy.other_integration_id), key=tenancy.other_key
+            )
+        )
+
+        rows = boto3.client("dynamodb").query(
+            TableName=stack.table,
+            IndexName="GSI1",
+            KeyConditionExpression="GSI1PK = :pk",
+            ExpressionAttributeValues={":pk": {"S": "TENANT#t1#STATUS#received"}},
+            ScanIndexForward=False,
+        )["Items"]
+
+        assert [row["message_id"]["S"] for row in rows] == ids[::-1]
+        assert {row["pipeline_status"]["S"] for row in rows} == {"received"}
 
     def test_first_step_message_is_slim(self, stack, tenancy, ingest_api):
         answer = ingest_api(receive(tenancy, body(tenancy), **{"x-correlation-id": "corr-42"}))

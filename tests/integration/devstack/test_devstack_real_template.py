@@ -5,33 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from devstack.stack import LocalStack
+from tests.aws import local_stack_on_free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 
 pytestmark = pytest.mark.xdist_group("devstack-real-template")
 
 
-def on_free_ports(**options: Any) -> LocalStack:
-    """The project's template as a (not yet started) stack on free ports."""
-    return LocalStack(
-        template_path=ROOT / "template.yaml",
-        project_root=ROOT,
-        aws_port=0,
-        api_port=0,
-        url_port=0,
-        echo_port=0,
-        **options,
-    )
-
-
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with on_free_ports(stack_name="hub-test") as running:
+    with local_stack_on_free_ports(stack_name="hub-test") as running:
         yield running
 
 
@@ -44,7 +31,8 @@ def test_hub_table_has_its_index_stream_and_ttl(stack: LocalStack) -> None:
     (gsi,) = table["GlobalSecondaryIndexes"]
     assert gsi["IndexName"] == "GSI1"
     assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["GSI1PK", "GSI1SK"]
-    assert gsi["Projection"]["ProjectionType"] == "KEYS_ONLY"
+    assert gsi["Projection"]["ProjectionType"] == "INCLUDE"
+    assert {"message_id", "pipeline_status", "updated_at"} <= set(gsi["Projection"]["NonKeyAttributes"])
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert stack.attributes[("HubTable", "StreamArn")] == table["LatestStreamArn"]
     ttl = dynamodb.describe_time_to_live(TableName=stack.resources["HubTable"])
@@ -85,7 +73,7 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
 
 
 def test_parameter_overrides_are_validated() -> None:
-    stack = on_free_ports(parameter_overrides={"Stage": "qa"})
+    stack = local_stack_on_free_ports(parameter_overrides={"Stage": "qa"})
 
     with pytest.raises(ValueError, match="Stage"):
         stack.start()
