@@ -208,6 +208,8 @@ class Scheduler:
         with self._lock:
             firings = []
             for definition in self.list_definitions():
+                if self._stop.is_set():  # a stopped stack's scheduler fires nothing more
+                    break
                 firing = self._maybe_fire(definition, now)
                 if firing is not None:
                     firings.append(firing)

@@ -12,7 +12,9 @@ from devstack.stack import LocalStack
 from tests.aws import local_stack_on_free_ports
 
 
-@pytest.fixture(scope="package")
+# Module scope, not package: tests/e2e is not a package of its own, so a "package" fixture
+# would outlive it and run beside other stacks in this process (moto's state is per process).
+@pytest.fixture(scope="module")
 def local_stack() -> Iterator[LocalStack]:
     with local_stack_on_free_ports(stack_name="hub-e2e") as stack:
         seed(stack)
