@@ -7,8 +7,9 @@ import hashlib
 import hmac
 import secrets
 from enum import StrEnum
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class DuplicateHandling(StrEnum):
@@ -34,14 +35,85 @@ class MessageTypeConfig(BaseModel):
     duplicate_handling: DuplicateHandling = DuplicateHandling.ACCEPT
 
 
+class DestinationProtocol(StrEnum):
+    HTTP = "http"
+    SOAP = "soap"
+
+
+class Platform(StrEnum):
+    GENERIC = "generic"
+    #: Brazil's NF-e web services: SOAP 1.2 with mTLS (an ICP-Brasil A1 certificate).
+    SEFAZ = "sefaz"
+
+
+class AuthKind(StrEnum):
+    NONE = "none"
+    BEARER = "bearer"
+    BASIC = "basic"
+    API_KEY = "api_key"
+    OAUTH2_CLIENT_CREDENTIALS = "oauth2_client_credentials"
+
+
+class HttpAuth(BaseModel):
+    """How to authenticate to a REST destination. Secrets are never logged or shown."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: AuthKind = AuthKind.NONE
+    token: str | None = Field(default=None, repr=False)
+    username: str | None = None
+    password: str | None = Field(default=None, repr=False)
+    header_name: str = "X-Api-Key"
+    api_key: str | None = Field(default=None, repr=False)
+    token_url: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = Field(default=None, repr=False)
+    scope: str | None = None
+
+
+class SoapSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: A WSDL file path (e.g. one shipped by nfelib) or URL.
+    wsdl: str
+    #: Qualified binding name, e.g. "{http://...}NFeStatusServico4Soap12"; None = the WSDL's first.
+    binding: str | None = None
+    operation: str
+    soap_version: Literal["1.1", "1.2"] = "1.1"
+
+
 class Destination(BaseModel):
-    """Where delivered messages go. Connector details grow with the delivery issue."""
+    """A connection to the customer's system: where and how delivered messages go."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    protocol: str = "http"
+    connection_id: str | None = None
+    protocol: DestinationProtocol = DestinationProtocol.HTTP
+    platform: Platform = Platform.GENERIC
     url: str
     method: str = "POST"
+    headers: dict[str, str] = Field(default_factory=dict)
+    auth: HttpAuth = Field(default_factory=HttpAuth)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    read_timeout_seconds: float = Field(default=30.0, gt=0)
+    soap: SoapSettings | None = None
+    #: Reference the CertificateStore resolves to a PKCS#12 client certificate (mTLS).
+    client_certificate_id: str | None = None
+    #: The destination drops a repeated Idempotency-Key, so an uncertain outcome may be retried.
+    idempotent_retries: bool = False
+
+    @model_validator(mode="after")
+    def _platform_rules(self) -> Destination:
+        if self.platform is Platform.SEFAZ:
+            if self.protocol is not DestinationProtocol.SOAP or self.soap is None:
+                raise ValueError("platform sefaz uses protocol soap with soap settings")
+            if self.soap.soap_version != "1.2":
+                raise ValueError("platform sefaz uses SOAP 1.2")
+            if not self.client_certificate_id:
+                raise ValueError("platform sefaz requires mTLS: attach a client certificate (A1 .pfx/.p12)")
+        if self.protocol is DestinationProtocol.SOAP and self.soap is None:
+            raise ValueError("protocol soap needs soap settings (wsdl, operation)")
+        return self
 
 
 class Tenant(BaseModel):

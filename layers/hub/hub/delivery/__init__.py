@@ -1,0 +1,1 @@
+"""Delivery to the customer's system: one port (`Connector`), one adapter per protocol."""

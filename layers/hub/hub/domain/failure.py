@@ -1,0 +1,32 @@
+"""Error classes of a failed step (seed 000, "Erros mapeados pelo classifier"; seed 004,
+pattern 6). Adapters raise typed errors carrying one of these; the retry policy decides on the
+class, never on message text."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorClass(StrEnum):
+    HTTP_5XX = "http_5xx"
+    HTTP_4XX = "http_4xx"
+    HTTP_401 = "http_401"
+    HTTP_429 = "http_429"
+    TIMEOUT = "timeout"
+    NETWORK = "network"
+    TLS = "tls"
+    SYNTAX = "syntax"
+    SOAP_FAULT = "soap_fault"
+
+
+def classify_http_status(status: int) -> ErrorClass | None:
+    """The class of an HTTP answer; None for success (2xx/3xx)."""
+    if status < 400:
+        return None
+    if status == 401:
+        return ErrorClass.HTTP_401
+    if status == 429:
+        return ErrorClass.HTTP_429
+    if status >= 500:
+        return ErrorClass.HTTP_5XX
+    return ErrorClass.HTTP_4XX
