@@ -67,23 +67,6 @@ def test_fifty_concurrent_identical_requests_over_http(api: httpx.Client, local_
     assert len(items) == 1
 
 
-def test_first_step_reaches_the_pipeline_queue(api: httpx.Client, local_stack):
-    answer = api.post("/api/edi-hub/receive-message", json=unique_body())
-    message_id = answer.json()["message_id"]
-    sqs = local_stack.client("sqs")
-    found = []
-    for _ in range(20):
-        batch = sqs.receive_message(
-            QueueUrl=local_stack.resources["PipelineQueue"], MaxNumberOfMessages=10, VisibilityTimeout=0
-        ).get("Messages", [])
-        found += [json.loads(m["Body"]) for m in batch if message_id in m["Body"]]
-        if found:
-            break
-    assert found
-    assert found[0]["step"] == "process"
-    assert "payload" not in found[0]
-
-
 @pytest.mark.parametrize(
     ("headers", "content", "status", "code"),
     [

@@ -92,6 +92,7 @@ class MessageRepository(Protocol):
 
 
 class StepQueue(Protocol):
-    def publish(self, step: StepMessage) -> None:
-        """Enqueues one step message. Raises QueueUnavailable if it was not accepted."""
+    def publish(self, step: StepMessage, delay_seconds: int = 0) -> None:
+        """Enqueues one step message, visible after `delay_seconds` (SQS caps it at 900).
+        Raises QueueUnavailable if it was not accepted."""
         ...

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from hub.adapters.certificates import NoCertificateStore
 from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
+from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.adapters.sqs import SqsStepQueue
 from hub.config import settings
+from hub.delivery.http import HttpConnector
+from hub.delivery.soap import SoapConnector
+from hub.domain.tenancy import DestinationProtocol
 from hub.ingest.receive import Ingestor
+from hub.pipeline.worker import PipelineWorker
 
 
 @lru_cache(maxsize=1)
@@ -19,6 +25,22 @@ def ingestor() -> Ingestor:
 
 
 @lru_cache(maxsize=1)
+def pipeline_worker() -> PipelineWorker:
+    s = settings()
+    certificates = NoCertificateStore()
+    return PipelineWorker(
+        config_repository(),
+        DynamoMessageRepository(s.table_name),
+        DynamoPipelineStore(s.table_name),
+        SqsStepQueue(s.pipeline_queue_url),
+        {
+            DestinationProtocol.HTTP: HttpConnector(certificates),
+            DestinationProtocol.SOAP: SoapConnector(certificates),
+        },
+    )
+
+
+@lru_cache(maxsize=1)
 def config_repository() -> DynamoConfigRepository:
     return DynamoConfigRepository(settings().table_name)
 
@@ -26,5 +48,6 @@ def config_repository() -> DynamoConfigRepository:
 def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
+    pipeline_worker.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()

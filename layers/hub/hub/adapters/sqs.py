@@ -16,7 +16,7 @@ class SqsStepQueue:
     def __init__(self, queue_url: str) -> None:
         self._url = queue_url
 
-    def publish(self, step: StepMessage) -> None:
+    def publish(self, step: StepMessage, delay_seconds: int = 0) -> None:
         attributes = {
             name: {"DataType": "String", "StringValue": value}
             for name, value in (
@@ -27,7 +27,10 @@ class SqsStepQueue:
         }
         try:
             client("sqs").send_message(
-                QueueUrl=self._url, MessageBody=step.model_dump_json(), MessageAttributes=attributes
+                QueueUrl=self._url,
+                MessageBody=step.model_dump_json(),
+                MessageAttributes=attributes,
+                DelaySeconds=max(0, min(delay_seconds, 900)),
             )
         except (BotoCoreError, ClientError) as exc:
             raise QueueUnavailable(

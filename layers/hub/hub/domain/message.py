@@ -54,12 +54,16 @@ class MessageRecord(BaseModel):
     payload_sha256: str
     payload_format: PayloadFormat
     payload_bytes: int
+    #: What the pipeline serializes steps on (see pipeline.rules.entity_key).
+    entity_key: str = ""
     idempotency_key: str | None = None
     dest_status: str | None = None
     dest_status_text: str | None = None
     retry_count: int = 0
     next_retry_at: datetime | None = None
     last_retry_error_class: str | None = None
+    #: Set when a later message with the same business key replaced this one (overwrite).
+    superseded_by: str | None = None
 
     def public_view(self) -> dict[str, Any]:
         """What the partner API shows its owner: status and timestamps, no internals."""
@@ -76,6 +80,7 @@ class MessageRecord(BaseModel):
                 "retry_count",
                 "next_retry_at",
                 "last_retry_error_class",
+                "superseded_by",
                 "occurred_at",
                 "received_at",
                 "updated_at",
@@ -105,3 +110,34 @@ class StepMessage(BaseModel):
     execution_id: str
     correlation_id: str
     publish_id: str
+
+    @property
+    def step_id(self) -> str:
+        """Unique per published step (seed 002, 8: message, operation, step, counters, publish
+        id); recorded once the step succeeded, so a redelivery of a done step is dropped."""
+        return ":".join(
+            (
+                self.message_id,
+                self.execution_id,
+                self.step.value,
+                str(self.attempt),
+                str(self.lock_wait),
+                self.publish_id,
+            )
+        )
+
+    def next(self, step: PipelineStep, publish_id: str) -> StepMessage:
+        """The following step of the same execution: counters start again."""
+        return self.model_copy(update={"step": step, "attempt": 0, "lock_wait": 0, "publish_id": publish_id})
+
+    def rescheduled(
+        self, publish_id: str, *, lock_wait: int | None = None, attempt: int | None = None
+    ) -> StepMessage:
+        """The same step again (busy lock or retry), with its counters moved on."""
+        return self.model_copy(
+            update={
+                "publish_id": publish_id,
+                "lock_wait": self.lock_wait if lock_wait is None else lock_wait,
+                "attempt": self.attempt if attempt is None else attempt,
+            }
+        )

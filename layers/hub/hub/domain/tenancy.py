@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hub.mapping.spec import MappingSpec
+
 
 class DuplicateHandling(StrEnum):
     """What to do with a message whose business keys match an earlier one (seed 000,
@@ -33,6 +35,8 @@ class MessageTypeConfig(BaseModel):
     #: JMESPath expressions into the payload that identify the business entity (e.g. "po_number").
     duplicate_key_fields: tuple[str, ...] = ()
     duplicate_handling: DuplicateHandling = DuplicateHandling.ACCEPT
+    #: How the payload becomes the destination's format; None sends it as received.
+    mapping: MappingSpec | None = None
 
 
 class DestinationProtocol(StrEnum):

@@ -41,6 +41,7 @@ from hub.errors import (
     StorageUnavailable,
     Unauthorized,
 )
+from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
 logger = logging.getLogger(__name__)
@@ -136,11 +137,8 @@ class Ingestor:
             # Same answer whether it does not exist or belongs to someone else.
             raise NotFound("integration not found")
         fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
-        fp = idempotency.fingerprint(
-            inbound.message_type,
-            idempotency.duplicate_key_values(inbound.payload, fields),
-            payload_sha,
-        )
+        key_values = idempotency.duplicate_key_values(inbound.payload, fields)
+        fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
         claims = lookup.claims
         if fp != plain_fp:
             claims = self._messages.lookup_for_ingest(
@@ -154,8 +152,9 @@ class Ingestor:
         if existing is not None:
             return self._deduplicated(existing, existing.kind)
 
+        message_id = new_id("msg")
         record = MessageRecord(
-            message_id=new_id("msg"),
+            message_id=message_id,
             tenant_id=integration.tenant_id,
             integration_id=integration.integration_id,
             message_type=inbound.message_type,
@@ -170,6 +169,7 @@ class Ingestor:
             payload_sha256=payload_sha,
             payload_format=PayloadFormat.TEXT if isinstance(inbound.payload, str) else PayloadFormat.JSON,
             payload_bytes=len(payload_bytes),
+            entity_key=entity_key(integration.integration_id, inbound.message_type, key_values, message_id),
             idempotency_key=idempotency_key,
         )
         new = NewMessage(

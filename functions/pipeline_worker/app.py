@@ -1,0 +1,39 @@
+"""Pipeline worker (SQS): runs step messages with partial batch failures."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hub.domain.message import StepMessage
+from hub.wiring import pipeline_worker
+
+logger = Logger()
+copy_config_to_registered_loggers(source_logger=logger, include={"hub"})
+metrics = Metrics()
+tracer = Tracer()
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> None:
+    step = StepMessage.model_validate_json(record.body)
+    sent_at = datetime.fromtimestamp(int(record.attributes.sent_timestamp) / 1000, UTC)
+    report = pipeline_worker().run(step, sent_at)
+    metrics.add_metric(name=f"Step_{step.step.value}_{report.outcome.value}", unit=MetricUnit.Count, value=1)
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

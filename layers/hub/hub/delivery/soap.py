@@ -1,0 +1,315 @@
+"""SOAP connector (zeep): sends a mapped XML document to a WSDL operation, over mTLS when the
+destination has a client certificate (SEFAZ: SOAP 1.2 + ICP-Brasil A1).
+
+Errors are classified by type and cause, never by message text:
+
+- SOAP Fault → `soap_fault` with `fault_code` as a local name (1.1 Client/Server, 1.2 Sender/Receiver);
+- HTTP error status without a SOAP Fault → `classify_http_status`, `dest_status` = the status;
+- TLS failure anywhere in the cause chain (untrusted server, rejected or missing client
+  certificate, which TLS 1.3 reports only on the first read) → `tls`. A TLS connection closed
+  without an alert (EOF) is `tls` with `uncertain`: a server rejecting a missing certificate
+  sometimes closes before its alert is read, which looks exactly like a connection dropped after
+  the request was sent;
+- refused connection, DNS failure, connect timeout → `network` (nothing reached the destination);
+- read timeout after sending → `timeout`, `uncertain` (the destination may have processed it);
+- connection lost after connecting → `network`, `uncertain`;
+- a body that is not XML, or an answer that is not a SOAP envelope → `syntax`.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import requests
+import urllib3
+import zeep
+import zeep.exceptions
+from lxml import etree  # type: ignore[import-untyped]
+from requests.adapters import HTTPAdapter
+
+from hub.delivery.port import (
+    CertificateStore,
+    ClientCertificate,
+    DeliveryFailed,
+    DeliveryOutcome,
+    OutboundRequest,
+    excerpt,
+)
+from hub.delivery.tls import certificate_fingerprint, client_ssl_context
+from hub.domain.failure import ErrorClass, classify_http_status
+from hub.domain.tenancy import Destination, SoapSettings
+from hub.errors import ConfigurationError
+
+#: `soap.wsdl` prefix for a WSDL shipped inside the nfelib package (the NF-e 4.00 services).
+NFELIB_PREFIX = "nfelib:"
+
+_SOAP11_BINDING = "Soap11Binding"
+_SOAP12_BINDING = "Soap12Binding"
+
+#: Mapped bodies come from our own mapping step, but never let XML reach the network or disk.
+_BODY_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
+
+
+class _TlsAdapter(HTTPAdapter):
+    """Connections use exactly our SSLContext (trust, client certificate, TLS 1.2+)."""
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._context = context
+        super().__init__()
+
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
+        pool_kwargs["ssl_context"] = self._context
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+
+    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
+        # requests would point every connection at certifi's bundle, and urllib3 would then load it
+        # into our shared context: verification is the context's job alone.
+        conn.cert_reqs = "CERT_REQUIRED"
+        conn.ca_certs = None
+        conn.ca_cert_dir = None
+
+
+class _RecordingTransport(zeep.Transport):
+    """Keeps the last HTTP answer per thread: zeep's Fault does not carry the status, and the
+    answer text is what we excerpt."""
+
+    def __init__(self, session: requests.Session, timeout: tuple[float, float]) -> None:
+        super().__init__(session=session, timeout=timeout, operation_timeout=timeout)
+        self._last = threading.local()
+
+    def post(self, address: str, message: Any, headers: dict[str, str]) -> requests.Response:
+        response: requests.Response = super().post(address, message, headers)
+        self._last.response = response
+        return response
+
+    def take_response(self) -> requests.Response | None:
+        response: requests.Response | None = getattr(self._last, "response", None)
+        self._last.response = None
+        return response
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    client: zeep.Client
+    transport: _RecordingTransport
+    binding: str
+
+
+class SoapConnector:
+    """`Connector` for `protocol: soap` destinations.
+
+    A zeep Client (parsed WSDL, HTTP session with its TLS context) is built once per
+    (WSDL, binding, client certificate, CA, timeouts) and reused. Raises DeliveryFailed for a
+    delivery that did not succeed, CertificateInvalid for an unusable PKCS#12, and
+    ConfigurationError for an unknown WSDL file, binding or operation.
+    """
+
+    def __init__(self, certificates: CertificateStore, *, ca_pem: bytes | None = None) -> None:
+        self._certificates = certificates
+        self._ca_pem = ca_pem
+        self._endpoints: dict[tuple[object, ...], _Endpoint] = {}
+        self._lock = threading.Lock()
+
+    def deliver(self, destination: Destination, request: OutboundRequest) -> DeliveryOutcome:
+        settings = destination.soap
+        if settings is None:
+            raise ConfigurationError("SOAP destination without soap settings")
+        started = time.monotonic()
+        try:
+            document = etree.fromstring(request.body, parser=_BODY_PARSER)
+        except etree.XMLSyntaxError:
+            raise DeliveryFailed(ErrorClass.SYNTAX, "mapped body is not well-formed XML") from None
+        certificate = self._certificates.client_certificate(destination)
+        endpoint: _Endpoint | None = None
+        try:
+            endpoint = self._endpoint(destination, settings, certificate)
+            service = endpoint.client.create_service(endpoint.binding, destination.url)
+            service[settings.operation](document)
+        except (zeep.exceptions.Error, requests.exceptions.RequestException) as exc:
+            response = endpoint.transport.take_response() if endpoint else None
+            raise _failure(exc, response, _elapsed_ms(started)) from None
+        response = endpoint.transport.take_response()
+        status = response.status_code if response is not None else 200
+        text = _answer_excerpt(response.content) if response is not None else ""
+        return DeliveryOutcome(
+            dest_status=str(status), dest_status_text=text, duration_ms=_elapsed_ms(started)
+        )
+
+    def _endpoint(
+        self, destination: Destination, settings: SoapSettings, certificate: ClientCertificate | None
+    ) -> _Endpoint:
+        timeout = (destination.connect_timeout_seconds, destination.read_timeout_seconds)
+        fingerprint = certificate_fingerprint(certificate) if certificate else None
+        key = (settings.wsdl, settings.binding, settings.soap_version, fingerprint, self._ca_pem, timeout)
+        with self._lock:
+            cached = self._endpoints.get(key)
+        if cached is not None:
+            return cached
+        session = requests.Session()
+        session.trust_env = False  # REQUESTS_CA_BUNDLE and proxy variables must not change trust
+        session.verify = True
+        session.mount("https://", _TlsAdapter(client_ssl_context(certificate, ca_pem=self._ca_pem)))
+        transport = _RecordingTransport(session, timeout)
+        try:
+            client = zeep.Client(_wsdl_location(settings.wsdl), transport=transport)
+        except FileNotFoundError:
+            raise ConfigurationError(f"WSDL file {settings.wsdl!r} not found") from None
+        binding = _binding_name(client, settings)
+        if settings.operation not in client.wsdl.bindings[binding].all():
+            raise ConfigurationError(f"WSDL binding {binding} has no operation {settings.operation}")
+        endpoint = _Endpoint(client, transport, binding)
+        with self._lock:
+            self._endpoints[key] = endpoint
+        return endpoint
+
+
+def _wsdl_location(wsdl: str) -> str:
+    """A URL or path zeep can load; `nfelib:<path>` resolves inside the installed nfelib package."""
+    if not wsdl.startswith(NFELIB_PREFIX):
+        return wsdl
+    root = Path(str(resources.files("nfelib"))).resolve()
+    path = (root / wsdl.removeprefix(NFELIB_PREFIX)).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        raise ConfigurationError(f"no WSDL {wsdl!r} in the nfelib package")
+    return str(path)
+
+
+def _binding_name(client: zeep.Client, settings: SoapSettings) -> str:
+    bindings: dict[str, Any] = client.wsdl.bindings
+    if settings.binding is not None:
+        if settings.binding in bindings:
+            return settings.binding
+        raise ConfigurationError(f"WSDL has no binding {settings.binding}")
+    wanted = _SOAP12_BINDING if settings.soap_version == "1.2" else _SOAP11_BINDING
+    for name, binding in bindings.items():
+        if type(binding).__name__ == wanted:
+            return name
+    raise ConfigurationError(f"WSDL has no SOAP {settings.soap_version} binding")
+
+
+def _failure(exc: BaseException, response: requests.Response | None, duration_ms: int) -> DeliveryFailed:
+    if isinstance(exc, zeep.exceptions.Error):
+        return _answer_failure(exc, response, duration_ms)
+    return _connection_failure(exc, duration_ms)
+
+
+def _answer_failure(
+    exc: zeep.exceptions.Error, response: requests.Response | None, duration_ms: int
+) -> DeliveryFailed:
+    """The destination answered (or the request did not fit the WSDL)."""
+    status = response.status_code if response is not None else None
+    dest_status = str(status) if status is not None else None
+    http_class = classify_http_status(status) if status is not None else None
+    fault_code = _fault_code(exc.code) if isinstance(exc, zeep.exceptions.Fault) else None
+    if isinstance(exc, zeep.exceptions.Fault) and fault_code is not None:
+        return DeliveryFailed(
+            ErrorClass.SOAP_FAULT,
+            excerpt(f"{exc.code}: {exc.message or ''}"),
+            dest_status=dest_status,
+            duration_ms=duration_ms,
+            fault_code=fault_code,
+        )
+    if http_class is not None:
+        # An error status without a SOAP Fault: zeep calls it a TransportError or an "unknown fault".
+        return DeliveryFailed(
+            http_class, _body_excerpt(response), dest_status=dest_status, duration_ms=duration_ms
+        )
+    # A 2xx answer that is not the expected SOAP envelope: the destination may have acted on it.
+    sent = response is not None
+    text = "answer is not a SOAP envelope" if sent else "request does not fit the WSDL operation"
+    return DeliveryFailed(
+        ErrorClass.SYNTAX, text, dest_status=dest_status, uncertain=sent, duration_ms=duration_ms
+    )
+
+
+def _connection_failure(exc: BaseException, duration_ms: int) -> DeliveryFailed:
+    """No HTTP answer: classified by the cause, since TLS rejections surface as read errors."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return DeliveryFailed(ErrorClass.NETWORK, "connect timeout", duration_ms=duration_ms)
+    tls_error = _tls_error(exc)
+    if tls_error is not None:
+        closed = isinstance(tls_error, ssl.SSLEOFError | ssl.SSLZeroReturnError)
+        return DeliveryFailed(ErrorClass.TLS, _tls_text(tls_error), uncertain=closed, duration_ms=duration_ms)
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return DeliveryFailed(
+            ErrorClass.TIMEOUT, "read timeout after sending", uncertain=True, duration_ms=duration_ms
+        )
+    never_connected = any(
+        isinstance(e, urllib3.exceptions.NewConnectionError | ConnectionRefusedError) for e in _chain(exc)
+    )
+    text = "connection failed" if never_connected else "connection lost after sending"
+    return DeliveryFailed(ErrorClass.NETWORK, text, uncertain=not never_connected, duration_ms=duration_ms)
+
+
+def _fault_code(code: str | None) -> str | None:
+    """`soap:Receiver` → `Receiver`; `Server.Busy` (1.1 dotted subcode) → `Server`."""
+    if not code:
+        return None
+    local = code.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
+    return local.split(".", 1)[0] or None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and every exception it wraps (cause, context, urllib3 `reason`, exception args)."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
+        pending.extend(e for e in wrapped if isinstance(e, BaseException))
+
+
+def _tls_error(exc: BaseException) -> ssl.SSLError | None:
+    """The ssl error behind `exc`, if any."""
+    return next((error for error in _chain(exc) if isinstance(error, ssl.SSLError)), None)
+
+
+def _tls_text(error: ssl.SSLError) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return excerpt(f"server certificate not trusted: {error.verify_message}")
+    if isinstance(error, ssl.SSLEOFError | ssl.SSLZeroReturnError):
+        return "TLS connection closed by the destination without an answer (client certificate rejected?)"
+    # OpenSSL reason names (e.g. TLSV13_ALERT_CERTIFICATE_REQUIRED, SSLV3_ALERT_CERTIFICATE_UNKNOWN).
+    return excerpt(f"TLS handshake failed: {error.reason or type(error).__name__}")
+
+
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _body_excerpt(response: requests.Response | None) -> str:
+    if response is None:
+        return ""
+    return excerpt(response.content.decode(response.encoding or "utf-8", errors="replace"))
+
+
+def _answer_excerpt(content: bytes) -> str:
+    """The payload of a SOAP answer without envelope, wrappers or namespace declarations, e.g.
+    `<retConsStatServ versao="4.00"><tpAmb>2</tpAmb>...<cStat>107</cStat>...`."""
+    try:
+        root = etree.fromstring(content, parser=_BODY_PARSER)
+    except etree.XMLSyntaxError:
+        return excerpt(content.decode("utf-8", errors="replace"))
+    body = next((child for child in root if etree.QName(child).localname == "Body"), root)
+    node = body
+    # Descend through single-child wrappers (soap:Body, nfeResultMsg) to the business document.
+    while len(node) == 1 and not node.attrib and not (node.text or "").strip():
+        node = node[0]
+    node = etree.fromstring(etree.tostring(node))
+    for element in node.iter(tag=etree.Element):
+        element.tag = etree.QName(element).localname
+    etree.cleanup_namespaces(node)
+    return excerpt(etree.tostring(node, encoding="unicode"))

@@ -1,0 +1,1 @@
+"""The pipeline worker's use cases: chained steps with their delivery guarantees."""

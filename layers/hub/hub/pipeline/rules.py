@@ -1,0 +1,41 @@
+"""Pipeline timing and keys (seed 002, sections 6 and 8). Pure."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from datetime import timedelta
+
+#: Busy entity lock: reschedule after these delays, the last repeating (seed 002, 6).
+LOCK_WAIT_LADDER_SECONDS = (2, 5, 15, 30, 60, 120)
+LOCK_WAIT_JITTER = 0.2
+#: After this many busy reschedules the message ends in error (about 52 minutes).
+MAX_LOCK_WAITS = 30
+LOCK_LEASE = timedelta(minutes=5)
+#: A live admission record with no activity for this long is abandoned and may be taken over.
+ADMISSION_ABANDONED_AFTER = timedelta(hours=24)
+#: After an execution finishes, the same work is not readmitted for this long.
+RECENT_COMPLETION = timedelta(minutes=5)
+#: How long a completed step id is remembered to drop redeliveries.
+STEP_DEDUP_WINDOW = timedelta(minutes=5)
+#: A step whose message does not exist (yet): the ingest may still be committing it. After this
+#: the step is an orphan of a failed or lost ingest race and is dropped.
+ORPHAN_GRACE = timedelta(seconds=60)
+ORPHAN_RECHECK_SECONDS = 5
+
+
+def lock_wait_delay(lock_wait: int, rand: Callable[[], float] = random.random) -> int:
+    """Seconds before a busy step runs again: the ladder entry for this wait, +/-20%."""
+    base = LOCK_WAIT_LADDER_SECONDS[min(lock_wait, len(LOCK_WAIT_LADDER_SECONDS) - 1)]
+    factor = 1 + LOCK_WAIT_JITTER * (2 * rand() - 1)
+    return max(1, round(base * factor))
+
+
+def entity_key(integration_id: str, message_type: str, key_values: list[str], message_id: str) -> str:
+    """What one step at a time is serialized on: the business entity when the message type
+    declares duplicate-key fields (two versions of PO-1 never interleave), else the message."""
+    if not key_values:
+        return f"message:{message_id}"
+    digest = hashlib.sha256("\x1f".join([integration_id, message_type, *key_values]).encode()).hexdigest()
+    return f"entity:{digest}"

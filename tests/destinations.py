@@ -1,0 +1,88 @@
+"""A real HTTP destination on 127.0.0.1 for delivery tests: scripted answers, recorded requests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    body: str = '{"ok": true}'
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class HttpDestination:
+    """Answers each request with the next scripted Answer (the last one repeats)."""
+
+    def __init__(self) -> None:
+        self.requests: list[SeenRequest] = []
+        self._script: deque[Answer] = deque([Answer()])
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _serve(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                answer = owner._record(
+                    SeenRequest(
+                        self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                    )
+                )
+                if answer.delay_seconds:
+                    time.sleep(answer.delay_seconds)
+                payload = answer.body.encode()
+                self.send_response(answer.status)
+                for name, value in {"Content-Type": "application/json", **answer.headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_POST = do_PUT = do_PATCH = _serve  # noqa: N815 - http.server's naming
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _record(self, request: SeenRequest) -> Answer:
+        with self._lock:
+            self.requests.append(request)
+            return self._script.popleft() if len(self._script) > 1 else self._script[0]
+
+    def script(self, *answers: Answer) -> None:
+        with self._lock:
+            self._script = deque(answers)
+
+    @property
+    def url(self) -> str:
+        port = self._server.server_address[1]
+        return f"http://127.0.0.1:{port}/orders"
+
+    def __enter__(self) -> HttpDestination:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

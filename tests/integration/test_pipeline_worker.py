@@ -1,0 +1,386 @@
+"""The pipeline worker through its real handler: moto for AWS (resources from template.yaml),
+a real HTTP destination on 127.0.0.1, the real ingest in front."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+from hub.adapters.aws import client
+from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.adapters.pipeline_store import DynamoPipelineStore
+from hub.domain.ids import new_id
+from hub.domain.message import PipelineStep, StepMessage
+from hub.domain.tenancy import (
+    Destination,
+    DuplicateHandling,
+    Integration,
+    IntegrationMode,
+    MessageTypeConfig,
+)
+from hub.pipeline import rules
+from tests.aws import load_handler
+from tests.destinations import Answer, HttpDestination
+from tests.events import http_event
+from tests.pipeline import expire_visibility, pump
+
+
+@pytest.fixture
+def destination() -> Iterator[HttpDestination]:
+    with HttpDestination() as server:
+        yield server
+
+
+@pytest.fixture
+def worker(stack):
+    handler = load_handler("PipelineWorkerFunction")
+    arn = boto3.client("sqs").get_queue_attributes(QueueUrl=stack.queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    return lambda **kw: pump(stack.queue_url, arn, handler, **kw)
+
+
+def configure(
+    stack,
+    tenancy,
+    destination: HttpDestination | None,
+    *,
+    mode=IntegrationMode.ORCHESTRATION,
+    handling=DuplicateHandling.ACCEPT,
+    **destination_options: Any,
+) -> None:
+    DynamoConfigRepository(stack.table).put_integration(
+        Integration(
+            integration_id=tenancy.integration_id,
+            tenant_id="t1",
+            name="erp",
+            mode=mode,
+            destination=Destination(url=destination.url, **destination_options) if destination else None,
+            message_types={
+                "purchase_order": MessageTypeConfig(
+                    duplicate_key_fields=("po_number",), duplicate_handling=handling
+                )
+            },
+        )
+    )
+
+
+def send(ingest_api, tenancy, payload: dict[str, Any]) -> str:
+    body = {"integration_id": tenancy.integration_id, "message_type": "purchase_order", "payload": payload}
+    answer = ingest_api(
+        http_event(
+            "receive_message.json",
+            body=body,
+            headers={"authorization": f"Bearer {tenancy.key}", "idempotency-key": None},
+        )
+    )
+    assert answer.status == 202, answer.body
+    return str(answer.body["message_id"])
+
+
+def status(stack, message_id: str) -> dict[str, Any]:
+    item = boto3.client("dynamodb").get_item(
+        TableName=stack.table, Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}}
+    )["Item"]
+    return {k: next(iter(v.values())) for k, v in item.items()}
+
+
+def log_of(stack, message_id: str) -> list[dict[str, Any]]:
+    return DynamoPipelineStore(stack.table).message_log(message_id)
+
+
+class TestScenarioA:
+    def test_received_mapped_sent_with_a_stable_idempotency_key(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-1", "qty": 2})
+
+        worker()
+
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "sent"
+        assert final["dest_status"] == "200"
+        [seen] = destination.requests
+        assert json.loads(seen.body) == {"po_number": "PO-1", "qty": 2}
+        assert seen.headers["idempotency-key"] == message_id
+        assert seen.headers["content-type"] == "application/json"
+        steps = [(e["step"], e["status"]) for e in log_of(stack, message_id)]
+        assert steps == [("process", "success"), ("sent", "success")]
+        # The execution is closed: nothing live, completion recorded.
+        assert DynamoPipelineStore(stack.table).live_execution(message_id) is None
+
+
+class TestObservability:
+    def test_maps_but_never_calls_the_destination(self, stack, tenancy, ingest_api, worker, destination):
+        configure(stack, tenancy, destination, mode=IntegrationMode.OBSERVABILITY)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-OBS"})
+
+        worker()
+
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "received_observed"
+        assert final["dest_status"] == "skipped_observability"
+        assert final["dest_status_text"] == "Observability mode: delivery to destination blocked"
+        assert destination.requests == []
+        assert [e["step"] for e in log_of(stack, message_id)] == ["process", "observability"]
+
+
+class TestDuplicateHandling:
+    def test_reject_marks_the_second_version_and_names_the_first(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination, handling=DuplicateHandling.REJECT)
+        first = send(ingest_api, tenancy, {"po_number": "PO-7", "qty": 1})
+        worker()
+        second = send(ingest_api, tenancy, {"po_number": "PO-7", "qty": 5})
+        worker()
+
+        assert status(stack, first)["pipeline_status"] == "sent"
+        rejected = status(stack, second)
+        assert rejected["pipeline_status"] == "duplicate_rejected"
+        assert first in rejected["dest_status_text"]
+        assert len(destination.requests) == 1
+
+    def test_overwrite_supersedes_the_earlier_version(self, stack, tenancy, ingest_api, worker, destination):
+        configure(stack, tenancy, destination, handling=DuplicateHandling.OVERWRITE)
+        first = send(ingest_api, tenancy, {"po_number": "PO-8", "qty": 1})
+        worker()
+        second = send(ingest_api, tenancy, {"po_number": "PO-8", "qty": 9})
+        worker()
+
+        assert status(stack, first)["superseded_by"] == second
+        assert status(stack, second)["pipeline_status"] == "sent"
+        assert [json.loads(r.body)["qty"] for r in destination.requests] == [1, 9]
+
+    def test_accept_lets_both_through(self, stack, tenancy, ingest_api, worker, destination):
+        configure(stack, tenancy, destination, handling=DuplicateHandling.ACCEPT)
+        ids = [send(ingest_api, tenancy, {"po_number": "PO-9", "qty": q}) for q in (1, 2)]
+        worker()
+
+        assert [status(stack, i)["pipeline_status"] for i in ids] == ["sent", "sent"]
+        assert "superseded_by" not in status(stack, ids[0])
+
+
+class TestFailures:
+    @pytest.mark.parametrize(
+        ("answer", "error_class", "dest_status"),
+        [
+            (Answer(503, '{"error": "maintenance"}'), "http_5xx", "503"),
+            (Answer(422, '{"error": "bad cnpj"}'), "http_4xx", "422"),
+            (Answer(401, "{}"), "http_401", "401"),
+            (Answer(429, "{}", {"Retry-After": "30"}), "http_429", "429"),
+        ],
+    )
+    def test_error_status_and_class_are_recorded(
+        self, stack, tenancy, ingest_api, worker, destination, answer, error_class, dest_status
+    ):
+        configure(stack, tenancy, destination)
+        destination.script(answer)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-F"})
+
+        worker()
+
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "error"
+        assert final["dest_status"] == dest_status
+        assert final["last_retry_error_class"] == error_class
+        failure = log_of(stack, message_id)[-1]
+        assert (failure["step"], failure["status"], failure["error_class"]) == (
+            "deliver",
+            "failure",
+            error_class,
+        )
+
+    def test_a_slow_destination_is_an_uncertain_timeout(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination, read_timeout_seconds=0.3)
+        destination.script(Answer(200, "{}", delay_seconds=1.0))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-SLOW"})
+
+        worker()
+
+        final = status(stack, message_id)
+        assert final["last_retry_error_class"] == "timeout"
+        assert log_of(stack, message_id)[-1]["uncertain"] is True
+
+    def test_an_unreachable_destination_is_network(self, stack, tenancy, ingest_api, worker):
+        DynamoConfigRepository(stack.table).put_integration(
+            Integration(
+                integration_id=tenancy.integration_id,
+                tenant_id="t1",
+                name="erp",
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url="http://127.0.0.1:9/x"),
+            )
+        )
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-NET"})
+        worker()
+        assert status(stack, message_id)["last_retry_error_class"] == "network"
+
+
+class TestGuarantees:
+    def test_crash_before_ack_redelivers_and_the_step_is_not_repeated(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-CRASH"})
+        worker()  # process + deliver
+        step = StepMessage(
+            message_id=message_id,
+            tenant_id="t1",
+            integration_id=tenancy.integration_id,
+            step=PipelineStep.DELIVER,
+            execution_id=status(stack, message_id)["execution_id"],
+            correlation_id="c",
+            publish_id="pub_1",
+        )
+        # The same (already completed) step id arrives again, as after a lost ack:
+        DynamoPipelineStore(stack.table).record_step_done(
+            step.step_id, datetime.now(UTC), rules.STEP_DEDUP_WINDOW
+        )
+        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=step.model_dump_json())
+        worker()
+
+        assert len(destination.requests) == 1
+
+    def test_a_failure_after_delivery_retries_with_the_same_idempotency_key(
+        self, stack, tenancy, ingest_api, worker, destination, monkeypatch
+    ):
+        """Worker dies after the destination applied the message but before the status was
+        written: SQS redelivers, the destination sees the same Idempotency-Key twice."""
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-TWICE"})
+        original = client("dynamodb").update_item
+        state = {"failed": False}
+
+        def fail_first_sent(**kwargs: Any) -> Any:
+            values = json.dumps(kwargs.get("ExpressionAttributeValues", {}))
+            if '"sent"' in values and not state["failed"]:
+                state["failed"] = True
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "UpdateItem")
+            return original(**kwargs)
+
+        monkeypatch.setattr(client("dynamodb"), "update_item", fail_first_sent)
+        worker()
+        # The failed step is still on the queue (batch item failure); its visibility expires:
+        assert expire_visibility(stack.queue_url) == 1
+        worker()
+
+        assert state["failed"]
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        keys = [r.headers["idempotency-key"] for r in destination.requests]
+        assert keys == [message_id, message_id]
+
+    def test_a_busy_entity_reschedules_without_using_the_attempt(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-LOCK"})
+        record = status(stack, message_id)
+        store = DynamoPipelineStore(stack.table)
+        assert store.acquire_lock(record["entity_key"], "exe_other", datetime.now(UTC), rules.LOCK_LEASE)
+
+        steps = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
+        boto3.client("sqs").change_message_visibility(
+            QueueUrl=stack.queue_url, ReceiptHandle=steps[0]["ReceiptHandle"], VisibilityTimeout=0
+        )
+        worker(include_delayed=False, max_batches=1, settle=False)
+        rescheduled = _peek_delayed(stack)
+        assert (rescheduled["lock_wait"], rescheduled["attempt"]) == (1, 0)
+        assert status(stack, message_id)["pipeline_status"] == "received"
+
+        store.release_lock(record["entity_key"], "exe_other")
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+
+    def test_after_thirty_waits_the_message_ends_in_lock_timeout(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-STUCK"})
+        record = status(stack, message_id)
+        DynamoPipelineStore(stack.table).acquire_lock(
+            record["entity_key"], "exe_other", datetime.now(UTC), rules.LOCK_LEASE
+        )
+        worker(max_batches=200)  # 30 reschedules, fast-forwarded
+
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "error"
+        assert final["last_retry_error_class"] == "lock_timeout"
+        assert destination.requests == []
+
+    def test_a_stale_step_after_the_status_moved_on_is_dropped(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-STALE"})
+        worker()
+        late = StepMessage(
+            message_id=message_id,
+            tenant_id="t1",
+            integration_id=tenancy.integration_id,
+            step=PipelineStep.PROCESS,
+            execution_id=status(stack, message_id)["execution_id"],
+            correlation_id="c",
+            publish_id=new_id("pub"),
+        )
+        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=late.model_dump_json())
+        worker()
+
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert len(destination.requests) == 1
+
+    def test_a_second_execution_is_suppressed_while_one_is_live(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-ADM"})
+        store = DynamoPipelineStore(stack.table)
+        assert store.admit(message_id, "exe_operator", datetime.now(UTC), rules.ADMISSION_ABANDONED_AFTER)
+
+        worker()
+
+        assert status(stack, message_id)["pipeline_status"] == "received"
+        assert destination.requests == []
+        # Abandoned for over 24 h: the next execution takes it over.
+        assert store.admit(
+            message_id, "exe_next", datetime.now(UTC) + timedelta(hours=25), rules.ADMISSION_ABANDONED_AFTER
+        )
+
+    @pytest.mark.parametrize(("age", "outcome"), [(timedelta(seconds=1), 1), (timedelta(minutes=5), 0)])
+    def test_orphan_steps_are_rechecked_then_dropped(self, stack, tenancy, worker, age, outcome):
+        from hub import wiring  # noqa: PLC0415
+
+        ghost = StepMessage(
+            message_id=new_id("msg"),
+            tenant_id="t1",
+            integration_id="int_erp",
+            step=PipelineStep.PROCESS,
+            execution_id="exe_x",
+            correlation_id="c",
+            publish_id=new_id("pub"),
+        )
+        report = wiring.pipeline_worker().run(ghost, datetime.now(UTC) - age)
+        assert report.reason == ("message_not_yet_visible" if outcome else "orphan")
+        if outcome:
+            assert _peek_delayed(stack)["message_id"] == ghost.message_id
+        else:
+            assert boto3.client("sqs").receive_message(QueueUrl=stack.queue_url).get("Messages", []) == []
+
+
+def _peek_delayed(stack) -> dict[str, Any]:
+    from moto.core import DEFAULT_ACCOUNT_ID  # noqa: PLC0415
+    from moto.sqs.models import sqs_backends  # noqa: PLC0415
+
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].get_queue(stack.queue_url.rsplit("/", 1)[-1])
+    delayed = [m for m in queue._messages if m.delayed]
+    assert len(delayed) == 1
+    return json.loads(delayed[0].body)

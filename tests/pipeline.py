@@ -1,0 +1,79 @@
+"""Drives the real pipeline worker handler from the pipeline queue, as the Lambda SQS event
+source does (partial batch failures honoured), for integration tests on mock_aws."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+
+from devstack.sqs_source import failed_message_ids, lambda_record
+from tests.aws import REGION, LambdaContext
+
+
+def pump(
+    queue_url: str,
+    queue_arn: str,
+    handler: Callable[[dict[str, Any], Any], Any],
+    *,
+    max_batches: int = 50,
+    include_delayed: bool = True,
+    settle: bool = True,
+) -> int:
+    """Feeds queued step messages to `handler` until the queue is empty; returns how many
+    records were handled (`settle=False`: stop after `max_batches` quietly). Delayed messages
+    (retries, busy-lock reschedules) are made visible at once when `include_delayed`, so tests
+    need not wait for real delays."""
+    sqs = boto3.client("sqs", region_name=REGION)
+    handled = 0
+    for _ in range(max_batches):
+        answer = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+        )
+        messages = answer.get("Messages", [])
+        if not messages:
+            if include_delayed and _release_delayed(sqs, queue_url):
+                continue
+            return handled
+        records = [lambda_record(m, queue_arn, REGION) for m in messages]
+        batch_ids = {r["messageId"] for r in records}
+        try:
+            result = handler({"Records": records}, LambdaContext())
+        except Exception:
+            result = {"batchItemFailures": [{"itemIdentifier": i} for i in batch_ids]}
+        failed = failed_message_ids(result, batch_ids) or set()
+        for message in messages:
+            if message["MessageId"] not in failed:
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        handled += len(records)
+    if settle:
+        raise AssertionError("the pipeline did not settle")
+    return handled
+
+
+def _release_delayed(sqs: Any, queue_url: str) -> bool:
+    """moto keeps DelaySeconds messages invisible; tests fast-forward them."""
+    from moto.core import DEFAULT_ACCOUNT_ID  # noqa: PLC0415
+    from moto.sqs.models import sqs_backends  # noqa: PLC0415
+
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].get_queue(queue_url.rsplit("/", 1)[-1])
+    released = False
+    for message in queue._messages:
+        if message.delayed:
+            message.delayed_until = 0
+            released = True
+    return released
+
+
+def expire_visibility(queue_url: str) -> int:
+    """Makes every in-flight message visible again, as when a worker died holding it and its
+    visibility timeout ran out. Returns how many."""
+    from moto.core import DEFAULT_ACCOUNT_ID  # noqa: PLC0415
+    from moto.sqs.models import sqs_backends  # noqa: PLC0415
+
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].get_queue(queue_url.rsplit("/", 1)[-1])
+    in_flight = [m for m in queue._messages if not m.visible]
+    for message in in_flight:
+        message.visible_at = 0
+    return len(in_flight)
