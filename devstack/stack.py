@@ -26,6 +26,8 @@ from devstack.functions import FunctionBuilder, FunctionModel, needs_implicit_ht
 from devstack.http_gateway import Gateway, Route
 from devstack.lambda_runtime import FunctionPool, InvocationError, InvocationResult
 from devstack.provision import IMPLICIT_HTTP_API, Provisioner, api_id_for, resolve_parameters
+from devstack.request_counter import RequestCounter
+from devstack.request_counter import install as install_request_counter
 from devstack.scheduler import Scheduler
 from devstack.sqs_source import SqsPoller
 from devstack.stream_source import StreamPoller
@@ -57,6 +59,7 @@ class LocalStack:
         scheduler_interval: float = 1.0,
         sqs_pollers_per_source: int = 1,
         env_overrides: Mapping[str, Mapping[str, str]] | None = None,
+        count_aws_requests: bool = False,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         template = Path(template_path)
@@ -85,6 +88,9 @@ class LocalStack:
         self.resources: dict[str, Any] = {}
         self.attributes: dict[tuple[str, str], Any] = {}
         self.outputs: dict[str, Any] = {}
+        # Opt-in: every request moto receives, by operation (devstack/request_counter.py).
+        self.count_aws_requests = count_aws_requests
+        self.aws_requests: RequestCounter | None = None
 
     # --- public API --------------------------------------------------------------------
 
@@ -278,6 +284,8 @@ class LocalStack:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._moto = ThreadedMotoServer(ip_address=self.host, port=self._ports["aws"], verbose=False)
         self._moto.start()
+        if self.count_aws_requests:
+            self.aws_requests = install_request_counter(self._moto)
         host, port = self._moto.get_host_and_port()
         self.aws_endpoint = f"http://{host}:{port}"
 
