@@ -1,0 +1,155 @@
+"""HttpConnector against real servers on 127.0.0.1: auth kinds, OAuth2 token cache, Retry-After,
+credential scrubbing, and mTLS (the same test PKI as the SOAP connector)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from hub.delivery.http import HttpConnector, parse_retry_after
+from hub.delivery.port import ClientCertificate, DeliveryFailed, OutboundRequest
+from hub.domain.failure import ErrorClass
+from hub.domain.tenancy import AuthKind, Destination, HttpAuth, Platform
+from tests.destinations import Answer, HttpDestination
+from tests.integration.delivery.test_soap_connector import FixedCertificates
+from tests.pki import PFX_PASSWORD, Pki, build_pki
+from tests.soap_server import SoapServer
+
+REQUEST = OutboundRequest(
+    message_id="msg_1",
+    idempotency_key="msg_1",
+    body=b'{"a":1}',
+    content_type="application/json",
+    correlation_id="c1",
+)
+
+
+@pytest.fixture
+def server() -> Iterator[HttpDestination]:
+    with HttpDestination() as running:
+        yield running
+
+
+def connector() -> HttpConnector:
+    return HttpConnector(FixedCertificates(None))
+
+
+@pytest.mark.parametrize(
+    ("auth", "header", "expected"),
+    [
+        (HttpAuth(kind=AuthKind.BEARER, token="tok-123"), "authorization", "Bearer tok-123"),
+        (
+            HttpAuth(kind=AuthKind.BASIC, username="erp", password="s3cret"),
+            "authorization",
+            "Basic " + base64.b64encode(b"erp:s3cret").decode(),
+        ),
+        (HttpAuth(kind=AuthKind.API_KEY, header_name="X-Partner-Key", api_key="k-9"), "x-partner-key", "k-9"),
+    ],
+    ids=["bearer", "basic", "api_key"],
+)
+def test_auth_kinds_send_their_credentials(server, auth, header, expected):
+    outcome = connector().deliver(Destination(url=server.url, auth=auth), REQUEST)
+
+    assert outcome.dest_status == "200"
+    [seen] = server.requests
+    assert seen.headers[header] == expected
+    assert seen.headers["idempotency-key"] == "msg_1"
+    assert seen.headers["x-correlation-id"] == "c1"
+
+
+def test_oauth2_token_is_fetched_once_and_refreshed_after_a_401(server):
+    token_server = HttpDestination()
+    with token_server:
+        token_server.script(
+            Answer(200, json.dumps({"access_token": "t1", "expires_in": 3600})),
+            Answer(200, json.dumps({"access_token": "t2", "expires_in": 3600})),
+        )
+        auth = HttpAuth(
+            kind=AuthKind.OAUTH2_CLIENT_CREDENTIALS,
+            token_url=token_server.url,
+            client_id="hub",
+            client_secret="cs-1",
+            scope="orders",
+        )
+        destination = Destination(url=server.url, auth=auth)
+        http = connector()
+        server.script(Answer(200), Answer(200), Answer(401, "{}"), Answer(200))
+
+        http.deliver(destination, REQUEST)
+        http.deliver(destination, REQUEST)
+        with pytest.raises(DeliveryFailed) as refused:
+            http.deliver(destination, REQUEST)
+        http.deliver(destination, REQUEST)
+
+    assert refused.value.error_class is ErrorClass.HTTP_401
+    assert [r.headers["authorization"] for r in server.requests] == [
+        "Bearer t1",
+        "Bearer t1",
+        "Bearer t1",
+        "Bearer t2",
+    ]
+    assert len(token_server.requests) == 2
+    assert b"grant_type=client_credentials" in token_server.requests[0].body
+
+
+def test_credentials_echoed_by_the_destination_are_scrubbed(server):
+    server.script(Answer(400, '{"error": "bad token tok-SECRET"}'))
+    with pytest.raises(DeliveryFailed) as failed:
+        connector().deliver(
+            Destination(url=server.url, auth=HttpAuth(kind=AuthKind.BEARER, token="tok-SECRET")), REQUEST
+        )
+    assert "tok-SECRET" not in failed.value.dest_status_text
+    assert failed.value.error_class is ErrorClass.HTTP_4XX
+
+
+def test_retry_after_is_read_in_seconds_and_as_a_date(server):
+    server.script(Answer(429, "{}", {"Retry-After": "17"}))
+    with pytest.raises(DeliveryFailed) as throttled:
+        connector().deliver(Destination(url=server.url), REQUEST)
+    assert throttled.value.retry_after_seconds == 17
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert parse_retry_after("soon") is None
+
+
+@pytest.fixture(scope="module")
+def pki() -> Pki:
+    return build_pki()
+
+
+@pytest.fixture
+def mtls_server(pki: Pki, tmp_path) -> Iterator[SoapServer]:
+    ca, cert, key = pki.write_server_files(tmp_path)
+    with SoapServer(ca, cert, key) as running:
+        yield running
+
+
+def test_mtls_with_a_pkcs12_client_certificate(pki, mtls_server):
+    certificates = FixedCertificates(ClientCertificate(pfx=pki.client_pfx, password=PFX_PASSWORD))
+    http = HttpConnector(certificates, ca_pem=pki.ca.cert_pem)
+
+    outcome = http.deliver(Destination(url=mtls_server.url, client_certificate_id="cert_1"), REQUEST)
+
+    assert outcome.dest_status == "200"
+    assert mtls_server.requests[0].client_subject is not None
+
+
+def test_mtls_without_a_client_certificate_is_tls(pki, mtls_server):
+    http = HttpConnector(FixedCertificates(None), ca_pem=pki.ca.cert_pem)
+    with pytest.raises(DeliveryFailed) as refused:
+        http.deliver(Destination(url=mtls_server.url), REQUEST)
+    assert refused.value.error_class is ErrorClass.TLS
+
+
+def test_sefaz_connections_refuse_to_be_saved_without_a_certificate():
+    with pytest.raises(ValueError, match="mTLS"):
+        Destination.model_validate(
+            {
+                "protocol": "soap",
+                "platform": Platform.SEFAZ,
+                "url": "https://nfe.example/ws",
+                "soap": {"wsdl": "nfelib:x.wsdl", "operation": "op", "soap_version": "1.2"},
+            }
+        )
