@@ -384,3 +384,40 @@ def _peek_delayed(stack) -> dict[str, Any]:
     delayed = [m for m in queue._messages if m.delayed]
     assert len(delayed) == 1
     return json.loads(delayed[0].body)
+
+
+class TestLogs:
+    def test_worker_logs_carry_ids_and_never_the_payload(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        import io  # noqa: PLC0415
+        import logging  # noqa: PLC0415
+
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-LOG", "cpf": "123.456.789-09"})
+        load_handler("PipelineWorkerFunction")  # its Powertools configuration reaches the hub loggers
+        sink = io.StringIO()
+        handlers = [h for h in logging.getLogger("hub").handlers if type(h) is logging.StreamHandler]
+        assert handlers
+        previous = [h.setStream(sink) for h in handlers]
+        try:
+            worker()
+        finally:
+            for handler, stream in zip(handlers, previous, strict=True):
+                handler.setStream(stream)
+
+        entries = [json.loads(line) for line in sink.getvalue().splitlines()]
+        delivered = [e for e in entries if e["message"] == "delivered"]
+        assert delivered, entries
+        assert {
+            k: delivered[0][k] for k in ("message_id", "tenant_id", "integration_id", "step", "attempt")
+        } == {
+            "message_id": message_id,
+            "tenant_id": "t1",
+            "integration_id": tenancy.integration_id,
+            "step": "deliver",
+            "attempt": 0,
+        }
+        assert delivered[0]["correlation_id"]
+        assert "123.456.789-09" not in sink.getvalue()
+        assert "123.456.789-09" not in json.dumps(log_of(stack, message_id), default=str)
