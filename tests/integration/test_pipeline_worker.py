@@ -12,6 +12,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from hub import wiring
 from hub.adapters.aws import client
 from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
@@ -114,7 +115,7 @@ class TestScenarioA:
         steps = [(e["step"], e["status"]) for e in log_of(stack, message_id)]
         assert steps == [("process", "success"), ("sent", "success")]
         # The execution is closed: nothing live, completion recorded.
-        assert DynamoPipelineStore(stack.table).live_execution(message_id) is None
+        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
 
 
 class TestObservability:
@@ -159,6 +160,19 @@ class TestDuplicateHandling:
         assert status(stack, second)["pipeline_status"] == "sent"
         assert [json.loads(r.body)["qty"] for r in destination.requests] == [1, 9]
 
+    def test_overwrite_never_sends_a_superseded_version_after_the_newer_one(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination, handling=DuplicateHandling.OVERWRITE)
+        first = send(ingest_api, tenancy, {"po_number": "PO-10", "qty": 1})
+        second = send(ingest_api, tenancy, {"po_number": "PO-10", "qty": 2})
+        worker()  # both processed before either is delivered
+
+        assert status(stack, first)["pipeline_status"] == "cancelled"
+        assert status(stack, first)["dest_status_text"] == f"superseded by {second}"
+        assert status(stack, second)["pipeline_status"] == "sent"
+        assert [json.loads(r.body)["qty"] for r in destination.requests] == [2]
+
     def test_accept_lets_both_through(self, stack, tenancy, ingest_api, worker, destination):
         configure(stack, tenancy, destination, handling=DuplicateHandling.ACCEPT)
         ids = [send(ingest_api, tenancy, {"po_number": "PO-9", "qty": q}) for q in (1, 2)]
@@ -176,6 +190,7 @@ class TestFailures:
             (Answer(422, '{"error": "bad cnpj"}'), "http_4xx", "422"),
             (Answer(401, "{}"), "http_401", "401"),
             (Answer(429, "{}", {"Retry-After": "30"}), "http_429", "429"),
+            (Answer(302, "", {"Location": "/elsewhere"}), "http_4xx", "302"),
         ],
     )
     def test_error_status_and_class_are_recorded(
@@ -227,29 +242,45 @@ class TestFailures:
 
 
 class TestGuarantees:
-    def test_crash_before_ack_redelivers_and_the_step_is_not_repeated(
+    def test_a_completed_step_delivered_again_is_dropped(
         self, stack, tenancy, ingest_api, worker, destination
     ):
         configure(stack, tenancy, destination)
-        message_id = send(ingest_api, tenancy, {"po_number": "PO-CRASH"})
-        worker()  # process + deliver
-        step = StepMessage(
-            message_id=message_id,
-            tenant_id="t1",
-            integration_id=tenancy.integration_id,
-            step=PipelineStep.DELIVER,
-            execution_id=status(stack, message_id)["execution_id"],
-            correlation_id="c",
-            publish_id="pub_1",
-        )
-        # The same (already completed) step id arrives again, as after a lost ack:
-        DynamoPipelineStore(stack.table).record_step_done(
-            step.step_id, datetime.now(UTC), rules.STEP_DEDUP_WINDOW
-        )
-        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=step.model_dump_json())
+        send(ingest_api, tenancy, {"po_number": "PO-AGAIN"})
+        [first] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url, VisibilityTimeout=0)[
+            "Messages"
+        ]
+        process = StepMessage.model_validate_json(first["Body"])
         worker()
 
+        report = wiring.pipeline_worker().run(process, datetime.now(UTC))
+
+        assert report.reason == "duplicate_step"
         assert len(destination.requests) == 1
+
+    def test_a_step_rerun_after_a_crash_publishes_the_same_next_step_once(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        """The worker died after publishing `deliver` but before recording `process` as done:
+        the rerun publishes a copy with the same step id, which step dedup drops."""
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-RERUN"})
+        [first] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url, VisibilityTimeout=0)[
+            "Messages"
+        ]
+        process = StepMessage.model_validate_json(first["Body"])
+        worker(include_delayed=False, max_batches=1, settle=False)  # process only
+        boto3.client("dynamodb").delete_item(
+            TableName=stack.table, Key={"PK": {"S": f"STEP#{process.step_id}"}, "SK": {"S": "DONE"}}
+        )
+        assert status(stack, message_id)["pipeline_status"] == "mapped"
+
+        wiring.pipeline_worker().run(process, datetime.now(UTC))  # the rerun
+        handled = worker()
+
+        assert handled == 2  # both deliver copies were taken from the queue...
+        assert len(destination.requests) == 1  # ...and only one was run
+        assert status(stack, message_id)["pipeline_status"] == "sent"
 
     def test_a_failure_after_delivery_retries_with_the_same_idempotency_key(
         self, stack, tenancy, ingest_api, worker, destination, monkeypatch
@@ -294,7 +325,8 @@ class TestGuarantees:
         )
         worker(include_delayed=False, max_batches=1, settle=False)
         rescheduled = _peek_delayed(stack)
-        assert (rescheduled["lock_wait"], rescheduled["attempt"]) == (1, 0)
+        assert rescheduled["lock_wait"] == 1
+        assert rescheduled["step"] == "process"
         assert status(stack, message_id)["pipeline_status"] == "received"
 
         store.release_lock(record["entity_key"], "exe_other")
@@ -310,7 +342,9 @@ class TestGuarantees:
         DynamoPipelineStore(stack.table).acquire_lock(
             record["entity_key"], "exe_other", datetime.now(UTC), rules.LOCK_LEASE
         )
-        worker(max_batches=200)  # 30 reschedules, fast-forwarded
+        handled = worker(max_batches=200)  # fast-forwarded: lock waits 0..30
+
+        assert handled == rules.MAX_LOCK_WAITS + 1
 
         final = status(stack, message_id)
         assert final["pipeline_status"] == "error"
@@ -323,7 +357,32 @@ class TestGuarantees:
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-STALE"})
         worker()
+        # Past the recent-completion window, a late deliver step of the same execution arrives.
+        boto3.client("dynamodb").delete_item(
+            TableName=stack.table, Key={"PK": {"S": f"RECENT#{message_id}#ingest"}, "SK": {"S": "DONE"}}
+        )
         late = StepMessage(
+            message_id=message_id,
+            tenant_id="t1",
+            integration_id=tenancy.integration_id,
+            step=PipelineStep.DELIVER,
+            execution_id=status(stack, message_id)["execution_id"],
+            correlation_id="c",
+            publish_id=new_id("pub"),
+        )
+
+        wiring.pipeline_worker().run(late, datetime.now(UTC))
+
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert len(destination.requests) == 1
+
+    def test_recent_completion_drops_the_same_work_for_five_minutes(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-RECENT"})
+        worker()
+        again = StepMessage(
             message_id=message_id,
             tenant_id="t1",
             integration_id=tenancy.integration_id,
@@ -332,11 +391,10 @@ class TestGuarantees:
             correlation_id="c",
             publish_id=new_id("pub"),
         )
-        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=late.model_dump_json())
-        worker()
 
-        assert status(stack, message_id)["pipeline_status"] == "sent"
-        assert len(destination.requests) == 1
+        report = wiring.pipeline_worker().run(again, datetime.now(UTC))
+
+        assert report.reason == "recently_completed"
 
     def test_a_second_execution_is_suppressed_while_one_is_live(
         self, stack, tenancy, ingest_api, worker, destination
@@ -344,7 +402,9 @@ class TestGuarantees:
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-ADM"})
         store = DynamoPipelineStore(stack.table)
-        assert store.admit(message_id, "exe_operator", datetime.now(UTC), rules.ADMISSION_ABANDONED_AFTER)
+        assert store.admit(
+            message_id, "ingest", "exe_operator", datetime.now(UTC), rules.ADMISSION_ABANDONED_AFTER
+        )
 
         worker()
 
@@ -352,13 +412,14 @@ class TestGuarantees:
         assert destination.requests == []
         # Abandoned for over 24 h: the next execution takes it over.
         assert store.admit(
-            message_id, "exe_next", datetime.now(UTC) + timedelta(hours=25), rules.ADMISSION_ABANDONED_AFTER
+            message_id,
+            "ingest",
+            "exe_next",
+            datetime.now(UTC) + timedelta(hours=25),
+            rules.ADMISSION_ABANDONED_AFTER,
         )
 
-    @pytest.mark.parametrize(("age", "outcome"), [(timedelta(seconds=1), 1), (timedelta(minutes=5), 0)])
-    def test_orphan_steps_are_rechecked_then_dropped(self, stack, tenancy, worker, age, outcome):
-        from hub import wiring  # noqa: PLC0415
-
+    def test_an_orphan_step_is_rechecked_for_a_minute_then_dropped(self, stack, worker, destination):
         ghost = StepMessage(
             message_id=new_id("msg"),
             tenant_id="t1",
@@ -368,12 +429,25 @@ class TestGuarantees:
             correlation_id="c",
             publish_id=new_id("pub"),
         )
-        report = wiring.pipeline_worker().run(ghost, datetime.now(UTC) - age)
-        assert report.reason == ("message_not_yet_visible" if outcome else "orphan")
-        if outcome:
-            assert _peek_delayed(stack)["message_id"] == ghost.message_id
-        else:
-            assert boto3.client("sqs").receive_message(QueueUrl=stack.queue_url).get("Messages", []) == []
+        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=ghost.model_dump_json())
+
+        handled = worker()  # re-checks fast-forwarded
+
+        assert handled == 1 + rules.MAX_ORPHAN_CHECKS
+        assert boto3.client("sqs").receive_message(QueueUrl=stack.queue_url).get("Messages", []) == []
+
+    def test_an_old_orphan_is_dropped_at_once(self, stack):
+        ghost = StepMessage(
+            message_id=new_id("msg"),
+            tenant_id="t1",
+            integration_id="int_erp",
+            step=PipelineStep.PROCESS,
+            execution_id="exe_x",
+            correlation_id="c",
+            publish_id=new_id("pub"),
+        )
+        report = wiring.pipeline_worker().run(ghost, datetime.now(UTC) - timedelta(minutes=5))
+        assert report.reason == "orphan"
 
 
 def _peek_delayed(stack) -> dict[str, Any]:

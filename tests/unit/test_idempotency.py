@@ -56,7 +56,12 @@ def test_text_payloads_have_no_duplicate_key_values_before_mapping():
 
 
 def test_an_invalid_path_counts_as_missing_not_as_a_crash():
-    assert idem.duplicate_key_values({"a": 1}, ("a[",)) == ["null"]
+    assert idem.duplicate_key_values({"a": 1}, ("a[", "a")) == ["null", "1"]
+
+
+def test_a_payload_without_any_key_field_has_no_business_key():
+    # Otherwise every message missing po_number would share one "null" entity.
+    assert idem.duplicate_key_values({"other": 1}, ("po_number", "po.rev")) == []
 
 
 def test_key_hash_is_stable_and_distinct_per_key():

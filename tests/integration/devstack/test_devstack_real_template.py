@@ -45,7 +45,7 @@ def test_pipeline_queue_redrives_to_its_dlq_after_ten_receives(stack: LocalStack
         "Attributes"
     ]
 
-    assert attributes["VisibilityTimeout"] == "240"
+    assert attributes["VisibilityTimeout"] == "420"
     assert attributes["MessageRetentionPeriod"] == "1209600"
     redrive = json.loads(attributes["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"] == stack.attributes[("PipelineDLQ", "Arn")]

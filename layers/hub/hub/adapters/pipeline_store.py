@@ -2,8 +2,8 @@
 
 Items (PK / SK), all in the hub table:
 
-- ``ADM#<message>`` / ``ADMISSION``         the live execution of a message (admission control)
-- ``RECENT#<message>#<execution>`` / ``DONE``  recent completion (TTL 5 min)
+- ``ADM#<message>#<operation>`` / ``ADMISSION``  the live execution (admission control)
+- ``RECENT#<message>#<operation>`` / ``DONE``  recent completion (TTL 5 min)
 - ``STEP#<step id>`` / ``DONE``             completed step message ids (TTL 5 min)
 - ``LOCK#<entity>`` / ``LOCK``              per-entity lease (one step at a time)
 - ``BK#<integration>#<type>#<key hash>`` / ``CURRENT``  current message of a business key
@@ -87,12 +87,14 @@ class DynamoPipelineStore:
 
     # --- (1) admission control ---------------------------------------------------------------
 
-    def admit(self, message_id: str, execution_id: str, now: datetime, abandoned_after: timedelta) -> bool:
-        """Claims the message for `execution_id`. True when free, already ours, or held by an
-        execution idle for longer than `abandoned_after` (taken over)."""
+    def admit(
+        self, message_id: str, operation: str, execution_id: str, now: datetime, abandoned_after: timedelta
+    ) -> bool:
+        """Claims (message, operation) for `execution_id`. True when free, already ours, or held
+        by an execution idle for longer than `abandoned_after` (taken over)."""
         return self._conditional_put(
             {
-                "PK": f"ADM#{message_id}",
+                "PK": f"ADM#{message_id}#{operation}",
                 "SK": "ADMISSION",
                 "item_type": "admission",
                 "execution_id": execution_id,
@@ -102,30 +104,32 @@ class DynamoPipelineStore:
             {":mine": execution_id, ":stale": _epoch(now - abandoned_after)},
         )
 
-    def release_admission(self, message_id: str, execution_id: str) -> None:
-        """Frees the message if `execution_id` still holds it (idempotent)."""
+    def release_admission(self, message_id: str, operation: str, execution_id: str) -> None:
+        """Frees (message, operation) if `execution_id` still holds it (idempotent)."""
         self._delete_if(
-            {"PK": f"ADM#{message_id}", "SK": "ADMISSION"}, "execution_id = :mine", {":mine": execution_id}
+            {"PK": f"ADM#{message_id}#{operation}", "SK": "ADMISSION"},
+            "execution_id = :mine",
+            {":mine": execution_id},
         )
 
-    def live_execution(self, message_id: str) -> str | None:
-        item = self._get({"PK": f"ADM#{message_id}", "SK": "ADMISSION"})
+    def live_execution(self, message_id: str, operation: str) -> str | None:
+        item = self._get({"PK": f"ADM#{message_id}#{operation}", "SK": "ADMISSION"})
         return str(item["execution_id"]) if item else None
 
     # --- (2) recent completion ---------------------------------------------------------------
 
-    def mark_completed(self, message_id: str, execution_id: str, now: datetime, window: timedelta) -> None:
+    def mark_completed(self, message_id: str, operation: str, now: datetime, window: timedelta) -> None:
         self._put(
             {
-                "PK": f"RECENT#{message_id}#{execution_id}",
+                "PK": f"RECENT#{message_id}#{operation}",
                 "SK": "DONE",
                 "item_type": "recent_completion",
                 "expires_at": _epoch(now + window),
             }
         )
 
-    def recently_completed(self, message_id: str, execution_id: str, now: datetime) -> bool:
-        item = self._get({"PK": f"RECENT#{message_id}#{execution_id}", "SK": "DONE"})
+    def recently_completed(self, message_id: str, operation: str, now: datetime) -> bool:
+        item = self._get({"PK": f"RECENT#{message_id}#{operation}", "SK": "DONE"})
         return item is not None and int(item["expires_at"]) > _epoch(now)
 
     # --- (3) message dedup ---------------------------------------------------------------------

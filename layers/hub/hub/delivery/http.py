@@ -95,9 +95,14 @@ class TokenCache:
                 f"token endpoint answered {answer.status_code}",
                 dest_status=str(answer.status_code),
             )
-        body = answer.json()
-        token = str(body["access_token"])
-        lifetime = float(body.get("expires_in", 300))
+        try:
+            body = answer.json()
+            token = str(body["access_token"])
+            lifetime = float(body.get("expires_in", 300))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DeliveryFailed(
+                ErrorClass.HTTP_5XX, "token endpoint answered without an access token"
+            ) from exc
         with self._lock:
             self._tokens[key] = (token, self._clock() + max(0.0, lifetime - _TOKEN_EARLY_REFRESH_SECONDS))
         return token
@@ -157,7 +162,6 @@ class HttpConnector:
 
     def deliver(self, destination: Destination, request: OutboundRequest) -> DeliveryOutcome:
         http = self._client(destination)
-        secrets = _secrets_of(destination.auth)
         headers = {
             **destination.headers,
             "Content-Type": request.content_type,
@@ -174,7 +178,8 @@ class HttpConnector:
             return int((time.monotonic() - started) * 1000)
 
         try:
-            headers.update(self._auth_headers(destination.auth, http))
+            auth_headers = self._auth_headers(destination.auth, http)
+            headers.update(auth_headers)
             response = http.request(
                 destination.method, destination.url, content=request.body, headers=headers, timeout=timeout
             )
@@ -195,7 +200,11 @@ class HttpConnector:
                 uncertain=sent,
                 duration_ms=elapsed(),
             ) from exc
-        text = excerpt(_scrub(response.text, secrets))
+        # Everything we sent that could be a credential: auth header values (incl. the Basic
+        # string and a fetched token), configured header values, and the raw secrets.
+        secrets = [*_secrets_of(destination.auth), *auth_headers.values(), *destination.headers.values()]
+        secrets += [value.split(" ", 1)[1] for value in auth_headers.values() if " " in value]
+        text = excerpt(_scrub(response.text, [s for s in secrets if len(s) >= 4]))
         error_class = classify_http_status(response.status_code)
         if error_class is None:
             return DeliveryOutcome(str(response.status_code), text, elapsed())

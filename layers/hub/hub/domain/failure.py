@@ -20,9 +20,12 @@ class ErrorClass(StrEnum):
 
 
 def classify_http_status(status: int) -> ErrorClass | None:
-    """The class of an HTTP answer; None for success (2xx/3xx)."""
-    if status < 400:
+    """The class of an HTTP answer; None for success (2xx). Redirects are not followed, so a 3xx
+    means nothing was delivered: a configuration problem, never retried (http_4xx)."""
+    if status < 300:
         return None
+    if 300 <= status < 400:
+        return ErrorClass.HTTP_4XX
     if status == 401:
         return ErrorClass.HTTP_401
     if status == 429:

@@ -51,18 +51,20 @@ def sha256_hex(data: bytes) -> str:
 
 
 def duplicate_key_values(payload: dict[str, Any] | str, fields: tuple[str, ...]) -> list[str]:
-    """The normalized business-key values found at `fields` (JMESPath) in a JSON payload.
-    Text payloads yield none here: their keys are read once they are parsed by mapping."""
+    """The normalized business-key values found at `fields` (JMESPath) in a JSON payload; none
+    when the payload has none of them. Text payloads (XML) yield none: duplicate rules and the
+    entity lock then work per message."""
     if isinstance(payload, str) or not fields:
         return []
-    values = []
+    found = []
     for path in fields:
         try:
-            found = jmespath.search(path, payload)
+            found.append(jmespath.search(path, payload))
         except JMESPathError:
-            found = None
-        values.append(json.dumps(found, sort_keys=True, separators=(",", ":")))
-    return values
+            found.append(None)
+    if all(value is None for value in found):
+        return []  # no business key at all: not one shared "null" entity
+    return [json.dumps(value, sort_keys=True, separators=(",", ":")) for value in found]
 
 
 def fingerprint(message_type: str, key_values: list[str], payload_sha256: str) -> str:

@@ -3,6 +3,7 @@ message that travels on SQS (ids and counters only, never the payload)."""
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -101,6 +102,8 @@ class StepMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     v: int = 1
+    #: The operation this execution runs (seed 002, 5.2): "ingest" now, "reprocess" later.
+    operation: str = "ingest"
     message_id: str
     tenant_id: str
     integration_id: str
@@ -110,34 +113,47 @@ class StepMessage(BaseModel):
     execution_id: str
     correlation_id: str
     publish_id: str
+    #: How often this step found no message yet (an ingest may still be committing it).
+    orphan_checks: int = 0
 
     @property
     def step_id(self) -> str:
         """Unique per published step (seed 002, 8: message, operation, step, counters, publish
         id); recorded once the step succeeded, so a redelivery of a done step is dropped."""
+        parts = (self.message_id, self.operation, self.execution_id, self.step.value)
         return ":".join(
-            (
-                self.message_id,
-                self.execution_id,
-                self.step.value,
-                str(self.attempt),
-                str(self.lock_wait),
-                self.publish_id,
-            )
+            (*parts, str(self.attempt), str(self.lock_wait), str(self.orphan_checks), self.publish_id)
         )
 
-    def next(self, step: PipelineStep, publish_id: str) -> StepMessage:
-        """The following step of the same execution: counters start again."""
-        return self.model_copy(update={"step": step, "attempt": 0, "lock_wait": 0, "publish_id": publish_id})
+    def next(self, step: PipelineStep) -> StepMessage:
+        """The following step of the same execution, counters reset. Its publish id derives from
+        this step's id, so a step run twice (redelivery, crash before the ack) publishes the same
+        next step id twice, and step dedup drops the second copy."""
+        derived = hashlib.sha256(f"{self.step_id}>{step.value}".encode()).hexdigest()[:26]
+        return self.model_copy(
+            update={
+                "step": step,
+                "attempt": 0,
+                "lock_wait": 0,
+                "orphan_checks": 0,
+                "publish_id": f"pub_{derived}",
+            }
+        )
 
     def rescheduled(
-        self, publish_id: str, *, lock_wait: int | None = None, attempt: int | None = None
+        self,
+        publish_id: str,
+        *,
+        lock_wait: int | None = None,
+        attempt: int | None = None,
+        orphan_checks: int | None = None,
     ) -> StepMessage:
-        """The same step again (busy lock or retry), with its counters moved on."""
+        """The same step again (busy lock, retry, orphan re-check), with its counters moved on."""
         return self.model_copy(
             update={
                 "publish_id": publish_id,
                 "lock_wait": self.lock_wait if lock_wait is None else lock_wait,
                 "attempt": self.attempt if attempt is None else attempt,
+                "orphan_checks": self.orphan_checks if orphan_checks is None else orphan_checks,
             }
         )

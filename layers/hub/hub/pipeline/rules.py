@@ -23,6 +23,7 @@ STEP_DEDUP_WINDOW = timedelta(minutes=5)
 #: the step is an orphan of a failed or lost ingest race and is dropped.
 ORPHAN_GRACE = timedelta(seconds=60)
 ORPHAN_RECHECK_SECONDS = 5
+MAX_ORPHAN_CHECKS = int(ORPHAN_GRACE.total_seconds()) // ORPHAN_RECHECK_SECONDS
 
 
 def lock_wait_delay(lock_wait: int, rand: Callable[[], float] = random.random) -> int:

@@ -29,7 +29,7 @@ from hub.domain import idempotency
 from hub.domain.failure import ErrorClass
 from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, PayloadFormat, PipelineStep, StepMessage
-from hub.domain.status import PipelineStatus
+from hub.domain.status import FINAL_STATUSES, PipelineStatus
 from hub.domain.tenancy import DestinationProtocol, DuplicateHandling, Integration, IntegrationMode
 from hub.errors import HubError, InvalidTransition, QueueUnavailable
 from hub.mapping import MappingError
@@ -43,10 +43,12 @@ OBSERVABILITY_TEXT = "Observability mode: delivery to destination blocked"
 
 
 class PipelineStore(Protocol):
-    def admit(self, message_id: str, execution_id: str, now: datetime, abandoned_after: Any) -> bool: ...
-    def release_admission(self, message_id: str, execution_id: str) -> None: ...
-    def mark_completed(self, message_id: str, execution_id: str, now: datetime, window: Any) -> None: ...
-    def recently_completed(self, message_id: str, execution_id: str, now: datetime) -> bool: ...
+    def admit(
+        self, message_id: str, operation: str, execution_id: str, now: datetime, abandoned_after: Any
+    ) -> bool: ...
+    def release_admission(self, message_id: str, operation: str, execution_id: str) -> None: ...
+    def mark_completed(self, message_id: str, operation: str, now: datetime, window: Any) -> None: ...
+    def recently_completed(self, message_id: str, operation: str, now: datetime) -> bool: ...
     def step_done(self, step_id: str, now: datetime) -> bool: ...
     def record_step_done(self, step_id: str, now: datetime, window: Any) -> None: ...
     def acquire_lock(self, entity: str, owner: str, now: datetime, lease: Any) -> bool: ...
@@ -132,43 +134,52 @@ class PipelineWorker:
             return self._orphan(step, sent_at, now)
         ids["tenant_id"] = record.tenant_id
         if record.execution_id != step.execution_id:
+            # A newer execution replaced this one: it must not keep the message admitted.
+            self._store.release_admission(step.message_id, step.operation, step.execution_id)
             logger.info("stale step of an earlier execution dropped", extra=ids)
-            return self._done(step, now, StepReport(StepOutcome.DROPPED, "stale_execution"))
-        if self._store.recently_completed(step.message_id, step.execution_id, now):
-            logger.info("step of a completed execution dropped", extra=ids)
-            return self._done(step, now, StepReport(StepOutcome.DROPPED, "recently_completed"))
-        if not self._store.admit(step.message_id, step.execution_id, now, rules.ADMISSION_ABANDONED_AFTER):
+            return self._done(step, StepReport(StepOutcome.DROPPED, "stale_execution"))
+        if self._store.recently_completed(step.message_id, step.operation, now):
+            logger.info("step of a just-completed operation dropped", extra=ids)
+            return self._done(step, StepReport(StepOutcome.DROPPED, "recently_completed"))
+        if not self._store.admit(
+            step.message_id, step.operation, step.execution_id, now, rules.ADMISSION_ABANDONED_AFTER
+        ):
             logger.info("another execution is live: step suppressed", extra=ids)
-            return self._done(step, now, StepReport(StepOutcome.DROPPED, "admission_suppressed"))
+            return self._done(step, StepReport(StepOutcome.DROPPED, "admission_suppressed"))
 
         entity = record.entity_key or f"message:{record.message_id}"
-        if not self._store.acquire_lock(entity, step.execution_id, now, rules.LOCK_LEASE):
+        # Each run holds the lock under its own id: two copies of one step (a redelivery racing
+        # the original) are serialized like steps of different messages.
+        owner = f"{step.execution_id}:{new_id('run')}"
+        if not self._store.acquire_lock(entity, owner, now, rules.LOCK_LEASE):
             return self._busy(step, record, now)
         try:
             following = self._execute(step, record, now)
         finally:
-            self._store.release_lock(entity, step.execution_id)
+            self._store.release_lock(entity, owner)
         if following is not None:
             try:
                 self._queue.publish(following)
             except QueueUnavailable:
                 # Free the message for an operator's reprocess; SQS redelivers this step.
-                self._store.release_admission(step.message_id, step.execution_id)
+                self._store.release_admission(step.message_id, step.operation, step.execution_id)
                 raise
-        return self._done(step, now, StepReport(StepOutcome.DONE, step.step.value))
+        return self._done(step, StepReport(StepOutcome.DONE, step.step.value))
 
-    def _done(self, step: StepMessage, now: datetime, report: StepReport) -> StepReport:
-        self._store.record_step_done(step.step_id, now, rules.STEP_DEDUP_WINDOW)
+    def _done(self, step: StepMessage, report: StepReport) -> StepReport:
+        self._store.record_step_done(step.step_id, self._clock(), rules.STEP_DEDUP_WINDOW)
         return report
 
     def _orphan(self, step: StepMessage, sent_at: datetime, now: datetime) -> StepReport:
         """No such message. Within the grace the ingest may still be committing it: look again
         shortly. After it, the step belongs to a failed or lost ingest and is dropped."""
-        if now - sent_at < rules.ORPHAN_GRACE:
-            self._queue.publish(step.rescheduled(new_id("pub")), delay_seconds=rules.ORPHAN_RECHECK_SECONDS)
-            return self._done(step, now, StepReport(StepOutcome.RESCHEDULED, "message_not_yet_visible"))
+        young = now - sent_at < rules.ORPHAN_GRACE
+        if young and step.orphan_checks < rules.MAX_ORPHAN_CHECKS:
+            again = step.rescheduled(new_id("pub"), orphan_checks=step.orphan_checks + 1)
+            self._queue.publish(again, delay_seconds=rules.ORPHAN_RECHECK_SECONDS)
+            return self._done(step, StepReport(StepOutcome.RESCHEDULED, "message_not_yet_visible"))
         logger.info("orphan step dropped: its message was never stored", extra=_log_ids(step))
-        return self._done(step, now, StepReport(StepOutcome.DROPPED, "orphan"))
+        return self._done(step, StepReport(StepOutcome.DROPPED, "orphan"))
 
     def _busy(self, step: StepMessage, record: MessageRecord, now: datetime) -> StepReport:
         ids = _log_ids(step)
@@ -176,18 +187,18 @@ class PipelineWorker:
             self._fail_terminal(record, step, now, "lock_timeout", "entity busy for too long: gave up")
             self._finish(step, now)
             logger.warning("lock wait exhausted", extra=ids)
-            return self._done(step, now, StepReport(StepOutcome.DONE, "lock_timeout"))
+            return self._done(step, StepReport(StepOutcome.DONE, "lock_timeout"))
         delay = rules.lock_wait_delay(step.lock_wait, self._rand)
         self._queue.publish(
             step.rescheduled(new_id("pub"), lock_wait=step.lock_wait + 1), delay_seconds=delay
         )
         logger.info("entity busy: step rescheduled", extra={**ids, "delay_seconds": delay})
-        return self._done(step, now, StepReport(StepOutcome.RESCHEDULED, "entity_busy"))
+        return self._done(step, StepReport(StepOutcome.RESCHEDULED, "entity_busy"))
 
     def _finish(self, step: StepMessage, now: datetime) -> None:
         """Closes the execution: admission released, recent completion recorded."""
-        self._store.mark_completed(step.message_id, step.execution_id, now, rules.RECENT_COMPLETION)
-        self._store.release_admission(step.message_id, step.execution_id)
+        self._store.mark_completed(step.message_id, step.operation, self._clock(), rules.RECENT_COMPLETION)
+        self._store.release_admission(step.message_id, step.operation, step.execution_id)
 
     # --- steps ------------------------------------------------------------------------------
 
@@ -203,9 +214,17 @@ class PipelineWorker:
             else:
                 following = self._deliver(step, record, integration, now)
         except InvalidTransition as moved:
-            # The message moved on under us (e.g. cancelled): this step has nothing left to do.
             logger.info("status moved on: step dropped", extra={**_log_ids(step), **(moved.details or {})})
-            following = None
+            current = self._messages.get(record.message_id)
+            # Close the execution only when the message is really done with (cancelled, sent...);
+            # if another copy of this step is mid-way, it carries the execution on.
+            if (
+                current is None
+                or current.execution_id != step.execution_id
+                or current.pipeline_status in FINAL_STATUSES
+            ):
+                self._finish(step, now)
+            return None
         if following is None:
             self._finish(step, now)
         return following
@@ -214,7 +233,7 @@ class PipelineWorker:
         self, step: StepMessage, record: MessageRecord, integration: Integration, now: datetime
     ) -> StepMessage | None:
         if record.pipeline_status is PipelineStatus.MAPPED:  # redelivered after mapping
-            return step.next(PipelineStep.DELIVER, new_id("pub"))
+            return step.next(PipelineStep.DELIVER)
         if record.pipeline_status is not PipelineStatus.RECEIVED:
             return None
         started = self._clock()
@@ -237,7 +256,7 @@ class PipelineWorker:
         self._log(
             record, step, now, "success", started, detail="mapped" if mapping else "no mapping: passthrough"
         )
-        return step.next(PipelineStep.DELIVER, new_id("pub"))
+        return step.next(PipelineStep.DELIVER)
 
     def _duplicate_rejected(
         self,
@@ -275,7 +294,7 @@ class PipelineWorker:
         self._store.replace_business_key(key, record.message_id)
         return False
 
-    def _deliver(
+    def _deliver(  # noqa: PLR0911 - one exit per delivery outcome
         self, step: StepMessage, record: MessageRecord, integration: Integration, now: datetime
     ) -> StepMessage | None:
         if record.pipeline_status is not PipelineStatus.MAPPED:
@@ -292,6 +311,13 @@ class PipelineWorker:
             self._log(
                 record, step, now, "skipped", started, step_name="observability", detail=OBSERVABILITY_TEXT
             )
+            return None
+        if record.superseded_by:
+            # A later version of the same business entity replaced this one (overwrite): sending
+            # it now could overwrite the newer version at the destination.
+            text = f"superseded by {record.superseded_by}"
+            self._messages.transition(record, PipelineStatus.CANCELLED, now, dest_status_text=text)
+            self._log(record, step, now, "skipped", started, detail=text)
             return None
         destination = integration.destination
         mapped = self._store.get_mapped(record.message_id)
