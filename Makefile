@@ -38,9 +38,11 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(PY) -m pytest tests/e2e
 
-## Ingest throughput, latency, AWS calls per ingest and our overhead ratio.
+## Ingest throughput, latency, AWS calls per ingest and our overhead ratio; then end to end
+## through the local stack (ingest -> sent): messages/s, AWS requests and cost per message.
 bench: $(STAMP)
 	$(PY) -m bench.ingest
+	$(PY) -m bench.e2e
 
 ## cfn-lint (zero errors) and the SAM transform.
 validate: $(STAMP)
