@@ -93,6 +93,22 @@ class TestNewMessage:
         assert [row["message_id"]["S"] for row in rows] == ids[::-1]
         assert {row["pipeline_status"]["S"] for row in rows} == {"received"}
 
+    def test_a_warm_instance_reads_once_per_ingest(self, stack, tenancy, ingest_api):
+        calls: list[str] = []
+        events = client("dynamodb").meta.events
+        events.register(
+            "before-call.dynamodb.BatchGetItem", lambda **_: calls.append("get"), unique_id="count-bg"
+        )
+        try:
+            ingest_api(receive(tenancy, body(tenancy, payload={"po_number": "PO-A"})))
+            first = len(calls)
+            ingest_api(receive(tenancy, body(tenancy, payload={"po_number": "PO-B"})))
+        finally:
+            events.unregister("before-call.dynamodb.BatchGetItem", unique_id="count-bg")
+
+        # The first message learns the type's duplicate-key fields; later ones guess them right.
+        assert (first, len(calls) - first) == (2, 1)
+
     def test_first_step_message_is_slim(self, stack, tenancy, ingest_api):
         answer = ingest_api(receive(tenancy, body(tenancy), **{"x-correlation-id": "corr-42"}))
 

@@ -112,6 +112,8 @@ class Ingestor:
         self._queue = queue
         self._settings = settings
         self._clock = clock
+        #: (integration, message type) -> duplicate-key fields last seen: saves a second read.
+        self._key_fields: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def receive(
         self,
@@ -127,20 +129,29 @@ class Ingestor:
         payload_sha = idempotency.sha256_hex(payload_bytes)
 
         # The fingerprint needs the message type's duplicate-key fields, which live in the
-        # integration; the integration is read in the same round trip as the claims. So read
-        # once with the plain-payload fingerprint, and again only if the type declares keys.
-        plain_fp = idempotency.fingerprint(inbound.message_type, [], payload_sha)
-        lookup = self._messages.lookup_for_ingest(key_hash, inbound.integration_id, idem_hash, plain_fp, now)
+        # integration, read in the same round trip as the claims. Guess them from the last
+        # integration this instance saw (they rarely change); read again only on a wrong guess.
+        cache_key = (inbound.integration_id, inbound.message_type)
+        guessed_fields = self._key_fields.get(cache_key, ())
+        guessed_fp = idempotency.fingerprint(
+            inbound.message_type,
+            idempotency.duplicate_key_values(inbound.payload, guessed_fields),
+            payload_sha,
+        )
+        lookup = self._messages.lookup_for_ingest(
+            key_hash, inbound.integration_id, idem_hash, guessed_fp, now
+        )
         api_key = _check_key(lookup.api_key)
         integration = lookup.integration
         if integration is None or not api_key.may_use(integration):
             # Same answer whether it does not exist or belongs to someone else.
             raise NotFound("integration not found")
         fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
+        self._key_fields[cache_key] = fields
         key_values = idempotency.duplicate_key_values(inbound.payload, fields)
         fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
         claims = lookup.claims
-        if fp != plain_fp:
+        if fp != guessed_fp:
             claims = self._messages.lookup_for_ingest(
                 key_hash, inbound.integration_id, idem_hash, fp, now
             ).claims
