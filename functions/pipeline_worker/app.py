@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hub.config import settings
 from hub.domain.message import StepMessage
 from hub.wiring import pipeline_worker
 
@@ -26,7 +27,8 @@ processor = BatchProcessor(event_type=EventType.SQS)
 def record_handler(record: SQSRecord) -> None:
     step = StepMessage.model_validate_json(record.body)
     sent_at = datetime.fromtimestamp(int(record.attributes.sent_timestamp) / 1000, UTC)
-    report = pipeline_worker().run(step, sent_at)
+    last = int(record.attributes.approximate_receive_count) >= settings().pipeline_max_receives
+    report = pipeline_worker().run(step, sent_at, last_delivery=last)
     metrics.add_metric(name=f"Step_{step.step.value}_{report.outcome.value}", unit=MetricUnit.Count, value=1)
 
 

@@ -396,6 +396,29 @@ class TestGuarantees:
 
         assert report.reason == "recently_completed"
 
+    @pytest.mark.parametrize("last_delivery", [False, True])
+    def test_a_step_failing_for_the_last_time_releases_admission_only(
+        self, stack, tenancy, ingest_api, destination, monkeypatch, last_delivery
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-DLQ"})
+        [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
+        step = StepMessage.model_validate_json(queued["Body"])
+        original = client("dynamodb").put_item
+
+        def storage_down_for_mapped_bodies(**kwargs: Any) -> Any:
+            if kwargs["Item"]["SK"] == {"S": "MAPPED"}:
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "PutItem")
+            return original(**kwargs)
+
+        monkeypatch.setattr(client("dynamodb"), "put_item", storage_down_for_mapped_bodies)
+        with pytest.raises(Exception, match="pipeline storage"):
+            wiring.pipeline_worker().run(step, datetime.now(UTC), last_delivery=last_delivery)
+
+        live = DynamoPipelineStore(stack.table).live_execution(message_id, "ingest")
+        assert (live is None) is last_delivery
+        assert status(stack, message_id)["pipeline_status"] == "received"  # the DLQ never changes state
+
     def test_a_second_execution_is_suppressed_while_one_is_live(
         self, stack, tenancy, ingest_api, worker, destination
     ):

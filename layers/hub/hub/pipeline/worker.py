@@ -121,9 +121,23 @@ class PipelineWorker:
 
     # --- entry ------------------------------------------------------------------------------
 
-    def run(self, step: StepMessage, sent_at: datetime) -> StepReport:  # noqa: PLR0911 - one exit per guard
+    def run(self, step: StepMessage, sent_at: datetime, *, last_delivery: bool = False) -> StepReport:
         """Runs `step` once. Raises only for infrastructure failures (the SQS message is then
-        redelivered); every business outcome is recorded and reported."""
+        redelivered); every business outcome is recorded and reported. On the `last_delivery`
+        SQS will make (the next failure sends the step to the DLQ) a failure also releases
+        admission, so an operator can reprocess the message; its status is left as it is: the
+        message may already have been delivered (seed 002, 7.2)."""
+        try:
+            return self._run(step, sent_at)
+        except Exception:
+            if last_delivery:
+                self._store.release_admission(step.message_id, step.operation, step.execution_id)
+                logger.error(
+                    "step failed for the last time: released to the dead-letter queue", extra=_log_ids(step)
+                )
+            raise
+
+    def _run(self, step: StepMessage, sent_at: datetime) -> StepReport:  # noqa: PLR0911 - one exit per guard
         now = self._clock()
         ids = _log_ids(step)
         if self._store.step_done(step.step_id, now):
