@@ -419,6 +419,32 @@ class TestGuarantees:
         assert (live is None) is last_delivery
         assert status(stack, message_id)["pipeline_status"] == "received"  # the DLQ never changes state
 
+    def test_a_failed_publish_releases_admission_and_the_step_comes_back(
+        self, stack, tenancy, ingest_api, worker, destination, monkeypatch
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-PUB"})
+        [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
+        step = StepMessage.model_validate_json(queued["Body"])
+
+        def queue_down(**_: Any) -> Any:
+            raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "x"}}, "SendMessage")
+
+        original = client("sqs").send_message
+        monkeypatch.setattr(client("sqs"), "send_message", queue_down)
+        with pytest.raises(Exception, match="pipeline queue"):
+            wiring.pipeline_worker().run(step, datetime.now(UTC))
+        monkeypatch.setattr(client("sqs"), "send_message", original)
+
+        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
+        assert status(stack, message_id)["pipeline_status"] == "mapped"
+        # SQS redelivers the step (its visibility runs out): it resumes from `mapped`.
+        assert expire_visibility(stack.queue_url) == 1
+        worker()
+
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert len(destination.requests) == 1
+
     def test_a_second_execution_is_suppressed_while_one_is_live(
         self, stack, tenancy, ingest_api, worker, destination
     ):

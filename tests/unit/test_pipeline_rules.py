@@ -1,0 +1,28 @@
+import pytest
+
+from hub.pipeline import rules
+
+
+@pytest.mark.parametrize(
+    ("lock_wait", "base"), [(0, 2), (1, 5), (2, 15), (3, 30), (4, 60), (5, 120), (29, 120)]
+)
+def test_busy_ladder_with_twenty_percent_jitter(lock_wait, base):
+    low = rules.lock_wait_delay(lock_wait, rand=lambda: 0.0)
+    high = rules.lock_wait_delay(lock_wait, rand=lambda: 0.999999)
+    middle = rules.lock_wait_delay(lock_wait, rand=lambda: 0.5)
+    assert middle == base
+    assert low == max(1, round(base * 0.8))
+    assert high == round(base * 1.2)
+
+
+def test_thirty_waits_take_about_fifty_minutes():
+    total = sum(rules.lock_wait_delay(n, rand=lambda: 0.5) for n in range(rules.MAX_LOCK_WAITS))
+    assert 50 * 60 <= total <= 55 * 60
+
+
+def test_entity_key_is_the_business_key_when_there_is_one():
+    a = rules.entity_key("int_1", "order", ['"PO-1"'], "msg_a")
+    b = rules.entity_key("int_1", "order", ['"PO-1"'], "msg_b")
+    assert a == b
+    assert a != rules.entity_key("int_2", "order", ['"PO-1"'], "msg_a")
+    assert rules.entity_key("int_1", "order", [], "msg_a") == "message:msg_a"
