@@ -24,6 +24,9 @@ class SeenRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    #: time.monotonic() when the request arrived and when its answer was sent.
+    arrived: float = 0.0
+    answered: float = 0.0
 
 
 class HttpDestination:
@@ -44,13 +47,12 @@ class HttpDestination:
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                answer = owner._record(
-                    SeenRequest(
-                        self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
-                    )
-                )
+                arrived = time.monotonic()
+                answer = owner._script_next()
                 if answer.delay_seconds:
                     time.sleep(answer.delay_seconds)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                owner._record(SeenRequest(self.command, self.path, headers, body, arrived, time.monotonic()))
                 payload = answer.body.encode()
                 self.send_response(answer.status)
                 for name, value in {"Content-Type": "application/json", **answer.headers}.items():
@@ -65,10 +67,13 @@ class HttpDestination:
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def _record(self, request: SeenRequest) -> Answer:
+    def _script_next(self) -> Answer:
+        with self._lock:
+            return self._script.popleft() if len(self._script) > 1 else self._script[0]
+
+    def _record(self, request: SeenRequest) -> None:
         with self._lock:
             self.requests.append(request)
-            return self._script.popleft() if len(self._script) > 1 else self._script[0]
 
     def script(self, *answers: Answer) -> None:
         with self._lock:

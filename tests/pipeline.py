@@ -20,6 +20,7 @@ def pump(
     max_batches: int = 50,
     include_delayed: bool = True,
     settle: bool = True,
+    batch_size: int = 10,
 ) -> int:
     """Feeds queued step messages to `handler` until the queue is empty; returns how many
     records were handled (`settle=False`: stop after `max_batches` quietly). Delayed messages
@@ -29,7 +30,10 @@ def pump(
     handled = 0
     for _ in range(max_batches):
         answer = sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=batch_size,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
         )
         messages = answer.get("Messages", [])
         if not messages:
@@ -77,3 +81,23 @@ def expire_visibility(queue_url: str) -> int:
     for message in in_flight:
         message.visible_at = 0
     return len(in_flight)
+
+
+def direct_handler(worker: Any) -> Callable[[dict[str, Any], Any], Any]:
+    """A handler that runs records on `worker` directly: one per simulated Lambda instance
+    (Powertools' module-level BatchProcessor of the real handler is per process, like Lambda)."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    from hub.domain.message import StepMessage  # noqa: PLC0415
+
+    def handle(event: dict[str, Any], _: Any) -> dict[str, Any]:
+        failures = []
+        for record in event["Records"]:
+            sent = datetime.fromtimestamp(int(record["attributes"]["SentTimestamp"]) / 1000, UTC)
+            try:
+                worker.run(StepMessage.model_validate_json(record["body"]), sent)
+            except Exception:
+                failures.append({"itemIdentifier": record["messageId"]})
+        return {"batchItemFailures": failures}
+
+    return handle

@@ -159,8 +159,11 @@ def test_sap_idoc_xml_is_mapped_to_json(stack, tenancy, ingest_api, destination)
     ],
     ids=["xxe", "billion-laughs"],
 )
-def test_unsafe_xml_ends_in_syntax_error_and_is_never_sent(stack, tenancy, ingest_api, destination, payload):
-    integrate(stack, tenancy, Destination(url=destination.url), IDOC_TO_ORDER)
+@pytest.mark.parametrize("mapping", [IDOC_TO_ORDER, None], ids=["mapped", "passthrough"])
+def test_unsafe_xml_ends_in_syntax_error_and_is_never_sent(
+    stack, tenancy, ingest_api, destination, payload, mapping
+):
+    integrate(stack, tenancy, Destination(url=destination.url), mapping)
     message_id = send(ingest_api, tenancy, payload)
 
     run_pipeline(stack, wiring.pipeline_worker())
@@ -170,6 +173,31 @@ def test_unsafe_xml_ends_in_syntax_error_and_is_never_sent(stack, tenancy, inges
     assert final["last_retry_error_class"] == "syntax"
     assert "root:" not in final["dest_status_text"]  # nothing from /etc/passwd
     assert destination.requests == []
+
+
+def test_duplicate_rules_read_business_keys_from_xml(stack, tenancy, ingest_api, destination):
+    DynamoConfigRepository(stack.table).put_integration(
+        Integration(
+            integration_id=tenancy.integration_id,
+            tenant_id="t1",
+            name="idoc",
+            mode=IntegrationMode.ORCHESTRATION,
+            destination=Destination(url=destination.url),
+            message_types={
+                "purchase_order": MessageTypeConfig(
+                    duplicate_key_fields=("ORDERS05.IDOC.E1EDK01.BELNR",), duplicate_handling="reject"
+                )
+            },
+        )
+    )
+    first = send(ingest_api, tenancy, IDOC)
+    run_pipeline(stack, wiring.pipeline_worker())
+    second = send(ingest_api, tenancy, IDOC.replace("2,000", "3,000"))
+    run_pipeline(stack, wiring.pipeline_worker())
+
+    assert status(stack, first)["pipeline_status"] == "sent"
+    assert status(stack, second)["pipeline_status"] == "duplicate_rejected"
+    assert len(destination.requests) == 1
 
 
 def test_a_missing_required_field_names_the_field(stack, tenancy, ingest_api, destination):

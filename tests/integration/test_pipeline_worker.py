@@ -29,7 +29,7 @@ from hub.pipeline import rules
 from tests.aws import load_handler
 from tests.destinations import Answer, HttpDestination
 from tests.events import http_event
-from tests.pipeline import expire_visibility, pump
+from tests.pipeline import direct_handler, expire_visibility, pump
 
 
 @pytest.fixture
@@ -331,6 +331,66 @@ class TestGuarantees:
 
         store.release_lock(record["entity_key"], "exe_other")
         worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+
+    def test_two_workers_on_one_entity_deliver_one_at_a_time(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        """Two versions of PO-11 (accept: both go through) handled by two concurrent workers:
+        the entity lock serializes them, so the destination never sees them overlap."""
+        import threading  # noqa: PLC0415
+
+        configure(stack, tenancy, destination, handling=DuplicateHandling.ACCEPT)
+        destination.script(Answer(200, "{}", delay_seconds=0.5))
+        ids = [send(ingest_api, tenancy, {"po_number": "PO-11", "qty": q}) for q in (1, 2)]
+        errors: list[BaseException] = []
+
+        arn = boto3.client("sqs").get_queue_attributes(QueueUrl=stack.queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+
+        def run() -> None:  # one Lambda instance: its own worker and handler, one record at a time
+            try:
+                handler = direct_handler(wiring.build_pipeline_worker())
+                # Real delays here: a busy step waits its 2 s instead of spinning to lock_timeout.
+                pump(
+                    stack.queue_url,
+                    arn,
+                    handler,
+                    max_batches=20,
+                    include_delayed=False,
+                    settle=False,
+                    batch_size=1,
+                )
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        worker(max_batches=200)  # whatever a thread left rescheduled
+
+        assert errors == []
+        assert [status(stack, i)["pipeline_status"] for i in ids] == ["sent", "sent"]
+        first, second = sorted(destination.requests, key=lambda r: r.arrived)
+        assert second.arrived >= first.answered  # never both in flight
+
+    def test_a_lock_left_by_a_dead_worker_is_taken_over_after_its_lease(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-DEAD"})
+        entity = status(stack, message_id)["entity_key"]
+        # A worker died holding the lock 6 minutes ago (lease 5 minutes): no finally ran.
+        DynamoPipelineStore(stack.table).acquire_lock(
+            entity, "exe_dead:run_1", datetime.now(UTC) - timedelta(minutes=6), rules.LOCK_LEASE
+        )
+
+        handled = worker()
+
+        assert handled == 2  # process and deliver, no busy reschedule
         assert status(stack, message_id)["pipeline_status"] == "sent"
 
     def test_after_thirty_waits_the_message_ends_in_lock_timeout(

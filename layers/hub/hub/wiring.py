@@ -26,6 +26,11 @@ def ingestor() -> Ingestor:
 
 @lru_cache(maxsize=1)
 def pipeline_worker() -> PipelineWorker:
+    return build_pipeline_worker()
+
+
+def build_pipeline_worker() -> PipelineWorker:
+    """A new worker with its own connectors (one per Lambda instance)."""
     s = settings()
     certificates = NoCertificateStore()
     return PipelineWorker(

@@ -44,6 +44,11 @@ def _looks_like_xml(text: str) -> bool:
     return text.lstrip("\ufeff \t\r\n").startswith("<")
 
 
+def looks_like_xml(text: str) -> bool:
+    """True for text the hub treats as XML (first non-blank character is "<")."""
+    return _looks_like_xml(text)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 

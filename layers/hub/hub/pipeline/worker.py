@@ -33,7 +33,7 @@ from hub.domain.status import FINAL_STATUSES, PipelineStatus
 from hub.domain.tenancy import DestinationProtocol, DuplicateHandling, Integration, IntegrationMode
 from hub.errors import HubError, InvalidTransition, QueueUnavailable
 from hub.mapping import MappingError
-from hub.mapping.engine import MappedOutput, apply_mapping, passthrough
+from hub.mapping.engine import MappedOutput, apply_mapping, looks_like_xml, passthrough, read_payload
 from hub.pipeline import rules
 from hub.ports import ConfigRepository, MessageRepository, StepQueue
 
@@ -256,8 +256,17 @@ class PipelineWorker:
             json.loads(text) if record.payload_format is PayloadFormat.JSON else text
         )
         rules_for_type = integration.message_type_config(record.message_type)
+        try:
+            # XML is always parsed once, safely (no DOCTYPE, so no XXE or entity bombs), even
+            # when it is then sent as received: an unsafe document is never passed on.
+            document = (
+                read_payload(payload) if isinstance(payload, str) and looks_like_xml(payload) else payload
+            )
+        except MappingError as failed:
+            self._fail_terminal(record, step, now, ErrorClass.SYNTAX, failed.message, field=failed.field)
+            return None
 
-        if self._duplicate_rejected(record, step, payload, integration, now):
+        if self._duplicate_rejected(record, step, document, integration, now):
             return None
         try:
             mapping = rules_for_type.mapping
@@ -276,13 +285,16 @@ class PipelineWorker:
         self,
         record: MessageRecord,
         step: StepMessage,
-        payload: dict[str, Any] | str,
+        document: Any,
         integration: Integration,
         now: datetime,
     ) -> bool:
-        """Business-key duplicates (seed 000, "Tratamento de Duplicatas"). True when rejected."""
+        """Business-key duplicates (seed 000, "Tratamento de Duplicatas"), read from the JSON
+        payload or the parsed XML document. True when rejected."""
         config = integration.message_type_config(record.message_type)
-        values = idempotency.duplicate_key_values(payload, config.duplicate_key_fields)
+        values = idempotency.duplicate_key_values(
+            document if isinstance(document, dict) else "", config.duplicate_key_fields
+        )
         if not values:
             return False
         digest = idempotency.sha256_hex(chr(31).join(values).encode())
