@@ -64,7 +64,11 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         reset_clients()
         wiring.reset()
         provisioned = provision()
-        env = provisioned.environments["IngestApiFunction"]
+        # One process plays both functions here: the union of their template environments.
+        env = {
+            **provisioned.environments["IngestApiFunction"],
+            **provisioned.environments["PipelineWorkerFunction"],
+        }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         yield Stack(

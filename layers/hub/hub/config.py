@@ -28,6 +28,11 @@ class Settings(BaseModel):
     #: The pipeline queue's RedrivePolicy maxReceiveCount: after that many receives a step
     #: goes to the DLQ.
     pipeline_max_receives: int = Field(default=10, ge=1)
+    #: Delayed retries: EventBridge Scheduler group, and the queue + role its schedules target.
+    #: Only the pipeline worker has them; it refuses to start without them.
+    schedule_group: str | None = None
+    pipeline_queue_arn: str | None = None
+    scheduler_role_arn: str | None = None
 
 
 _ENV = {
@@ -37,6 +42,9 @@ _ENV = {
     "idempotency_retention_hours": "HUB_IDEMPOTENCY_RETENTION_HOURS",
     "fingerprint_retention_hours": "HUB_FINGERPRINT_RETENTION_HOURS",
     "pipeline_max_receives": "HUB_PIPELINE_MAX_RECEIVES",
+    "schedule_group": "HUB_SCHEDULE_GROUP",
+    "pipeline_queue_arn": "HUB_PIPELINE_QUEUE_ARN",
+    "scheduler_role_arn": "HUB_SCHEDULER_ROLE_ARN",
 }
 
 

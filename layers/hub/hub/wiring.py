@@ -7,12 +7,15 @@ from functools import lru_cache
 from hub.adapters.certificates import NoCertificateStore
 from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
+from hub.adapters.scheduler import EventBridgeRetryScheduler
 from hub.adapters.sqs import SqsStepQueue
 from hub.config import settings
 from hub.delivery.http import HttpConnector
 from hub.delivery.soap import SoapConnector
 from hub.domain.tenancy import DestinationProtocol
+from hub.errors import ConfigurationError
 from hub.ingest.receive import Ingestor
+from hub.pipeline.retries import RetryOrchestrator
 from hub.pipeline.worker import PipelineWorker
 
 
@@ -29,19 +32,30 @@ def pipeline_worker() -> PipelineWorker:
     return build_pipeline_worker()
 
 
+def retry_scheduler() -> EventBridgeRetryScheduler:
+    s = settings()
+    if not (s.schedule_group and s.pipeline_queue_arn and s.scheduler_role_arn):
+        raise ConfigurationError(
+            "the pipeline worker needs HUB_SCHEDULE_GROUP, HUB_PIPELINE_QUEUE_ARN and HUB_SCHEDULER_ROLE_ARN"
+        )
+    return EventBridgeRetryScheduler(s.schedule_group, s.pipeline_queue_arn, s.scheduler_role_arn)
+
+
 def build_pipeline_worker() -> PipelineWorker:
     """A new worker with its own connectors (one per Lambda instance)."""
     s = settings()
+    messages = DynamoMessageRepository(s.table_name)
     certificates = NoCertificateStore()
     return PipelineWorker(
         config_repository(),
-        DynamoMessageRepository(s.table_name),
+        messages,
         DynamoPipelineStore(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
         {
             DestinationProtocol.HTTP: HttpConnector(certificates),
             DestinationProtocol.SOAP: SoapConnector(certificates),
         },
+        on_failure=RetryOrchestrator(messages, retry_scheduler()),
     )
 
 

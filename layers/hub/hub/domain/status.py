@@ -34,7 +34,8 @@ ALLOWED_TRANSITIONS: MappingProxyType[PipelineStatus, frozenset[PipelineStatus]]
         ),
         S.MAPPED: frozenset({S.SENT, S.ERROR, S.RECEIVED_OBSERVED, S.CANCELLED}),
         S.ERROR: frozenset({S.RETRY_PENDING, S.DEAD_LETTER, S.RECEIVED, S.CANCELLED}),
-        S.RETRY_PENDING: frozenset({S.RECEIVED, S.CANCELLED, S.ERROR, S.DEAD_LETTER}),
+        # A scheduled retry runs the deliver step again: straight to its outcome.
+        S.RETRY_PENDING: frozenset({S.RECEIVED, S.SENT, S.CANCELLED, S.ERROR, S.DEAD_LETTER}),
         S.DEAD_LETTER: frozenset({S.RECEIVED, S.CANCELLED}),
         S.CANCELLED: frozenset({S.RECEIVED}),
         S.SENT: frozenset({S.RECEIVED}),

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hub.domain.retry import RetryPolicy
 from hub.mapping.spec import MappingSpec
 
 
@@ -136,6 +137,7 @@ class Integration(BaseModel):
     mode: IntegrationMode = IntegrationMode.OBSERVABILITY
     destination: Destination | None = None
     message_types: dict[str, MessageTypeConfig] = Field(default_factory=dict)
+    retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
 
     def message_type_config(self, message_type: str) -> MessageTypeConfig:
         """The rules for `message_type`; an undeclared type gets the defaults (accept)."""

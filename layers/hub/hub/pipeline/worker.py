@@ -85,12 +85,19 @@ class FailedDelivery:
 
 
 #: The one hook for the retry policy: called after a failed delivery has moved the message to
-#: `error` (classified). Today nothing is retried, so the execution then closes.
-FailureHook = Callable[[FailedDelivery], None]
+#: `error` (classified). Returns True when it scheduled a retry: the execution then stays open.
+FailureHook = Callable[[FailedDelivery], bool]
 
 
-def _no_retry(_: FailedDelivery) -> None:
-    return None
+def _no_retry(_: FailedDelivery) -> bool:
+    return False
+
+
+class _RetryPending:
+    """Returned by a step whose execution goes on later (a scheduled retry)."""
+
+
+RETRY_PENDING = _RetryPending()
 
 
 def utcnow() -> datetime:
@@ -226,7 +233,10 @@ class PipelineWorker:
             if step.step is PipelineStep.PROCESS:
                 following = self._process(step, record, integration, now)
             else:
-                following = self._deliver(step, record, integration, now)
+                delivered = self._deliver(step, record, integration, now)
+                if isinstance(delivered, _RetryPending):
+                    return None  # the execution goes on with the scheduled retry
+                following = delivered
         except InvalidTransition as moved:
             logger.info("status moved on: step dropped", extra={**_log_ids(step), **(moved.details or {})})
             current = self._messages.get(record.message_id)
@@ -322,8 +332,8 @@ class PipelineWorker:
 
     def _deliver(  # noqa: PLR0911 - one exit per delivery outcome
         self, step: StepMessage, record: MessageRecord, integration: Integration, now: datetime
-    ) -> StepMessage | None:
-        if record.pipeline_status is not PipelineStatus.MAPPED:
+    ) -> StepMessage | _RetryPending | None:
+        if record.pipeline_status not in (PipelineStatus.MAPPED, PipelineStatus.RETRY_PENDING):
             return None  # already delivered, observed or failed: a redelivery has nothing to do
         started = self._clock()
         if integration.mode is IntegrationMode.OBSERVABILITY:
@@ -394,7 +404,8 @@ class PipelineWorker:
                     "dest_status": failure.dest_status,
                 },
             )
-            self._on_failure(FailedDelivery(failed, step, failure, integration))
+            if self._on_failure(FailedDelivery(failed, step, failure, integration)):
+                return RETRY_PENDING
             return None
         self._messages.transition(
             record,

@@ -1,0 +1,49 @@
+"""EventBridge Scheduler adapter: durable one-time retries (seed 002: waits are persisted, a
+restart loses nothing)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from hub.adapters.aws import client
+from hub.adapters.dynamodb import _error_code
+from hub.domain.message import StepMessage
+from hub.errors import ServiceUnavailable
+
+
+class SchedulerUnavailable(ServiceUnavailable):
+    code = "scheduler_unavailable"
+
+
+def retry_schedule_name(message_id: str, retry_number: int) -> str:
+    """Deterministic per message and retry: scheduling the same retry twice is a no-op."""
+    return f"retry-{message_id}-{retry_number}"
+
+
+class EventBridgeRetryScheduler:
+    """Sends a step message to the pipeline queue at a given time, once."""
+
+    def __init__(self, group_name: str, queue_arn: str, role_arn: str) -> None:
+        self._group = group_name
+        self._queue_arn = queue_arn
+        self._role_arn = role_arn
+
+    def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
+        try:
+            client("scheduler").create_schedule(
+                Name=name,
+                GroupName=self._group,
+                ScheduleExpression=f"at({at.astimezone(UTC):%Y-%m-%dT%H:%M:%S})",
+                ScheduleExpressionTimezone="UTC",
+                FlexibleTimeWindow={"Mode": "OFF"},
+                ActionAfterCompletion="DELETE",
+                Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": step.model_dump_json()},
+            )
+        except ClientError as exc:
+            if _error_code(exc) == "ConflictException":
+                return  # already scheduled by an earlier run of this step
+            raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
+        except BotoCoreError as exc:
+            raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
