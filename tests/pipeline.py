@@ -101,3 +101,12 @@ def direct_handler(worker: Any) -> Callable[[dict[str, Any], Any], Any]:
         return {"batchItemFailures": failures}
 
     return handle
+
+
+def status(stack: Any, message_id: str) -> dict[str, Any]:
+    """The stored status record of `message_id` in `stack.table`, attribute values unwrapped
+    (numbers stay strings, as DynamoDB sends them)."""
+    item = boto3.client("dynamodb", region_name=REGION).get_item(
+        TableName=stack.table, Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}}
+    )["Item"]
+    return {k: next(iter(v.values())) for k, v in item.items()}

@@ -17,6 +17,8 @@ from hub.adapters.aws import reset_clients
 from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
 from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision
+from tests.destinations import HttpDestination
+from tests.pipeline import pump
 
 
 @dataclass
@@ -143,3 +145,18 @@ def ingest_api(stack: Stack):
         return HttpAnswer(answer["statusCode"], json.loads(answer["body"]), answer.get("headers", {}))
 
     return call
+
+
+@pytest.fixture
+def destination() -> Iterator[HttpDestination]:
+    """A real HTTP destination on 127.0.0.1 (scripted answers, recorded requests)."""
+    with HttpDestination() as server:
+        yield server
+
+
+@pytest.fixture
+def worker(stack: Stack):
+    """Feeds the pipeline queue to the real PipelineWorkerFunction handler until it settles."""
+    handler = load_handler("PipelineWorkerFunction")
+    arn = stack.env["HUB_PIPELINE_QUEUE_ARN"]
+    return lambda **kw: pump(stack.queue_url, arn, handler, **kw)

@@ -30,10 +30,9 @@ from hub.domain.tenancy import (
 )
 from hub.mapping import MappingSpec
 from hub.pipeline.worker import PipelineWorker
-from tests.destinations import HttpDestination
 from tests.events import http_event
 from tests.integration.delivery.test_soap_connector import WSDL, FixedCertificates
-from tests.pipeline import pump
+from tests.pipeline import pump, status
 from tests.pki import PFX_PASSWORD, Pki, build_pki
 from tests.soap_server import SoapServer
 
@@ -114,24 +113,11 @@ def send(ingest_api, tenancy, payload: Any) -> str:
     return str(answer.body["message_id"])
 
 
-def status(stack, message_id: str) -> dict[str, Any]:
-    item = boto3.client("dynamodb").get_item(
-        TableName=stack.table, Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}}
-    )["Item"]
-    return {k: next(iter(v.values())) for k, v in item.items()}
-
-
 def run_pipeline(stack, worker: PipelineWorker) -> None:
     arn = boto3.client("sqs").get_queue_attributes(QueueUrl=stack.queue_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
     pump(stack.queue_url, arn, handler_for(worker))
-
-
-@pytest.fixture
-def destination() -> Iterator[HttpDestination]:
-    with HttpDestination() as server:
-        yield server
 
 
 def test_sap_idoc_xml_is_mapped_to_json(stack, tenancy, ingest_api, destination):

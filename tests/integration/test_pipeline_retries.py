@@ -4,7 +4,6 @@ durable one-time EventBridge Scheduler schedules targeting the pipeline queue.""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,23 +14,9 @@ from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
-from tests.aws import load_handler
 from tests.destinations import Answer, HttpDestination
 from tests.events import http_event
-from tests.pipeline import pump
-
-
-@pytest.fixture
-def destination() -> Iterator[HttpDestination]:
-    with HttpDestination() as server:
-        yield server
-
-
-@pytest.fixture
-def worker(stack):
-    handler = load_handler("PipelineWorkerFunction")
-    arn = stack.env["HUB_PIPELINE_QUEUE_ARN"]
-    return lambda **kw: pump(stack.queue_url, arn, handler, **kw)
+from tests.pipeline import status
 
 
 def configure(stack, tenancy, destination: HttpDestination, policy: RetryPolicy, **options: Any) -> None:
@@ -57,13 +42,6 @@ def send(ingest_api, tenancy) -> str:
         )
     )
     return str(answer.body["message_id"])
-
-
-def status(stack, message_id: str) -> dict[str, Any]:
-    item = boto3.client("dynamodb").get_item(
-        TableName=stack.table, Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}}
-    )["Item"]
-    return {k: next(iter(v.values())) for k, v in item.items()}
 
 
 def schedules(stack) -> list[dict[str, Any]]:

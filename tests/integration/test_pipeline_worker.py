@@ -4,7 +4,6 @@ a real HTTP destination on 127.0.0.1, the real ingest in front."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,22 +28,7 @@ from hub.pipeline import rules
 from tests.aws import load_handler
 from tests.destinations import Answer, HttpDestination
 from tests.events import http_event
-from tests.pipeline import direct_handler, expire_visibility, pump
-
-
-@pytest.fixture
-def destination() -> Iterator[HttpDestination]:
-    with HttpDestination() as server:
-        yield server
-
-
-@pytest.fixture
-def worker(stack):
-    handler = load_handler("PipelineWorkerFunction")
-    arn = boto3.client("sqs").get_queue_attributes(QueueUrl=stack.queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    return lambda **kw: pump(stack.queue_url, arn, handler, **kw)
+from tests.pipeline import direct_handler, expire_visibility, pump, status
 
 
 def configure(
@@ -83,13 +67,6 @@ def send(ingest_api, tenancy, payload: dict[str, Any]) -> str:
     )
     assert answer.status == 202, answer.body
     return str(answer.body["message_id"])
-
-
-def status(stack, message_id: str) -> dict[str, Any]:
-    item = boto3.client("dynamodb").get_item(
-        TableName=stack.table, Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}}
-    )["Item"]
-    return {k: next(iter(v.values())) for k, v in item.items()}
 
 
 def log_of(stack, message_id: str) -> list[dict[str, Any]]:
