@@ -56,7 +56,7 @@ def demo_body() -> dict[str, Any]:
 
 
 @contextmanager
-def _pointed_at(stack: StackInfo) -> Iterator[None]:
+def pointed_at(stack: StackInfo) -> Iterator[None]:
     """The hub's AWS clients talk to this stack's moto while seeding; the caller's
     environment is restored afterwards."""
     saved = {name: os.environ.get(name) for name in stack.env}
@@ -92,7 +92,7 @@ def _write_demo_records(stack: StackInfo, api_key: str) -> None:
 def seed(stack: StackInfo) -> list[str]:
     """Writes the demo tenant, integration and API key; returns the lines to print."""
     api_key = os.environ.get("HUB_LOCAL_DEMO_API_KEY", DEMO_API_KEY)
-    with _pointed_at(stack):
+    with pointed_at(stack):
         _write_demo_records(stack, api_key)
     receive = " ".join(
         [
