@@ -110,3 +110,31 @@ def status(stack: Any, message_id: str) -> dict[str, Any]:
         TableName=stack.table, Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}}
     )["Item"]
     return {k: next(iter(v.values())) for k, v in item.items()}
+
+
+def send(ingest_api: Any, tenancy: Any, payload: Any, message_type: str = "purchase_order") -> str:
+    """Posts one message through the real ingest handler (no Idempotency-Key); its id."""
+    from tests.events import http_event  # noqa: PLC0415
+
+    body = {"integration_id": tenancy.integration_id, "message_type": message_type, "payload": payload}
+    headers: dict[str, str | None] = {"authorization": f"Bearer {tenancy.key}", "idempotency-key": None}
+    answer = ingest_api(http_event("receive_message.json", body=body, headers=headers))
+    assert answer.status == 202, answer.body
+    return str(answer.body["message_id"])
+
+
+def late_step(stack: Any, message_id: str, step: Any) -> Any:
+    """A new step message (fresh publish id) of the message's current execution."""
+    from hub.domain.ids import new_id  # noqa: PLC0415
+    from hub.domain.message import StepMessage  # noqa: PLC0415
+
+    record = status(stack, message_id)
+    return StepMessage(
+        message_id=message_id,
+        tenant_id=record["tenant_id"],
+        integration_id=record["integration_id"],
+        step=step,
+        execution_id=record["execution_id"],
+        correlation_id="late",
+        publish_id=new_id("pub"),
+    )

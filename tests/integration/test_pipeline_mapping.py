@@ -30,9 +30,8 @@ from hub.domain.tenancy import (
 )
 from hub.mapping import MappingSpec
 from hub.pipeline.worker import PipelineWorker
-from tests.events import http_event
 from tests.integration.delivery.test_soap_connector import WSDL, FixedCertificates
-from tests.pipeline import pump, status
+from tests.pipeline import pump, send, status
 from tests.pki import PFX_PASSWORD, Pki, build_pki
 from tests.soap_server import SoapServer
 
@@ -98,19 +97,6 @@ def integrate(stack, tenancy, destination: Destination, mapping: dict[str, Any] 
             },
         )
     )
-
-
-def send(ingest_api, tenancy, payload: Any) -> str:
-    body = {"integration_id": tenancy.integration_id, "message_type": "purchase_order", "payload": payload}
-    answer = ingest_api(
-        http_event(
-            "receive_message.json",
-            body=body,
-            headers={"authorization": f"Bearer {tenancy.key}", "idempotency-key": None},
-        )
-    )
-    assert answer.status == 202, answer.body
-    return str(answer.body["message_id"])
 
 
 def run_pipeline(stack, worker: PipelineWorker) -> None:

@@ -15,8 +15,7 @@ from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from tests.destinations import Answer, HttpDestination
-from tests.events import http_event
-from tests.pipeline import status
+from tests.pipeline import send, status
 
 
 def configure(stack, tenancy, destination: HttpDestination, policy: RetryPolicy, **options: Any) -> None:
@@ -30,18 +29,6 @@ def configure(stack, tenancy, destination: HttpDestination, policy: RetryPolicy,
             retry_policy=policy,
         )
     )
-
-
-def send(ingest_api, tenancy) -> str:
-    body = {"integration_id": tenancy.integration_id, "message_type": "order", "payload": {"n": 1}}
-    answer = ingest_api(
-        http_event(
-            "receive_message.json",
-            body=body,
-            headers={"authorization": f"Bearer {tenancy.key}", "idempotency-key": None},
-        )
-    )
-    return str(answer.body["message_id"])
 
 
 def schedules(stack) -> list[dict[str, Any]]:
@@ -68,7 +55,7 @@ def test_scenario_b_a_5xx_is_retried_on_a_durable_schedule_and_then_sent(
 ):
     configure(stack, tenancy, destination, AUTO)
     destination.script(Answer(503, '{"error": "maintenance"}'), Answer(200))
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
     worker()
 
@@ -102,7 +89,7 @@ def test_scenario_b_a_5xx_is_retried_on_a_durable_schedule_and_then_sent(
 def test_scenario_c_exhausted_retries_end_in_dead_letter(stack, tenancy, ingest_api, worker, destination):
     configure(stack, tenancy, destination, AUTO)
     destination.script(Answer(503))
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
     worker()
     while fire_all(stack):
@@ -118,7 +105,7 @@ def test_scenario_c_exhausted_retries_end_in_dead_letter(stack, tenancy, ingest_
 def test_scenario_c_without_dead_letter_stays_error(stack, tenancy, ingest_api, worker, destination):
     configure(stack, tenancy, destination, AUTO.model_copy(update={"retry_dead_letter": False}))
     destination.script(Answer(503))
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
     worker()
     while fire_all(stack):
         worker()
@@ -130,7 +117,7 @@ def test_scenario_d_auto_retry_off_stays_in_error_for_the_user(
 ):
     configure(stack, tenancy, destination, RetryPolicy())
     destination.script(Answer(503))
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
     worker()
 
@@ -146,7 +133,7 @@ def test_scenario_e_4xx_and_uncertain_timeouts_are_not_retried(
 ):
     configure(stack, tenancy, destination, AUTO, read_timeout_seconds=0.3, **options)
     destination.script(answer)
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
     worker()
 
@@ -159,7 +146,7 @@ def test_an_uncertain_timeout_is_retried_when_the_destination_honours_idempotenc
 ):
     configure(stack, tenancy, destination, AUTO, read_timeout_seconds=0.3, idempotent_retries=True)
     destination.script(Answer(200, "{}", delay_seconds=1.0))
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
     worker()
 
@@ -169,7 +156,7 @@ def test_an_uncertain_timeout_is_retried_when_the_destination_honours_idempotenc
 def test_a_429_is_never_retried_before_its_retry_after(stack, tenancy, ingest_api, worker, destination):
     configure(stack, tenancy, destination, AUTO)
     destination.script(Answer(429, "{}", {"Retry-After": "900"}))
-    message_id = send(ingest_api, tenancy)
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
     before = datetime.now(UTC)
 
     worker()

@@ -27,8 +27,7 @@ from hub.domain.tenancy import (
 from hub.pipeline import rules
 from tests.aws import load_handler
 from tests.destinations import Answer, HttpDestination
-from tests.events import http_event
-from tests.pipeline import direct_handler, expire_visibility, pump, status
+from tests.pipeline import direct_handler, expire_visibility, late_step, pump, send, status
 
 
 def configure(
@@ -54,19 +53,6 @@ def configure(
             },
         )
     )
-
-
-def send(ingest_api, tenancy, payload: dict[str, Any]) -> str:
-    body = {"integration_id": tenancy.integration_id, "message_type": "purchase_order", "payload": payload}
-    answer = ingest_api(
-        http_event(
-            "receive_message.json",
-            body=body,
-            headers={"authorization": f"Bearer {tenancy.key}", "idempotency-key": None},
-        )
-    )
-    assert answer.status == 202, answer.body
-    return str(answer.body["message_id"])
 
 
 def log_of(stack, message_id: str) -> list[dict[str, Any]]:
@@ -398,15 +384,7 @@ class TestGuarantees:
         boto3.client("dynamodb").delete_item(
             TableName=stack.table, Key={"PK": {"S": f"RECENT#{message_id}#ingest"}, "SK": {"S": "DONE"}}
         )
-        late = StepMessage(
-            message_id=message_id,
-            tenant_id="t1",
-            integration_id=tenancy.integration_id,
-            step=PipelineStep.DELIVER,
-            execution_id=status(stack, message_id)["execution_id"],
-            correlation_id="c",
-            publish_id=new_id("pub"),
-        )
+        late = late_step(stack, message_id, PipelineStep.DELIVER)
 
         wiring.pipeline_worker().run(late, datetime.now(UTC))
 
@@ -419,15 +397,7 @@ class TestGuarantees:
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-RECENT"})
         worker()
-        again = StepMessage(
-            message_id=message_id,
-            tenant_id="t1",
-            integration_id=tenancy.integration_id,
-            step=PipelineStep.PROCESS,
-            execution_id=status(stack, message_id)["execution_id"],
-            correlation_id="c",
-            publish_id=new_id("pub"),
-        )
+        again = late_step(stack, message_id, PipelineStep.PROCESS)
 
         report = wiring.pipeline_worker().run(again, datetime.now(UTC))
 
