@@ -138,3 +138,43 @@ def late_step(stack: Any, message_id: str, step: Any) -> Any:
         correlation_id="late",
         publish_id=new_id("pub"),
     )
+
+
+def configure(
+    stack: Any,
+    tenancy: Any,
+    destination: Any,
+    *,
+    mode: Any = None,
+    handling: Any = None,
+    retry_policy: Any = None,
+    **destination_options: Any,
+) -> None:
+    """(Re)writes the tenancy's main integration: orchestration mode, `destination` (an
+    HttpDestination, or None for no destination), purchase orders keyed by po_number."""
+    from hub.adapters.dynamodb import DynamoConfigRepository  # noqa: PLC0415
+    from hub.domain.retry import RetryPolicy  # noqa: PLC0415
+    from hub.domain.tenancy import (  # noqa: PLC0415
+        Destination,
+        DuplicateHandling,
+        Integration,
+        IntegrationMode,
+        MessageTypeConfig,
+    )
+
+    DynamoConfigRepository(stack.table).put_integration(
+        Integration(
+            integration_id=tenancy.integration_id,
+            tenant_id="t1",
+            name="erp",
+            mode=mode or IntegrationMode.ORCHESTRATION,
+            destination=Destination(url=destination.url, **destination_options) if destination else None,
+            message_types={
+                "purchase_order": MessageTypeConfig(
+                    duplicate_key_fields=("po_number",),
+                    duplicate_handling=handling or DuplicateHandling.ACCEPT,
+                )
+            },
+            retry_policy=retry_policy or RetryPolicy(),
+        )
+    )

@@ -19,6 +19,8 @@ from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageType
 from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision
 from tests.destinations import HttpDestination
 from tests.pipeline import pump
+from tests.pki import Pki, build_pki
+from tests.soap_server import SoapServer
 
 
 @dataclass
@@ -160,3 +162,17 @@ def worker(stack: Stack):
     handler = load_handler("PipelineWorkerFunction")
     arn = stack.env["HUB_PIPELINE_QUEUE_ARN"]
     return lambda **kw: pump(stack.queue_url, arn, handler, **kw)
+
+
+@pytest.fixture(scope="session")
+def pki() -> Pki:
+    """A test PKI built in code: CA, server and client certificates, PKCS#12 files."""
+    return build_pki()
+
+
+@pytest.fixture
+def mtls_server(pki: Pki, tmp_path) -> Iterator[SoapServer]:
+    """A SOAP 1.2 server over TLS that requires a client certificate from the test CA."""
+    ca, cert, key = pki.write_server_files(tmp_path)
+    with SoapServer(ca, cert, key) as running:
+        yield running

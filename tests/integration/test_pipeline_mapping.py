@@ -4,7 +4,6 @@ mTLS (the real NFeStatusServico4 WSDL), and unsafe or unmappable payloads ending
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,8 +31,7 @@ from hub.mapping import MappingSpec
 from hub.pipeline.worker import PipelineWorker
 from tests.integration.delivery.test_soap_connector import WSDL, FixedCertificates
 from tests.pipeline import pump, send, status
-from tests.pki import PFX_PASSWORD, Pki, build_pki
-from tests.soap_server import SoapServer
+from tests.pki import PFX_PASSWORD
 
 IDOC = """<?xml version="1.0" encoding="UTF-8"?>
 <ORDERS05><IDOC BEGIN="1">
@@ -185,26 +183,14 @@ def test_a_missing_required_field_names_the_field(stack, tenancy, ingest_api, de
     assert log[-1]["field"] == "order_number"
 
 
-@pytest.fixture(scope="module")
-def pki() -> Pki:
-    return build_pki()
-
-
-@pytest.fixture
-def sefaz_server(pki: Pki, tmp_path) -> Iterator[SoapServer]:
-    ca, cert, key = pki.write_server_files(tmp_path)
-    with SoapServer(ca, cert, key) as running:
-        yield running
-
-
-def test_json_is_mapped_to_an_nfe_soap_call_over_mtls(stack, tenancy, ingest_api, pki, sefaz_server):
+def test_json_is_mapped_to_an_nfe_soap_call_over_mtls(stack, tenancy, ingest_api, pki, mtls_server):
     integrate(
         stack,
         tenancy,
         Destination(
             protocol=DestinationProtocol.SOAP,
             platform=Platform.SEFAZ,
-            url=sefaz_server.url,
+            url=mtls_server.url,
             soap=SoapSettings(wsdl=WSDL, operation="nfeStatusServicoNF", soap_version="1.2"),
             client_certificate_id="cert_a1",
         ),
@@ -229,6 +215,6 @@ def test_json_is_mapped_to_an_nfe_soap_call_over_mtls(stack, tenancy, ingest_api
     assert final["pipeline_status"] == "sent", final.get("dest_status_text")
     assert final["dest_status"] == "200"
     assert "107" in final["dest_status_text"]
-    [request] = sefaz_server.requests
+    [request] = mtls_server.requests
     assert "<tpAmb>2</tpAmb><cUF>35</cUF><xServ>STATUS</xServ>" in request.body.decode()
     assert request.client_subject is not None

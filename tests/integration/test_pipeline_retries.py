@@ -10,25 +10,10 @@ from typing import Any
 import boto3
 import pytest
 
-from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.domain.retry import RetryPolicy
-from hub.domain.tenancy import Destination, Integration, IntegrationMode
-from tests.destinations import Answer, HttpDestination
-from tests.pipeline import send, status
-
-
-def configure(stack, tenancy, destination: HttpDestination, policy: RetryPolicy, **options: Any) -> None:
-    DynamoConfigRepository(stack.table).put_integration(
-        Integration(
-            integration_id=tenancy.integration_id,
-            tenant_id="t1",
-            name="erp",
-            mode=IntegrationMode.ORCHESTRATION,
-            destination=Destination(url=destination.url, **options),
-            retry_policy=policy,
-        )
-    )
+from tests.destinations import Answer
+from tests.pipeline import configure, send, status
 
 
 def schedules(stack) -> list[dict[str, Any]]:
@@ -53,7 +38,7 @@ AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=2)
 def test_scenario_b_a_5xx_is_retried_on_a_durable_schedule_and_then_sent(
     stack, tenancy, ingest_api, worker, destination
 ):
-    configure(stack, tenancy, destination, AUTO)
+    configure(stack, tenancy, destination, retry_policy=AUTO)
     destination.script(Answer(503, '{"error": "maintenance"}'), Answer(200))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
@@ -87,7 +72,7 @@ def test_scenario_b_a_5xx_is_retried_on_a_durable_schedule_and_then_sent(
 
 
 def test_scenario_c_exhausted_retries_end_in_dead_letter(stack, tenancy, ingest_api, worker, destination):
-    configure(stack, tenancy, destination, AUTO)
+    configure(stack, tenancy, destination, retry_policy=AUTO)
     destination.script(Answer(503))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
@@ -103,7 +88,7 @@ def test_scenario_c_exhausted_retries_end_in_dead_letter(stack, tenancy, ingest_
 
 
 def test_scenario_c_without_dead_letter_stays_error(stack, tenancy, ingest_api, worker, destination):
-    configure(stack, tenancy, destination, AUTO.model_copy(update={"retry_dead_letter": False}))
+    configure(stack, tenancy, destination, retry_policy=AUTO.model_copy(update={"retry_dead_letter": False}))
     destination.script(Answer(503))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
     worker()
@@ -115,7 +100,7 @@ def test_scenario_c_without_dead_letter_stays_error(stack, tenancy, ingest_api, 
 def test_scenario_d_auto_retry_off_stays_in_error_for_the_user(
     stack, tenancy, ingest_api, worker, destination
 ):
-    configure(stack, tenancy, destination, RetryPolicy())
+    configure(stack, tenancy, destination, retry_policy=RetryPolicy())
     destination.script(Answer(503))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
@@ -131,7 +116,7 @@ def test_scenario_d_auto_retry_off_stays_in_error_for_the_user(
 def test_scenario_e_4xx_and_uncertain_timeouts_are_not_retried(
     stack, tenancy, ingest_api, worker, destination, answer, options
 ):
-    configure(stack, tenancy, destination, AUTO, read_timeout_seconds=0.3, **options)
+    configure(stack, tenancy, destination, retry_policy=AUTO, read_timeout_seconds=0.3, **options)
     destination.script(answer)
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
@@ -144,7 +129,9 @@ def test_scenario_e_4xx_and_uncertain_timeouts_are_not_retried(
 def test_an_uncertain_timeout_is_retried_when_the_destination_honours_idempotency_keys(
     stack, tenancy, ingest_api, worker, destination
 ):
-    configure(stack, tenancy, destination, AUTO, read_timeout_seconds=0.3, idempotent_retries=True)
+    configure(
+        stack, tenancy, destination, retry_policy=AUTO, read_timeout_seconds=0.3, idempotent_retries=True
+    )
     destination.script(Answer(200, "{}", delay_seconds=1.0))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
@@ -154,7 +141,7 @@ def test_an_uncertain_timeout_is_retried_when_the_destination_honours_idempotenc
 
 
 def test_a_429_is_never_retried_before_its_retry_after(stack, tenancy, ingest_api, worker, destination):
-    configure(stack, tenancy, destination, AUTO)
+    configure(stack, tenancy, destination, retry_policy=AUTO)
     destination.script(Answer(429, "{}", {"Retry-After": "900"}))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
     before = datetime.now(UTC)

@@ -22,37 +22,11 @@ from hub.domain.tenancy import (
     DuplicateHandling,
     Integration,
     IntegrationMode,
-    MessageTypeConfig,
 )
 from hub.pipeline import rules
 from tests.aws import load_handler
-from tests.destinations import Answer, HttpDestination
-from tests.pipeline import direct_handler, expire_visibility, late_step, pump, send, status
-
-
-def configure(
-    stack,
-    tenancy,
-    destination: HttpDestination | None,
-    *,
-    mode=IntegrationMode.ORCHESTRATION,
-    handling=DuplicateHandling.ACCEPT,
-    **destination_options: Any,
-) -> None:
-    DynamoConfigRepository(stack.table).put_integration(
-        Integration(
-            integration_id=tenancy.integration_id,
-            tenant_id="t1",
-            name="erp",
-            mode=mode,
-            destination=Destination(url=destination.url, **destination_options) if destination else None,
-            message_types={
-                "purchase_order": MessageTypeConfig(
-                    duplicate_key_fields=("po_number",), duplicate_handling=handling
-                )
-            },
-        )
-    )
+from tests.destinations import Answer
+from tests.pipeline import configure, direct_handler, expire_visibility, late_step, pump, send, status
 
 
 def log_of(stack, message_id: str) -> list[dict[str, Any]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,8 +14,7 @@ from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import AuthKind, Destination, HttpAuth, Platform
 from tests.destinations import Answer, HttpDestination
 from tests.integration.delivery.test_soap_connector import FixedCertificates
-from tests.pki import PFX_PASSWORD, Pki, build_pki
-from tests.soap_server import SoapServer
+from tests.pki import PFX_PASSWORD
 
 REQUEST = OutboundRequest(
     message_id="msg_1",
@@ -25,12 +23,6 @@ REQUEST = OutboundRequest(
     content_type="application/json",
     correlation_id="c1",
 )
-
-
-@pytest.fixture
-def server() -> Iterator[HttpDestination]:
-    with HttpDestination() as running:
-        yield running
 
 
 def connector() -> HttpConnector:
@@ -50,17 +42,17 @@ def connector() -> HttpConnector:
     ],
     ids=["bearer", "basic", "api_key"],
 )
-def test_auth_kinds_send_their_credentials(server, auth, header, expected):
-    outcome = connector().deliver(Destination(url=server.url, auth=auth), REQUEST)
+def test_auth_kinds_send_their_credentials(destination, auth, header, expected):
+    outcome = connector().deliver(Destination(url=destination.url, auth=auth), REQUEST)
 
     assert outcome.dest_status == "200"
-    [seen] = server.requests
+    [seen] = destination.requests
     assert seen.headers[header] == expected
     assert seen.headers["idempotency-key"] == "msg_1"
     assert seen.headers["x-correlation-id"] == "c1"
 
 
-def test_oauth2_token_is_fetched_once_and_refreshed_after_a_401(server):
+def test_oauth2_token_is_fetched_once_and_refreshed_after_a_401(destination):
     token_server = HttpDestination()
     with token_server:
         token_server.script(
@@ -74,18 +66,18 @@ def test_oauth2_token_is_fetched_once_and_refreshed_after_a_401(server):
             client_secret="cs-1",
             scope="orders",
         )
-        destination = Destination(url=server.url, auth=auth)
+        connection = Destination(url=destination.url, auth=auth)
         http = connector()
-        server.script(Answer(200), Answer(200), Answer(401, "{}"), Answer(200))
+        destination.script(Answer(200), Answer(200), Answer(401, "{}"), Answer(200))
 
-        http.deliver(destination, REQUEST)
-        http.deliver(destination, REQUEST)
+        http.deliver(connection, REQUEST)
+        http.deliver(connection, REQUEST)
         with pytest.raises(DeliveryFailed) as refused:
-            http.deliver(destination, REQUEST)
-        http.deliver(destination, REQUEST)
+            http.deliver(connection, REQUEST)
+        http.deliver(connection, REQUEST)
 
     assert refused.value.error_class is ErrorClass.HTTP_401
-    assert [r.headers["authorization"] for r in server.requests] == [
+    assert [r.headers["authorization"] for r in destination.requests] == [
         "Bearer t1",
         "Bearer t1",
         "Bearer t1",
@@ -95,35 +87,23 @@ def test_oauth2_token_is_fetched_once_and_refreshed_after_a_401(server):
     assert b"grant_type=client_credentials" in token_server.requests[0].body
 
 
-def test_credentials_echoed_by_the_destination_are_scrubbed(server):
-    server.script(Answer(400, '{"error": "bad token tok-SECRET"}'))
+def test_credentials_echoed_by_the_destination_are_scrubbed(destination):
+    destination.script(Answer(400, '{"error": "bad token tok-SECRET"}'))
     with pytest.raises(DeliveryFailed) as failed:
         connector().deliver(
-            Destination(url=server.url, auth=HttpAuth(kind=AuthKind.BEARER, token="tok-SECRET")), REQUEST
+            Destination(url=destination.url, auth=HttpAuth(kind=AuthKind.BEARER, token="tok-SECRET")), REQUEST
         )
     assert "tok-SECRET" not in failed.value.dest_status_text
     assert failed.value.error_class is ErrorClass.HTTP_4XX
 
 
-def test_retry_after_is_read_in_seconds_and_as_a_date(server):
-    server.script(Answer(429, "{}", {"Retry-After": "17"}))
+def test_retry_after_is_read_in_seconds_and_as_a_date(destination):
+    destination.script(Answer(429, "{}", {"Retry-After": "17"}))
     with pytest.raises(DeliveryFailed) as throttled:
-        connector().deliver(Destination(url=server.url), REQUEST)
+        connector().deliver(Destination(url=destination.url), REQUEST)
     assert throttled.value.retry_after_seconds == 17
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert parse_retry_after("soon") is None
-
-
-@pytest.fixture(scope="module")
-def pki() -> Pki:
-    return build_pki()
-
-
-@pytest.fixture
-def mtls_server(pki: Pki, tmp_path) -> Iterator[SoapServer]:
-    ca, cert, key = pki.write_server_files(tmp_path)
-    with SoapServer(ca, cert, key) as running:
-        yield running
 
 
 def test_mtls_with_a_pkcs12_client_certificate(pki, mtls_server):

@@ -14,7 +14,7 @@ from hub.delivery.soap import SoapConnector
 from hub.delivery.tls import CertificateInvalid
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination, DestinationProtocol, Platform, SoapSettings
-from tests.pki import PFX_PASSWORD, Pki, build_pki
+from tests.pki import PFX_PASSWORD, Pki
 from tests.soap_server import Behaviour, SoapServer
 
 WSDL = "nfelib:nfe/wsdl/v4_0/nfestatusservico4.wsdl"
@@ -36,11 +36,6 @@ class FixedCertificates:
     def client_certificate(self, destination: Destination) -> ClientCertificate | None:
         self.asked.append(destination.client_certificate_id)
         return self.certificate
-
-
-@pytest.fixture(scope="module")
-def pki() -> Pki:
-    return build_pki()
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 # Fail fast inside a Lambda with a 10 s budget: a few quick retries on throttling and 5xx,
 # short timeouts, then the caller answers 503 (safe to resend).
@@ -31,3 +32,8 @@ def client(service: str) -> Any:
 def reset_clients() -> None:
     """Forget cached clients (tests that switch AWS endpoints between cases)."""
     client.cache_clear()
+
+
+def error_code(exc: ClientError) -> str:
+    """The AWS error code of a failed call (what adapters decide on, never the message)."""
+    return str(exc.response.get("Error", {}).get("Code", ""))

@@ -23,7 +23,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hub.adapters.aws import client
+from hub.adapters.aws import client, error_code
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
@@ -53,15 +53,15 @@ def format_ts(value: datetime) -> str:
     return value.astimezone(UTC).strftime(_TS_FORMAT)
 
 
-def _encode(item: Mapping[str, Any]) -> dict[str, Any]:
+def encode(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _ser.serialize(v) for k, v in item.items() if v is not None}
 
 
-def _decode(item: Mapping[str, Any]) -> dict[str, Any]:
+def decode(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _deser.deserialize(v) for k, v in item.items()}
 
 
-def _epoch(value: datetime) -> int:
+def epoch(value: datetime) -> int:
     return int(value.timestamp())
 
 
@@ -74,10 +74,6 @@ def _storage(operation: str) -> Iterator[None]:
         raise StorageUnavailable(
             "message storage is temporarily unavailable", details={"operation": operation}
         ) from exc
-
-
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 # --- keys -------------------------------------------------------------------------------
@@ -135,11 +131,11 @@ def _record_item(record: MessageRecord) -> dict[str, Any]:
 
 
 def _record_from(item: Mapping[str, Any]) -> MessageRecord:
-    return MessageRecord.model_validate(_decode(item))
+    return MessageRecord.model_validate(decode(item))
 
 
 def _api_key_from(item: Mapping[str, Any]) -> ApiKey:
-    data = _decode(item)
+    data = decode(item)
     ids = data.get("integration_ids")
     return ApiKey(
         key_id=data["key_id"],
@@ -151,13 +147,13 @@ def _api_key_from(item: Mapping[str, Any]) -> ApiKey:
 
 
 def _integration_from(item: Mapping[str, Any]) -> Integration:
-    return Integration.model_validate_json(_decode(item)["config_json"])
+    return Integration.model_validate_json(decode(item)["config_json"])
 
 
 def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim | None:
-    data = _decode(item)
+    data = decode(item)
     # TTL deletes lazily (up to days late): an expired claim no longer counts.
-    if int(data["expires_at"]) <= _epoch(now):
+    if int(data["expires_at"]) <= epoch(now):
         return None
     return Claim(
         kind=kind,
@@ -175,12 +171,12 @@ class DynamoConfigRepository:
 
     def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
         with _storage("GetItem"):
-            answer = client("dynamodb").get_item(TableName=self._table, Key=_encode(key))
+            answer = client("dynamodb").get_item(TableName=self._table, Key=encode(key))
         return answer.get("Item")
 
     def _put(self, item: dict[str, Any]) -> None:
         with _storage("PutItem"):
-            client("dynamodb").put_item(TableName=self._table, Item=_encode(item))
+            client("dynamodb").put_item(TableName=self._table, Item=encode(item))
 
     def get_api_key(self, key_hash: str) -> ApiKey | None:
         item = self._get(api_key_key(key_hash))
@@ -227,7 +223,7 @@ class DynamoMessageRepository:
     def _batch_get(self, keys: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
         """Consistent BatchGetItem of `keys`, following UnprocessedKeys; items by PK."""
         found: dict[str, dict[str, Any]] = {}
-        request: dict[str, Any] = {self._table: {"Keys": [_encode(k) for k in keys], "ConsistentRead": True}}
+        request: dict[str, Any] = {self._table: {"Keys": [encode(k) for k in keys], "ConsistentRead": True}}
         with _storage("BatchGetItem"):
             for _ in range(_MAX_BATCH_ROUNDS):
                 answer = client("dynamodb").batch_get_item(RequestItems=request)
@@ -287,7 +283,7 @@ class DynamoMessageRepository:
                 {
                     **fingerprint_claim_key(record.integration_id, record.fingerprint),
                     **base,
-                    "expires_at": _epoch(new.fingerprint_expires_at),
+                    "expires_at": epoch(new.fingerprint_expires_at),
                 },
             )
         ]
@@ -298,7 +294,7 @@ class DynamoMessageRepository:
                     {
                         **idempotency_claim_key(record.integration_id, new.idempotency_key_hash),
                         **base,
-                        "expires_at": _epoch(new.idempotency_expires_at),
+                        "expires_at": epoch(new.idempotency_expires_at),
                     },
                 )
             )
@@ -312,10 +308,10 @@ class DynamoMessageRepository:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": _encode(item),
+                    "Item": encode(item),
                     # A claim whose TTL passed but is not yet deleted may be taken over.
                     "ConditionExpression": f"{fresh} OR expires_at <= :now",
-                    "ExpressionAttributeValues": {":now": {"N": str(_epoch(now))}},
+                    "ExpressionAttributeValues": {":now": {"N": str(epoch(now))}},
                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                 }
             }
@@ -325,7 +321,7 @@ class DynamoMessageRepository:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": _encode(_record_item(record)),
+                    "Item": encode(_record_item(record)),
                     "ConditionExpression": fresh,
                 }
             }
@@ -334,7 +330,7 @@ class DynamoMessageRepository:
             {
                 "Put": {
                     "TableName": self._table,
-                    "Item": _encode(
+                    "Item": encode(
                         {
                             **payload_key(record.message_id),
                             "item_type": "payload",
@@ -349,7 +345,7 @@ class DynamoMessageRepository:
         try:
             client("dynamodb").transact_write_items(TransactItems=transact)
         except ClientError as exc:
-            if _error_code(exc) != "TransactionCanceledException":
+            if error_code(exc) != "TransactionCanceledException":
                 raise StorageUnavailable(
                     "message storage is temporarily unavailable", details={"operation": "TransactWriteItems"}
                 ) from exc
@@ -377,7 +373,7 @@ class DynamoMessageRepository:
         with _storage("GetItem"):
             item = (
                 client("dynamodb")
-                .get_item(TableName=self._table, Key=_encode(status_key(message_id)), ConsistentRead=True)
+                .get_item(TableName=self._table, Key=encode(status_key(message_id)), ConsistentRead=True)
                 .get("Item")
             )
         return _record_from(item) if item else None
@@ -395,10 +391,10 @@ class DynamoMessageRepository:
         with _storage("GetItem"):
             item = (
                 client("dynamodb")
-                .get_item(TableName=self._table, Key=_encode(payload_key(message_id)), ConsistentRead=True)
+                .get_item(TableName=self._table, Key=encode(payload_key(message_id)), ConsistentRead=True)
                 .get("Item")
             )
-        return str(_decode(item)["payload"]) if item else None
+        return str(decode(item)["payload"]) if item else None
 
     def transition(
         self, record: MessageRecord, target: PipelineStatus, now: datetime, **changes: Any
@@ -438,7 +434,7 @@ class DynamoMessageRepository:
         try:
             answer = client("dynamodb").update_item(
                 TableName=self._table,
-                Key=_encode(status_key(record.message_id)),
+                Key=encode(status_key(record.message_id)),
                 UpdateExpression=expression,
                 # Optimistic: the stored status must still be the one the caller decided on, so a
                 # stale step can neither regress nor revive a message (e.g. after a cancel).
@@ -449,11 +445,11 @@ class DynamoMessageRepository:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise StorageUnavailable(
                     "message storage is temporarily unavailable", details={"operation": "UpdateItem"}
                 ) from exc
-            old = _decode(exc.response.get("Item") or {})
+            old = decode(exc.response.get("Item") or {})
             if old.get("tenant_id") != record.tenant_id:
                 raise NotFound("message not found") from exc
             current = old["pipeline_status"]

@@ -22,8 +22,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hub.adapters.aws import client
-from hub.adapters.dynamodb import _decode, _encode, _epoch, _error_code, format_ts, status_key
+from hub.adapters.aws import client, error_code
+from hub.adapters.dynamodb import decode, encode, epoch, format_ts, status_key
 from hub.errors import StorageUnavailable
 
 
@@ -45,12 +45,12 @@ class DynamoPipelineStore:
         try:
             client("dynamodb").put_item(
                 TableName=self._table,
-                Item=_encode(item),
+                Item=encode(item),
                 ConditionExpression=condition,
-                ExpressionAttributeValues=_encode(values),
+                ExpressionAttributeValues=encode(values),
             )
         except ClientError as exc:
-            if _error_code(exc) == "ConditionalCheckFailedException":
+            if error_code(exc) == "ConditionalCheckFailedException":
                 return False
             raise _failed("PutItem", exc) from exc
         except BotoCoreError as exc:
@@ -61,27 +61,27 @@ class DynamoPipelineStore:
         try:
             client("dynamodb").delete_item(
                 TableName=self._table,
-                Key=_encode(key),
+                Key=encode(key),
                 ConditionExpression=condition,
-                ExpressionAttributeValues=_encode(values),
+                ExpressionAttributeValues=encode(values),
             )
         except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise _failed("DeleteItem", exc) from exc
         except BotoCoreError as exc:
             raise _failed("DeleteItem", exc) from exc
 
     def _get(self, key: dict[str, str]) -> dict[str, Any] | None:
         try:
-            item = client("dynamodb").get_item(TableName=self._table, Key=_encode(key), ConsistentRead=True)
+            item = client("dynamodb").get_item(TableName=self._table, Key=encode(key), ConsistentRead=True)
         except (BotoCoreError, ClientError) as exc:
             raise _failed("GetItem", exc) from exc
         found = item.get("Item")
-        return _decode(found) if found else None
+        return decode(found) if found else None
 
     def _put(self, item: dict[str, Any]) -> None:
         try:
-            client("dynamodb").put_item(TableName=self._table, Item=_encode(item))
+            client("dynamodb").put_item(TableName=self._table, Item=encode(item))
         except (BotoCoreError, ClientError) as exc:
             raise _failed("PutItem", exc) from exc
 
@@ -98,10 +98,10 @@ class DynamoPipelineStore:
                 "SK": "ADMISSION",
                 "item_type": "admission",
                 "execution_id": execution_id,
-                "heartbeat_at": _epoch(now),
+                "heartbeat_at": epoch(now),
             },
             "attribute_not_exists(PK) OR execution_id = :mine OR heartbeat_at < :stale",
-            {":mine": execution_id, ":stale": _epoch(now - abandoned_after)},
+            {":mine": execution_id, ":stale": epoch(now - abandoned_after)},
         )
 
     def release_admission(self, message_id: str, operation: str, execution_id: str) -> None:
@@ -124,19 +124,19 @@ class DynamoPipelineStore:
                 "PK": f"RECENT#{message_id}#{operation}",
                 "SK": "DONE",
                 "item_type": "recent_completion",
-                "expires_at": _epoch(now + window),
+                "expires_at": epoch(now + window),
             }
         )
 
     def recently_completed(self, message_id: str, operation: str, now: datetime) -> bool:
         item = self._get({"PK": f"RECENT#{message_id}#{operation}", "SK": "DONE"})
-        return item is not None and int(item["expires_at"]) > _epoch(now)
+        return item is not None and int(item["expires_at"]) > epoch(now)
 
     # --- (3) message dedup ---------------------------------------------------------------------
 
     def step_done(self, step_id: str, now: datetime) -> bool:
         item = self._get({"PK": f"STEP#{step_id}", "SK": "DONE"})
-        return item is not None and int(item["expires_at"]) > _epoch(now)
+        return item is not None and int(item["expires_at"]) > epoch(now)
 
     def record_step_done(self, step_id: str, now: datetime, window: timedelta) -> None:
         self._put(
@@ -144,7 +144,7 @@ class DynamoPipelineStore:
                 "PK": f"STEP#{step_id}",
                 "SK": "DONE",
                 "item_type": "step_done",
-                "expires_at": _epoch(now + window),
+                "expires_at": epoch(now + window),
             }
         )
 
@@ -158,11 +158,11 @@ class DynamoPipelineStore:
                 "SK": "LOCK",
                 "item_type": "lock",
                 "lock_owner": owner,
-                "lease_until": _epoch(now + lease),
-                "expires_at": _epoch(now + lease + timedelta(days=1)),
+                "lease_until": epoch(now + lease),
+                "expires_at": epoch(now + lease + timedelta(days=1)),
             },
             "attribute_not_exists(PK) OR lock_owner = :me OR lease_until < :now",
-            {":me": owner, ":now": _epoch(now)},
+            {":me": owner, ":now": epoch(now)},
         )
 
     def release_lock(self, entity: str, owner: str) -> None:
@@ -191,13 +191,13 @@ class DynamoPipelineStore:
         try:
             client("dynamodb").update_item(
                 TableName=self._table,
-                Key=_encode(status_key(message_id)),
+                Key=encode(status_key(message_id)),
                 UpdateExpression="SET superseded_by = :by",
                 ConditionExpression="attribute_exists(PK)",
-                ExpressionAttributeValues=_encode({":by": by_message_id}),
+                ExpressionAttributeValues=encode({":by": by_message_id}),
             )
         except ClientError as exc:
-            if _error_code(exc) != "ConditionalCheckFailedException":
+            if error_code(exc) != "ConditionalCheckFailedException":
                 raise _failed("UpdateItem", exc) from exc
         except BotoCoreError as exc:
             raise _failed("UpdateItem", exc) from exc
@@ -240,9 +240,9 @@ class DynamoPipelineStore:
             answer = client("dynamodb").query(
                 TableName=self._table,
                 KeyConditionExpression="PK = :pk AND begins_with(SK, :log)",
-                ExpressionAttributeValues=_encode({":pk": f"MSG#{message_id}", ":log": "LOG#"}),
+                ExpressionAttributeValues=encode({":pk": f"MSG#{message_id}", ":log": "LOG#"}),
                 ConsistentRead=True,
             )
         except (BotoCoreError, ClientError) as exc:
             raise _failed("Query", exc) from exc
-        return [_decode(item) for item in answer.get("Items", [])]
+        return [decode(item) for item in answer.get("Items", [])]

@@ -7,19 +7,13 @@ from datetime import UTC, datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hub.adapters.aws import client
-from hub.adapters.dynamodb import _error_code
+from hub.adapters.aws import client, error_code
 from hub.domain.message import StepMessage
 from hub.errors import ServiceUnavailable
 
 
 class SchedulerUnavailable(ServiceUnavailable):
     code = "scheduler_unavailable"
-
-
-def retry_schedule_name(message_id: str, retry_number: int) -> str:
-    """Deterministic per message and retry: scheduling the same retry twice is a no-op."""
-    return f"retry-{message_id}-{retry_number}"
 
 
 class EventBridgeRetryScheduler:
@@ -42,7 +36,7 @@ class EventBridgeRetryScheduler:
                 Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": step.model_dump_json()},
             )
         except ClientError as exc:
-            if _error_code(exc) == "ConflictException":
+            if error_code(exc) == "ConflictException":
                 return  # already scheduled by an earlier run of this step
             raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
         except BotoCoreError as exc:

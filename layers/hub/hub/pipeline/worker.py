@@ -30,7 +30,13 @@ from hub.domain.failure import ErrorClass
 from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, PayloadFormat, PipelineStep, StepMessage
 from hub.domain.status import FINAL_STATUSES, PipelineStatus
-from hub.domain.tenancy import DestinationProtocol, DuplicateHandling, Integration, IntegrationMode
+from hub.domain.tenancy import (
+    DestinationProtocol,
+    DuplicateHandling,
+    Integration,
+    IntegrationMode,
+    MessageTypeConfig,
+)
 from hub.errors import HubError, InvalidTransition, QueueUnavailable
 from hub.mapping import MappingError
 from hub.mapping.engine import MappedOutput, apply_mapping, looks_like_xml, passthrough, read_payload
@@ -276,11 +282,12 @@ class PipelineWorker:
             self._fail_terminal(record, step, now, ErrorClass.SYNTAX, failed.message, field=failed.field)
             return None
 
-        if self._duplicate_rejected(record, step, document, integration, now):
+        if self._duplicate_rejected(record, step, document, rules_for_type, now):
             return None
         try:
             mapping = rules_for_type.mapping
-            mapped: MappedOutput = apply_mapping(mapping, payload) if mapping else passthrough(payload)
+            # The mapping reads the document parsed above; passthrough sends the payload as received.
+            mapped: MappedOutput = apply_mapping(mapping, document) if mapping else passthrough(payload)
         except MappingError as failed:
             self._fail_terminal(record, step, now, ErrorClass.SYNTAX, failed.message, field=failed.field)
             return None
@@ -296,19 +303,18 @@ class PipelineWorker:
         record: MessageRecord,
         step: StepMessage,
         document: Any,
-        integration: Integration,
+        config: MessageTypeConfig,
         now: datetime,
     ) -> bool:
         """Business-key duplicates (seed 000, "Tratamento de Duplicatas"), read from the JSON
         payload or the parsed XML document. True when rejected."""
-        config = integration.message_type_config(record.message_type)
         values = idempotency.duplicate_key_values(
             document if isinstance(document, dict) else "", config.duplicate_key_fields
         )
         if not values:
             return False
         digest = idempotency.sha256_hex(chr(31).join(values).encode())
-        key = f"{integration.integration_id}#{record.message_type}#{digest}"
+        key = f"{record.integration_id}#{record.message_type}#{digest}"
         if config.duplicate_handling is DuplicateHandling.REJECT:
             earlier = self._store.claim_business_key(key, record.message_id)
             if earlier is None or earlier == record.message_id:
