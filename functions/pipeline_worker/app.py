@@ -7,7 +7,6 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -28,8 +27,7 @@ def record_handler(record: SQSRecord) -> None:
     step = StepMessage.model_validate_json(record.body)
     sent_at = datetime.fromtimestamp(int(record.attributes.sent_timestamp) / 1000, UTC)
     last = int(record.attributes.approximate_receive_count) >= settings().pipeline_max_receives
-    report = pipeline_worker().run(step, sent_at, last_delivery=last)
-    metrics.add_metric(name=f"Step_{step.step.value}_{report.outcome.value}", unit=MetricUnit.Count, value=1)
+    pipeline_worker().run(step, sent_at, last_delivery=last)
 
 
 @logger.inject_lambda_context

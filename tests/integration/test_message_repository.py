@@ -166,16 +166,30 @@ class TestTransitions:
 
     def test_a_late_retry_cannot_revive_a_cancelled_message(self, stack):
         repo, record = self._created(stack)
-        failed = repo.transition(record, PipelineStatus.ERROR, NOW)
-        pending = repo.transition(failed, PipelineStatus.RETRY_PENDING, NOW, retry_count=1)
+        mapped = repo.transition(record, PipelineStatus.MAPPED, NOW)
+        pending = repo.transition(mapped, PipelineStatus.RETRY_PENDING, NOW, retry_count=1)
         repo.transition(pending, PipelineStatus.CANCELLED, NOW)
 
         with pytest.raises(InvalidTransition) as raised:
             # The scheduled retry still believes the message is retry_pending.
-            repo.transition(pending, PipelineStatus.RECEIVED, NOW)
+            repo.transition(pending, PipelineStatus.SENT, NOW)
 
         assert raised.value.details["from"] == "cancelled"
         assert stack.message_items()[0]["pipeline_status"]["S"] == "cancelled"
+
+    def test_a_further_retry_applies_once_even_when_two_copies_decide_it(self, stack):
+        repo, record = self._created(stack)
+        mapped = repo.transition(record, PipelineStatus.MAPPED, NOW)
+        pending = repo.transition(mapped, PipelineStatus.RETRY_PENDING, NOW, retry_count=1)
+        later = NOW + timedelta(seconds=30)
+
+        again = repo.transition(pending, PipelineStatus.RETRY_PENDING, later, retry_count=2)
+        with pytest.raises(InvalidTransition):
+            # A second copy of the same attempt read the same record: it must not count again.
+            repo.transition(pending, PipelineStatus.RETRY_PENDING, later, retry_count=2)
+
+        assert again.retry_count == 2
+        assert stack.message_items()[0]["retry_count"]["N"] == "2"
 
     def test_a_transition_outside_the_table_is_refused_before_any_write(self, stack):
         repo, record = self._created(stack)

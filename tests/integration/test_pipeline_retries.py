@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer
@@ -30,6 +31,13 @@ def fire_all(stack) -> int:
         boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=schedule["Target"]["Input"])
         boto3.client("scheduler").delete_schedule(GroupName=schedule["GroupName"], Name=schedule["Name"])
     return len(fired)
+
+
+def run_with_retries(stack, worker) -> None:
+    """Runs the worker, then fires every retry schedule it leaves, until none is left."""
+    worker()
+    while fire_all(stack):
+        worker()
 
 
 AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=2)
@@ -76,9 +84,7 @@ def test_scenario_c_exhausted_retries_end_in_dead_letter(stack, tenancy, ingest_
     destination.script(Answer(503))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
 
-    worker()
-    while fire_all(stack):
-        worker()
+    run_with_retries(stack, worker)
 
     final = status(stack, message_id)
     assert final["pipeline_status"] == "dead_letter"
@@ -91,9 +97,7 @@ def test_scenario_c_without_dead_letter_stays_error(stack, tenancy, ingest_api, 
     configure(stack, tenancy, destination, retry_policy=AUTO.model_copy(update={"retry_dead_letter": False}))
     destination.script(Answer(503))
     message_id = send(ingest_api, tenancy, {"n": 1}, "order")
-    worker()
-    while fire_all(stack):
-        worker()
+    run_with_retries(stack, worker)
     assert status(stack, message_id)["pipeline_status"] == "error"
 
 
@@ -152,3 +156,110 @@ def test_a_429_is_never_retried_before_its_retry_after(stack, tenancy, ingest_ap
     assert pending["last_retry_error_class"] == "http_429"
     next_retry_at = datetime.fromisoformat(pending["next_retry_at"])
     assert next_retry_at >= before + timedelta(seconds=899)
+
+
+def status_history(stack, message_id: str) -> list[str]:
+    """Every pipeline_status the message's status record was written with, from the table's
+    stream (one entry per write)."""
+    streams = boto3.client("dynamodbstreams")
+    arn = boto3.client("dynamodb").describe_table(TableName=stack.table)["Table"]["LatestStreamArn"]
+    history = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        for record in streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]:
+            image = record["dynamodb"].get("NewImage", {})
+            if image.get("PK", {}).get("S") == f"MSG#{message_id}" and image["SK"]["S"] == "STATUS":
+                history.append(image["pipeline_status"]["S"])
+    return history
+
+
+def test_a_failed_attempt_and_its_retry_decision_are_written_in_one_update(
+    stack, tenancy, ingest_api, worker, destination
+):
+    configure(stack, tenancy, destination, retry_policy=AUTO)
+    destination.script(Answer(503))
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
+
+    run_with_retries(stack, worker)
+
+    # No intermediate `error` write between an attempt and its decision.
+    assert status_history(stack, message_id) == [
+        "received",
+        "mapped",
+        "retry_pending",
+        "retry_pending",
+        "dead_letter",
+    ]
+    assert status(stack, message_id)["last_retry_error_class"] == "http_5xx"
+    assert "next_retry_at" not in status(stack, message_id)
+
+
+def test_a_410_is_never_retried_and_flags_the_connection_as_gone(
+    stack, tenancy, ingest_api, worker, destination
+):
+    configure(stack, tenancy, destination, retry_policy=AUTO)
+    destination.script(Answer(410, '{"error": "endpoint retired"}'))
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
+
+    worker()
+
+    failed = status(stack, message_id)
+    assert (failed["pipeline_status"], failed["last_retry_error_class"]) == ("error", "http_410")
+    assert schedules(stack) == []
+    config = DynamoConfigRepository(stack.table)
+    integration = config.get_integration(tenancy.integration_id)
+    assert integration is not None
+    assert integration.connection_gone_at is not None
+    # Saving the connection again (the operator fixed it) clears the flag.
+    config.put_integration(integration)
+    refreshed = config.get_integration(tenancy.integration_id)
+    assert refreshed is not None
+    assert refreshed.connection_gone_at is None
+
+
+def test_an_uncertain_timeout_left_to_the_operator_is_marked_uncertain(
+    stack, tenancy, ingest_api, worker, destination
+):
+    configure(stack, tenancy, destination, retry_policy=AUTO, read_timeout_seconds=0.3)
+    destination.script(Answer(200, "{}", delay_seconds=1.0))
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
+
+    worker()
+
+    failed = status(stack, message_id)
+    assert (failed["pipeline_status"], failed["last_retry_error_class"]) == ("error", "timeout")
+    assert failed["uncertain"] is True
+
+
+def emf_metrics(output: str) -> list[tuple[str, dict[str, str]]]:
+    """(metric name, dimensions) of every EMF document the handlers printed."""
+    found = []
+    for line in output.splitlines():
+        if not line.startswith('{"_aws"'):
+            continue
+        document = json.loads(line)
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            dimensions = {name: document[name] for name in directive["Dimensions"][0]}
+            found += [(metric["Name"], dimensions) for metric in directive["Metrics"]]
+    return found
+
+
+def test_retries_and_dead_letters_are_counted_in_cloudwatch_metrics(
+    stack, tenancy, ingest_api, worker, destination, capsys
+):
+    configure(stack, tenancy, destination, retry_policy=AUTO)
+    destination.script(Answer(503))
+    send(ingest_api, tenancy, {"n": 1}, "order")
+    capsys.readouterr()
+
+    run_with_retries(stack, worker)
+
+    metrics = emf_metrics(capsys.readouterr().out)
+    service = {"service": "integration-hub"}
+    assert metrics.count(("RetriesScheduled", {"error_class": "http_5xx", **service})) == 2
+    # The alarm in template.yaml matches this exact name and dimension set.
+    assert metrics.count(("DeadLettered", service)) == 1
+    assert ("StepFailed", {"step": "deliver", **service}) in metrics
+    assert ("StepDuration", {"step": "process", **service}) in metrics

@@ -56,6 +56,11 @@ class ConfigRepository(Protocol):
 
     def put_api_key(self, api_key: ApiKey) -> None: ...
 
+    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
+        """Marks the integration's connection as gone (the destination answered 410). Saving the
+        integration again clears it."""
+        ...
+
 
 class MessageRepository(Protocol):
     def lookup_for_ingest(
@@ -96,3 +101,12 @@ class StepQueue(Protocol):
         """Enqueues one step message, visible after `delay_seconds` (SQS caps it at 900).
         Raises QueueUnavailable if it was not accepted."""
         ...
+
+
+class Metrics(Protocol):
+    """Operational counters (CloudWatch EMF in Lambda). Dimensions stay few: each distinct
+    combination is a billed custom metric."""
+
+    def count(self, name: str, value: float = 1, **dimensions: str) -> None: ...
+
+    def duration_ms(self, name: str, milliseconds: float, **dimensions: str) -> None: ...

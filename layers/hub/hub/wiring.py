@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from hub.adapters.certificates import NoCertificateStore
 from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
+from hub.adapters.metrics import EmfMetrics
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.adapters.scheduler import EventBridgeRetryScheduler
 from hub.adapters.sqs import SqsStepQueue
@@ -55,7 +56,8 @@ def build_pipeline_worker() -> PipelineWorker:
             DestinationProtocol.HTTP: HttpConnector(certificates),
             DestinationProtocol.SOAP: SoapConnector(certificates),
         },
-        on_failure=RetryOrchestrator(messages, retry_scheduler()),
+        on_failure=RetryOrchestrator(retry_scheduler()),
+        metrics=EmfMetrics(),
     )
 
 

@@ -43,7 +43,9 @@ _CHANGEABLE_FIELDS = frozenset(
         "retry_count",
         "next_retry_at",
         "last_retry_error_class",
+        "uncertain",
         "execution_id",
+        "execution_started_at",
     }
 )
 
@@ -147,7 +149,12 @@ def _api_key_from(item: Mapping[str, Any]) -> ApiKey:
 
 
 def _integration_from(item: Mapping[str, Any]) -> Integration:
-    return Integration.model_validate_json(decode(item)["config_json"])
+    data = decode(item)
+    integration = Integration.model_validate_json(data["config_json"])
+    gone_at = data.get("connection_gone_at")
+    if gone_at:
+        integration = integration.model_copy(update={"connection_gone_at": datetime.fromisoformat(gone_at)})
+    return integration
 
 
 def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim | None:
@@ -195,9 +202,32 @@ class DynamoConfigRepository:
                 **integration_key(integration.integration_id),
                 "item_type": "integration",
                 "tenant_id": integration.tenant_id,
-                "config_json": integration.model_dump_json(),
+                # The gone flag is the hub's observation, kept beside the configuration.
+                "config_json": integration.model_dump_json(exclude={"connection_gone_at"}),
             }
         )
+
+    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
+        """Sets `connection_gone_at` beside the stored configuration (only if the integration
+        still exists); put_integration replaces the item, so saving the connection clears it."""
+        try:
+            client("dynamodb").update_item(
+                TableName=self._table,
+                Key=encode(integration_key(integration_id)),
+                UpdateExpression="SET connection_gone_at = :at, connection_gone_status = :status",
+                ConditionExpression="attribute_exists(PK)",
+                ExpressionAttributeValues=encode({":at": format_ts(now), ":status": dest_status or "410"}),
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return
+            raise StorageUnavailable(
+                "configuration storage is temporarily unavailable", details={"operation": "UpdateItem"}
+            ) from exc
+        except BotoCoreError as exc:
+            raise StorageUnavailable(
+                "configuration storage is temporarily unavailable", details={"operation": "UpdateItem"}
+            ) from exc
 
     def put_api_key(self, api_key: ApiKey) -> None:
         ids = sorted(api_key.integration_ids) if api_key.integration_ids is not None else None
@@ -431,6 +461,13 @@ class DynamoMessageRepository:
         names["#st"] = "pipeline_status"
         values[":expected"] = {"S": expected.value}
         values[":tenant"] = {"S": record.tenant_id}
+        condition = "attribute_exists(PK) AND tenant_id = :tenant AND #st = :expected"
+        if target is expected:
+            # A move to the same status (another retry, a rerun) must also be the first since the
+            # caller read it: two copies of one decision cannot both apply.
+            names["#up"] = "updated_at"
+            values[":read_at"] = {"S": format_ts(record.updated_at)}
+            condition += " AND #up = :read_at"
         try:
             answer = client("dynamodb").update_item(
                 TableName=self._table,
@@ -438,7 +475,7 @@ class DynamoMessageRepository:
                 UpdateExpression=expression,
                 # Optimistic: the stored status must still be the one the caller decided on, so a
                 # stale step can neither regress nor revive a message (e.g. after a cancel).
-                ConditionExpression="attribute_exists(PK) AND tenant_id = :tenant AND #st = :expected",
+                ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",

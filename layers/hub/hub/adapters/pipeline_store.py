@@ -3,7 +3,7 @@
 Items (PK / SK), all in the hub table:
 
 - ``ADM#<message>#<operation>`` / ``ADMISSION``  the live execution (admission control)
-- ``RECENT#<message>#<operation>`` / ``DONE``  recent completion (TTL 5 min)
+- ``RECENT#<message>#<operation>`` / ``DONE``  recent completion of an execution (TTL 5 min)
 - ``STEP#<step id>`` / ``DONE``             completed step message ids (TTL 5 min)
 - ``LOCK#<entity>`` / ``LOCK``              per-entity lease (one step at a time)
 - ``BK#<integration>#<type>#<key hash>`` / ``CURRENT``  current message of a business key
@@ -118,19 +118,28 @@ class DynamoPipelineStore:
 
     # --- (2) recent completion ---------------------------------------------------------------
 
-    def mark_completed(self, message_id: str, operation: str, now: datetime, window: timedelta) -> None:
+    def mark_completed(
+        self, message_id: str, operation: str, execution_id: str, now: datetime, window: timedelta
+    ) -> None:
         self._put(
             {
                 "PK": f"RECENT#{message_id}#{operation}",
                 "SK": "DONE",
                 "item_type": "recent_completion",
+                "execution_id": execution_id,
                 "expires_at": epoch(now + window),
             }
         )
 
-    def recently_completed(self, message_id: str, operation: str, now: datetime) -> bool:
+    def recently_completed(self, message_id: str, operation: str, execution_id: str, now: datetime) -> bool:
+        """True when `execution_id` finished within the window. An operator's reprocess is a new
+        execution: the completion of the one before does not hold it back."""
         item = self._get({"PK": f"RECENT#{message_id}#{operation}", "SK": "DONE"})
-        return item is not None and int(item["expires_at"]) > epoch(now)
+        return (
+            item is not None
+            and item.get("execution_id") == execution_id
+            and int(item["expires_at"]) > epoch(now)
+        )
 
     # --- (3) message dedup ---------------------------------------------------------------------
 

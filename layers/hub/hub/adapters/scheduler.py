@@ -41,3 +41,14 @@ class EventBridgeRetryScheduler:
             raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
         except BotoCoreError as exc:
             raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
+
+    def cancel(self, name: str) -> bool:
+        try:
+            client("scheduler").delete_schedule(Name=name, GroupName=self._group)
+        except ClientError as exc:
+            if error_code(exc) == "ResourceNotFoundException":
+                return False  # already fired (ActionAfterCompletion DELETE) or cancelled
+            raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
+        except BotoCoreError as exc:
+            raise SchedulerUnavailable("retry scheduling is temporarily unavailable") from exc
+        return True

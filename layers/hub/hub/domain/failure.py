@@ -12,6 +12,8 @@ class ErrorClass(StrEnum):
     HTTP_4XX = "http_4xx"
     HTTP_401 = "http_401"
     HTTP_429 = "http_429"
+    #: The destination says the resource is gone for good: the connection is flagged.
+    HTTP_410 = "http_410"
     TIMEOUT = "timeout"
     NETWORK = "network"
     TLS = "tls"
@@ -19,17 +21,14 @@ class ErrorClass(StrEnum):
     SOAP_FAULT = "soap_fault"
 
 
+_SPECIAL_STATUSES = {401: ErrorClass.HTTP_401, 410: ErrorClass.HTTP_410, 429: ErrorClass.HTTP_429}
+
+
 def classify_http_status(status: int) -> ErrorClass | None:
     """The class of an HTTP answer; None for success (2xx). Redirects are not followed, so a 3xx
     means nothing was delivered: a configuration problem, never retried (http_4xx)."""
     if status < 300:
         return None
-    if 300 <= status < 400:
-        return ErrorClass.HTTP_4XX
-    if status == 401:
-        return ErrorClass.HTTP_401
-    if status == 429:
-        return ErrorClass.HTTP_429
     if status >= 500:
         return ErrorClass.HTTP_5XX
-    return ErrorClass.HTTP_4XX
+    return _SPECIAL_STATUSES.get(status, ErrorClass.HTTP_4XX)

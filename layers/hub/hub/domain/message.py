@@ -63,6 +63,11 @@ class MessageRecord(BaseModel):
     retry_count: int = 0
     next_retry_at: datetime | None = None
     last_retry_error_class: str | None = None
+    #: A timeout after the request was sent: the destination may have applied it.
+    uncertain: bool = False
+    #: When the current execution started (an operator's reprocess starts a new one); the retry
+    #: policy's max age counts from here. None: the first execution, started at received_at.
+    execution_started_at: datetime | None = None
     #: Set when a later message with the same business key replaced this one (overwrite).
     superseded_by: str | None = None
 

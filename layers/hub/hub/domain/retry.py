@@ -8,6 +8,7 @@ the `RetryDecision` this returns.
 | http_429     | yes, never earlier than its Retry-After                        |
 | http_401     | yes (a token may have been renewed)                            |
 | http_4xx     | no: a payload problem, whatever the policy                     |
+| http_410     | no, and the connection is flagged as gone                      |
 | network      | yes: nothing reached the destination                           |
 | timeout      | uncertain: only if the connection honours our Idempotency-Key  |
 | tls          | no                                                             |
@@ -44,6 +45,7 @@ CLASSIFICATION: MappingProxyType[ErrorClass, Retryable] = MappingProxyType(
         ErrorClass.HTTP_429: Retryable.YES,
         ErrorClass.HTTP_401: Retryable.YES,
         ErrorClass.HTTP_4XX: Retryable.NO,
+        ErrorClass.HTTP_410: Retryable.NO,
         ErrorClass.NETWORK: Retryable.YES,
         ErrorClass.TIMEOUT: Retryable.UNCERTAIN,
         ErrorClass.TLS: Retryable.NO,

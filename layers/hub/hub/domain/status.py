@@ -25,17 +25,31 @@ class PipelineStatus(StrEnum):
 
 S = PipelineStatus
 
-#: from-status -> statuses it may move to. Re-running a message (operator reprocess, a
-#: scheduled retry) goes back to `received`; everything else only moves forward.
+#: from-status -> statuses it may move to. An operator's reprocess starts a new execution from
+#: `received` (also from `received` / `mapped` when the last execution died and left it there);
+#: everything else only moves forward. A failed delivery goes straight to its outcome in one
+#: update: `error`, `retry_pending` (another retry: also from `retry_pending`) or `dead_letter`.
 ALLOWED_TRANSITIONS: MappingProxyType[PipelineStatus, frozenset[PipelineStatus]] = MappingProxyType(
     {
         S.RECEIVED: frozenset(
-            {S.MAPPED, S.SENT, S.ERROR, S.RECEIVED_OBSERVED, S.DUPLICATE_REJECTED, S.CANCELLED}
+            {
+                S.RECEIVED,
+                S.MAPPED,
+                S.SENT,
+                S.ERROR,
+                S.RECEIVED_OBSERVED,
+                S.DUPLICATE_REJECTED,
+                S.CANCELLED,
+            }
         ),
-        S.MAPPED: frozenset({S.SENT, S.ERROR, S.RECEIVED_OBSERVED, S.CANCELLED}),
-        S.ERROR: frozenset({S.RETRY_PENDING, S.DEAD_LETTER, S.RECEIVED, S.CANCELLED}),
+        S.MAPPED: frozenset(
+            {S.RECEIVED, S.SENT, S.ERROR, S.RETRY_PENDING, S.DEAD_LETTER, S.RECEIVED_OBSERVED, S.CANCELLED}
+        ),
+        S.ERROR: frozenset({S.RECEIVED, S.CANCELLED}),
         # A scheduled retry runs the deliver step again: straight to its outcome.
-        S.RETRY_PENDING: frozenset({S.RECEIVED, S.SENT, S.CANCELLED, S.ERROR, S.DEAD_LETTER}),
+        S.RETRY_PENDING: frozenset(
+            {S.RECEIVED, S.SENT, S.CANCELLED, S.ERROR, S.RETRY_PENDING, S.DEAD_LETTER}
+        ),
         S.DEAD_LETTER: frozenset({S.RECEIVED, S.CANCELLED}),
         S.CANCELLED: frozenset({S.RECEIVED}),
         S.SENT: frozenset({S.RECEIVED}),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
@@ -138,6 +139,8 @@ class Integration(BaseModel):
     destination: Destination | None = None
     message_types: dict[str, MessageTypeConfig] = Field(default_factory=dict)
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
+    #: Set by the hub when the destination answered 410 Gone; saving the integration clears it.
+    connection_gone_at: datetime | None = None
 
     def message_type_config(self, message_type: str) -> MessageTypeConfig:
         """The rules for `message_type`; an undeclared type gets the defaults (accept)."""

@@ -1,5 +1,6 @@
-"""The retry hook of the pipeline: after a failed delivery, decide (hub.domain.retry) and either
-schedule the next attempt durably, dead-letter the message, or leave it in `error`."""
+"""The retry hook of the pipeline: after a failed delivery, decide (hub.domain.retry) what the
+message becomes - `retry_pending` with a durable schedule for the next attempt, `dead_letter`,
+or `error` - so the worker writes the failure and the decision in one conditional update."""
 
 from __future__ import annotations
 
@@ -10,18 +11,28 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from hub.domain.ids import new_id
-from hub.domain.message import StepMessage
+from hub.domain.message import MessageRecord, StepMessage
 from hub.domain.retry import RetryOutcome, decide, is_retryable
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import IntegrationMode
-from hub.pipeline.worker import FailedDelivery
-from hub.ports import MessageRepository
+from hub.pipeline.worker import FailedDelivery, FailurePlan
 
 logger = logging.getLogger(__name__)
 
 
 class RetryScheduler(Protocol):
-    def schedule(self, step: StepMessage, at: datetime, name: str) -> None: ...
+    def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
+        """Sends `step` to the pipeline queue at `at`, once. Idempotent per `name`."""
+        ...
+
+    def cancel(self, name: str) -> bool:
+        """Deletes the schedule `name`; False when there was none (already fired or deleted)."""
+        ...
+
+
+def retry_schedule_name(message_id: str, retry_count: int) -> str:
+    """Deterministic per message and retry: a rerun of the same decision cannot schedule twice."""
+    return f"retry-{message_id}-{retry_count}"
 
 
 def _utcnow() -> datetime:
@@ -29,26 +40,23 @@ def _utcnow() -> datetime:
 
 
 class RetryOrchestrator:
-    """Implements the worker's failure hook. Returns True when a retry keeps the execution
-    alive (admission stays held until the retry finishes or gives up)."""
+    """Implements the worker's failure hook."""
 
     def __init__(
         self,
-        messages: MessageRepository,
         scheduler: RetryScheduler,
         *,
         clock: Callable[[], datetime] = _utcnow,
         rand: Callable[[], float] = random.random,
     ) -> None:
-        self._messages = messages
         self._scheduler = scheduler
         self._clock = clock
         self._rand = rand
 
-    def __call__(self, failed: FailedDelivery) -> bool:
+    def __call__(self, failed: FailedDelivery) -> FailurePlan:
         record, failure, integration = failed.record, failed.failure, failed.integration
         if integration.mode is IntegrationMode.OBSERVABILITY:
-            return False  # observed messages are never retried (seed 000, H)
+            return FailurePlan(PipelineStatus.ERROR)  # observed messages are never retried (seed 000, H)
         destination = integration.destination
         retryable = is_retryable(
             failure.error_class,
@@ -56,41 +64,37 @@ class RetryOrchestrator:
             uncertain=failure.uncertain,
             idempotent_retries=bool(destination and destination.idempotent_retries),
         )
-        now = self._clock()
         decision = decide(
             integration.retry_policy,
             retryable=retryable,
             retry_count=record.retry_count,
-            received_at=record.received_at,
-            now=now,
+            received_at=record.execution_started_at or record.received_at,
+            now=self._clock(),
             retry_after_seconds=failure.retry_after_seconds,
             rand=self._rand,
         )
         ids = {"message_id": record.message_id, "error_class": failure.error_class.value}
         if decision.outcome is RetryOutcome.EXHAUSTED_DEAD_LETTER:
-            self._messages.transition(record, PipelineStatus.DEAD_LETTER, now)
             logger.warning("retries exhausted: dead-lettered", extra=ids)
-            return False
-        if decision.outcome is not RetryOutcome.SCHEDULE or decision.next_retry_at is None:
+            return FailurePlan(PipelineStatus.DEAD_LETTER, {"next_retry_at": None})
+        at = decision.next_retry_at
+        if decision.outcome is not RetryOutcome.SCHEDULE or at is None:
             logger.info("not retried", extra={**ids, "reason": decision.outcome.value})
-            return False
-        pending = self._messages.transition(
-            record,
-            PipelineStatus.RETRY_PENDING,
-            now,
-            retry_count=decision.retry_count,
-            next_retry_at=decision.next_retry_at,
-        )
+            return FailurePlan(PipelineStatus.ERROR, {"next_retry_at": None})
         retry_step = failed.step.rescheduled(new_id("pub"), attempt=failed.step.attempt + 1, lock_wait=0)
-        self._scheduler.schedule(
-            retry_step, decision.next_retry_at, f"retry-{record.message_id}-{pending.retry_count}"
+
+        def schedule(pending: MessageRecord) -> None:
+            # After the update: if this fails, SQS redelivers the deliver step, which finds the
+            # message retry_pending and runs the attempt itself (earlier, never lost).
+            name = retry_schedule_name(record.message_id, pending.retry_count)
+            self._scheduler.schedule(retry_step, at, name)
+            logger.info(
+                "retry scheduled",
+                extra={**ids, "retry_count": pending.retry_count, "next_retry_at": at.isoformat()},
+            )
+
+        return FailurePlan(
+            PipelineStatus.RETRY_PENDING,
+            {"retry_count": decision.retry_count, "next_retry_at": at},
+            then=schedule,
         )
-        logger.info(
-            "retry scheduled",
-            extra={
-                **ids,
-                "retry_count": pending.retry_count,
-                "next_retry_at": decision.next_retry_at.isoformat(),
-            },
-        )
-        return True

@@ -19,7 +19,7 @@ import json
 import logging
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol
@@ -41,7 +41,7 @@ from hub.errors import HubError, InvalidTransition, QueueUnavailable
 from hub.mapping import MappingError
 from hub.mapping.engine import MappedOutput, apply_mapping, looks_like_xml, passthrough, read_payload
 from hub.pipeline import rules
-from hub.ports import ConfigRepository, MessageRepository, StepQueue
+from hub.ports import ConfigRepository, MessageRepository, Metrics, StepQueue
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +53,12 @@ class PipelineStore(Protocol):
         self, message_id: str, operation: str, execution_id: str, now: datetime, abandoned_after: Any
     ) -> bool: ...
     def release_admission(self, message_id: str, operation: str, execution_id: str) -> None: ...
-    def mark_completed(self, message_id: str, operation: str, now: datetime, window: Any) -> None: ...
-    def recently_completed(self, message_id: str, operation: str, now: datetime) -> bool: ...
+    def mark_completed(
+        self, message_id: str, operation: str, execution_id: str, now: datetime, window: Any
+    ) -> None: ...
+    def recently_completed(
+        self, message_id: str, operation: str, execution_id: str, now: datetime
+    ) -> bool: ...
     def step_done(self, step_id: str, now: datetime) -> bool: ...
     def record_step_done(self, step_id: str, now: datetime, window: Any) -> None: ...
     def acquire_lock(self, entity: str, owner: str, now: datetime, lease: Any) -> bool: ...
@@ -82,7 +86,8 @@ class StepReport:
 
 @dataclass(frozen=True)
 class FailedDelivery:
-    """What the retry policy (failure hook) gets after a failed delivery attempt."""
+    """What the retry policy (failure hook) gets after a failed delivery attempt: the message as
+    read before the attempt."""
 
     record: MessageRecord
     step: StepMessage
@@ -90,13 +95,34 @@ class FailedDelivery:
     integration: Integration
 
 
-#: The one hook for the retry policy: called after a failed delivery has moved the message to
-#: `error` (classified). Returns True when it scheduled a retry: the execution then stays open.
-FailureHook = Callable[[FailedDelivery], bool]
+@dataclass(frozen=True)
+class FailurePlan:
+    """What a failed delivery becomes. The worker writes the failure and this decision in one
+    conditional update (`error`, `retry_pending` with its counters, or `dead_letter`), then runs
+    `then` with the updated record (e.g. create the retry's schedule). If `then` raises, the
+    step message is redelivered and the deliver step runs again from the stored status."""
+
+    target: PipelineStatus
+    changes: Mapping[str, Any] = field(default_factory=dict)
+    then: Callable[[MessageRecord], None] | None = None
 
 
-def _no_retry(_: FailedDelivery) -> bool:
-    return False
+#: The one hook for the retry policy (hub.pipeline.retries).
+FailureHook = Callable[[FailedDelivery], FailurePlan]
+
+
+def _no_retry(_: FailedDelivery) -> FailurePlan:
+    return FailurePlan(PipelineStatus.ERROR)
+
+
+class Uncounted:
+    """Metrics that go nowhere: for a worker built without a metrics sink."""
+
+    def count(self, name: str, value: float = 1, **dimensions: str) -> None:
+        return None
+
+    def duration_ms(self, name: str, milliseconds: float, **dimensions: str) -> None:
+        return None
 
 
 class _RetryPending:
@@ -120,6 +146,7 @@ class PipelineWorker:
         connectors: Mapping[DestinationProtocol, Connector],
         *,
         on_failure: FailureHook = _no_retry,
+        metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
     ) -> None:
@@ -129,6 +156,7 @@ class PipelineWorker:
         self._queue = queue
         self._connectors = connectors
         self._on_failure = on_failure
+        self._metrics: Metrics = metrics or Uncounted()
         self._clock = clock
         self._rand = rand
 
@@ -143,8 +171,10 @@ class PipelineWorker:
         try:
             return self._run(step, sent_at)
         except Exception:
+            self._metrics.count("StepErrors", step=step.step.value)
             if last_delivery:
                 self._store.release_admission(step.message_id, step.operation, step.execution_id)
+                self._metrics.count("StepsSentToDLQ")
                 logger.error(
                     "step failed for the last time: released to the dead-letter queue", extra=_log_ids(step)
                 )
@@ -154,6 +184,7 @@ class PipelineWorker:
         now = self._clock()
         ids = _log_ids(step)
         if self._store.step_done(step.step_id, now):
+            self._metrics.count("DuplicateStepsDropped")
             logger.info("duplicate step dropped", extra=ids)
             return StepReport(StepOutcome.DROPPED, "duplicate_step")
         record = self._messages.get(step.message_id)
@@ -165,12 +196,13 @@ class PipelineWorker:
             self._store.release_admission(step.message_id, step.operation, step.execution_id)
             logger.info("stale step of an earlier execution dropped", extra=ids)
             return self._done(step, StepReport(StepOutcome.DROPPED, "stale_execution"))
-        if self._store.recently_completed(step.message_id, step.operation, now):
+        if self._store.recently_completed(step.message_id, step.operation, step.execution_id, now):
             logger.info("step of a just-completed operation dropped", extra=ids)
             return self._done(step, StepReport(StepOutcome.DROPPED, "recently_completed"))
         if not self._store.admit(
             step.message_id, step.operation, step.execution_id, now, rules.ADMISSION_ABANDONED_AFTER
         ):
+            self._metrics.count("AdmissionSuppressed")
             logger.info("another execution is live: step suppressed", extra=ids)
             return self._done(step, StepReport(StepOutcome.DROPPED, "admission_suppressed"))
 
@@ -211,11 +243,13 @@ class PipelineWorker:
     def _busy(self, step: StepMessage, record: MessageRecord, now: datetime) -> StepReport:
         ids = _log_ids(step)
         if step.lock_wait + 1 > rules.MAX_LOCK_WAITS:
+            self._metrics.count("LockGiveUps")
             self._fail_terminal(record, step, now, "lock_timeout", "entity busy for too long: gave up")
             self._finish(step, now)
             logger.warning("lock wait exhausted", extra=ids)
             return self._done(step, StepReport(StepOutcome.DONE, "lock_timeout"))
         delay = rules.lock_wait_delay(step.lock_wait, self._rand)
+        self._metrics.count("LockContention")
         self._queue.publish(
             step.rescheduled(new_id("pub"), lock_wait=step.lock_wait + 1), delay_seconds=delay
         )
@@ -224,7 +258,9 @@ class PipelineWorker:
 
     def _finish(self, step: StepMessage, now: datetime) -> None:
         """Closes the execution: admission released, recent completion recorded."""
-        self._store.mark_completed(step.message_id, step.operation, self._clock(), rules.RECENT_COMPLETION)
+        self._store.mark_completed(
+            step.message_id, step.operation, step.execution_id, self._clock(), rules.RECENT_COMPLETION
+        )
         self._store.release_admission(step.message_id, step.operation, step.execution_id)
 
     # --- steps ------------------------------------------------------------------------------
@@ -383,45 +419,69 @@ class PipelineWorker:
             self._fail_terminal(record, step, now, error_class, unusable.message)
             return None
         except DeliveryFailed as failure:
-            failed = self._messages.transition(
-                record,
-                PipelineStatus.ERROR,
-                self._clock(),
-                dest_status=failure.dest_status,
-                dest_status_text=failure.dest_status_text,
-                last_retry_error_class=failure.error_class.value,
-            )
-            self._log(
-                failed,
-                step,
-                now,
-                "failure",
-                started,
-                error_class=failure.error_class.value,
-                dest_status=failure.dest_status,
-                detail=failure.dest_status_text,
-                uncertain=failure.uncertain,
-            )
-            logger.warning(
-                "delivery failed",
-                extra={
-                    **_log_ids(step),
-                    "error_class": failure.error_class.value,
-                    "dest_status": failure.dest_status,
-                },
-            )
-            if self._on_failure(FailedDelivery(failed, step, failure, integration)):
-                return RETRY_PENDING
-            return None
+            return self._delivery_failed(step, record, integration, failure, started)
         self._messages.transition(
             record,
             PipelineStatus.SENT,
             self._clock(),
             dest_status=outcome.dest_status,
             dest_status_text=outcome.dest_status_text,
+            uncertain=None,
         )
         self._log(record, step, now, "success", started, dest_status=outcome.dest_status, step_name="sent")
         logger.info("delivered", extra={**_log_ids(step), "dest_status": outcome.dest_status})
+        return None
+
+    def _delivery_failed(
+        self,
+        step: StepMessage,
+        record: MessageRecord,
+        integration: Integration,
+        failure: DeliveryFailed,
+        started: datetime,
+    ) -> _RetryPending | None:
+        """Records the failure and the retry policy's decision in one conditional update."""
+        now = self._clock()
+        if failure.error_class is ErrorClass.HTTP_410 and integration.destination is not None:
+            self._config.flag_connection_gone(integration.integration_id, now, failure.dest_status)
+        plan = self._on_failure(FailedDelivery(record, step, failure, integration))
+        failed = self._messages.transition(
+            record,
+            plan.target,
+            now,
+            dest_status=failure.dest_status,
+            dest_status_text=failure.dest_status_text,
+            last_retry_error_class=failure.error_class.value,
+            uncertain=True if failure.uncertain else None,
+            **plan.changes,
+        )
+        self._log(
+            failed,
+            step,
+            now,
+            "failure",
+            started,
+            error_class=failure.error_class.value,
+            dest_status=failure.dest_status,
+            detail=failure.dest_status_text,
+            uncertain=failure.uncertain,
+        )
+        logger.warning(
+            "delivery failed",
+            extra={
+                **_log_ids(step),
+                "error_class": failure.error_class.value,
+                "dest_status": failure.dest_status,
+                "pipeline_status": failed.pipeline_status.value,
+            },
+        )
+        if plan.then is not None:
+            plan.then(failed)
+        if failed.pipeline_status is PipelineStatus.RETRY_PENDING:
+            self._metrics.count("RetriesScheduled", error_class=failure.error_class.value)
+            return RETRY_PENDING
+        if failed.pipeline_status is PipelineStatus.DEAD_LETTER:
+            self._metrics.count("DeadLettered")
         return None
 
     # --- helpers ----------------------------------------------------------------------------
@@ -460,15 +520,20 @@ class PipelineWorker:
         step_name: str | None = None,
         **extra: Any,
     ) -> None:
+        duration_ms = max(0, int((self._clock() - started).total_seconds() * 1000))
         entry = {
             "step": step_name or step.step.value,
             "status": status,
             "attempt": step.attempt,
             "execution_id": step.execution_id,
-            "duration_ms": max(0, int((self._clock() - started).total_seconds() * 1000)),
+            "duration_ms": duration_ms,
             **{k: v for k, v in extra.items() if v is not None},
         }
         self._store.append_log(record.message_id, now, entry)
+        if status in ("success", "failure"):
+            outcome = "StepSucceeded" if status == "success" else "StepFailed"
+            self._metrics.count(outcome, step=step.step.value)
+            self._metrics.duration_ms("StepDuration", duration_ms, step=step.step.value)
 
 
 def _log_ids(step: StepMessage) -> dict[str, Any]:
