@@ -81,8 +81,11 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
+    from devstack.demo import parameter_overrides  # noqa: PLC0415
+
     stack = LocalStack(
         template_path=Path("template.yaml"),
+        parameter_overrides=parameter_overrides(),
         project_root=Path.cwd(),
         aws_port=_port("HUB_LOCAL_AWS_PORT"),
         api_port=_port("HUB_LOCAL_API_PORT"),

@@ -1,12 +1,14 @@
 """Demo data for the local stack: one tenant, one integration pointing at the stack's echo
 destination, one API key, and the curl commands that use them.
 
-The demo key is fixed so the README's curl works as printed. It only ever exists in the
-embedded moto of a local stack; override it with HUB_LOCAL_DEMO_API_KEY.
+The demo key and the demo admin token are fixed so the README's curl works as printed. They
+only ever exist in a local stack; override them with HUB_LOCAL_DEMO_API_KEY and
+HUB_LOCAL_DEMO_ADMIN_TOKEN.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -30,6 +32,16 @@ DEMO_TENANT_ID = "tnt_demo"
 DEMO_INTEGRATION_ID = "int_demo_erp"
 DEMO_API_KEY = "hub_demo_local-only-key-0000000000000000000000"
 DEMO_MESSAGE_TYPE = "purchase_order"
+DEMO_ADMIN_TOKEN = "hub_admin_demo_local-only-token-00000000000000"  # noqa: S105 - local stack only
+
+
+def admin_token() -> str:
+    return os.environ.get("HUB_LOCAL_DEMO_ADMIN_TOKEN", DEMO_ADMIN_TOKEN)
+
+
+def parameter_overrides() -> dict[str, str]:
+    """Template parameters of the local stack: the admin API opens to the demo admin token."""
+    return {"AdminTokenSha256": hashlib.sha256(admin_token().encode()).hexdigest()}
 
 
 class StackInfo(Protocol):
@@ -44,6 +56,9 @@ class StackInfo(Protocol):
 
     @property
     def echo_url(self) -> str: ...
+
+    @property
+    def function_urls(self) -> dict[str, str]: ...
 
 
 def demo_body() -> dict[str, Any]:
@@ -113,6 +128,15 @@ def seed(stack: StackInfo) -> list[str]:
             shlex.quote(f"Authorization: Bearer {api_key}"),
         ]
     )
+    admin_url = stack.function_urls.get("AdminApiFunction", "").rstrip("/")
+    waiting = " ".join(
+        [
+            "curl -sS",
+            shlex.quote(f"{admin_url}/api/admin/queue?tenant_id={DEMO_TENANT_ID}&tab=error"),
+            "-H",
+            shlex.quote(f"Authorization: Bearer {admin_token()}"),
+        ]
+    )
     return [
         f"demo tenant:       {DEMO_TENANT_ID}",
         f"demo integration:  {DEMO_INTEGRATION_ID} -> {stack.echo_url}",
@@ -123,4 +147,7 @@ def seed(stack: StackInfo) -> list[str]:
         "",
         "read its status:",
         f"  {status}",
+        "",
+        "admin API (the demo admin token), e.g. the error tab of the queue:",
+        f"  {waiting}",
     ]

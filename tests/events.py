@@ -8,6 +8,7 @@ import json
 from functools import cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
 
@@ -48,4 +49,26 @@ def http_event(
         for key, value in path_parameters.items():
             path = path.replace("{" + key + "}", value)
         event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    return event
+
+
+def admin_event(
+    method: str,
+    path: str,
+    *,
+    token: str | None,
+    body: dict[str, Any] | None = None,
+    query: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Lambda Function URL event for the admin API, from the sample (no token: no header)."""
+    event = load_event("admin_reprocess_message.json")
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["body"] = json.dumps(body) if body is not None else None
+    event["queryStringParameters"] = query
+    event["rawQueryString"] = urlencode(query or {})
+    if token is None:
+        event["headers"].pop("authorization")
+    else:
+        event["headers"]["authorization"] = f"Bearer {token}"
     return event

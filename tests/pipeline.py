@@ -178,3 +178,27 @@ def configure(
             retry_policy=retry_policy or RetryPolicy(),
         )
     )
+
+
+def schedules(stack: Any) -> list[dict[str, Any]]:
+    """The retry schedules waiting in the stack's schedule group."""
+    scheduler = boto3.client("scheduler")
+    group = stack.env["HUB_SCHEDULE_GROUP"]
+    names = [s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]]
+    return [scheduler.get_schedule(GroupName=group, Name=name) for name in names]
+
+
+def fire_all(stack: Any) -> int:
+    """What EventBridge Scheduler does when a schedule is due (moto stores but never fires)."""
+    fired = schedules(stack)
+    for schedule in fired:
+        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=schedule["Target"]["Input"])
+        boto3.client("scheduler").delete_schedule(GroupName=schedule["GroupName"], Name=schedule["Name"])
+    return len(fired)
+
+
+def run_with_retries(stack: Any, worker: Callable[[], Any]) -> None:
+    """Runs the worker, then fires every retry schedule it leaves, until none is left."""
+    worker()
+    while fire_all(stack):
+        worker()

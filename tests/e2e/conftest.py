@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from devstack.demo import DEMO_API_KEY, seed
+from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_API_KEY, parameter_overrides, seed
 from devstack.stack import LocalStack
 from tests.aws import local_stack_on_free_ports
 
@@ -16,7 +16,7 @@ from tests.aws import local_stack_on_free_ports
 # would outlive it and run beside other stacks in this process (moto's state is per process).
 @pytest.fixture(scope="module")
 def local_stack() -> Iterator[LocalStack]:
-    with local_stack_on_free_ports(stack_name="hub-e2e") as stack:
+    with local_stack_on_free_ports(stack_name="hub-e2e", parameter_overrides=parameter_overrides()) as stack:
         seed(stack)
         yield stack
 
@@ -25,4 +25,13 @@ def local_stack() -> Iterator[LocalStack]:
 def api(local_stack: LocalStack) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {DEMO_API_KEY}"}
     with httpx.Client(base_url=local_stack.api_url, headers=headers, timeout=30, trust_env=False) as client:
+        yield client
+
+
+@pytest.fixture
+def admin(local_stack: LocalStack) -> Iterator[httpx.Client]:
+    """The admin API (its Function URL) with the demo admin token."""
+    headers = {"Authorization": f"Bearer {DEMO_ADMIN_TOKEN}"}
+    url = local_stack.function_urls["AdminApiFunction"]
+    with httpx.Client(base_url=url, headers=headers, timeout=30, trust_env=False) as client:
         yield client

@@ -3,6 +3,7 @@ with every resource created from template.yaml."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,9 +19,13 @@ from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
 from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision
 from tests.destinations import HttpDestination
+from tests.events import admin_event
 from tests.pipeline import pump
 from tests.pki import Pki, build_pki
 from tests.soap_server import SoapServer
+
+#: The bootstrap admin token these stacks are deployed with (its SHA-256 is the parameter).
+ADMIN_TOKEN = "hub_admin_integration-test-token"
 
 
 @dataclass
@@ -67,11 +72,14 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
     with mock_aws():
         reset_clients()
         wiring.reset()
-        provisioned = provision()
-        # One process plays both functions here: the union of their template environments.
+        provisioned = provision(
+            parameter_overrides={"AdminTokenSha256": hashlib.sha256(ADMIN_TOKEN.encode()).hexdigest()}
+        )
+        # One process plays every function here: the union of their template environments.
         env = {
             **provisioned.environments["IngestApiFunction"],
             **provisioned.environments["PipelineWorkerFunction"],
+            **provisioned.environments["AdminApiFunction"],
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
@@ -144,6 +152,19 @@ def ingest_api(stack: Stack):
 
     def call(event: dict[str, Any]) -> HttpAnswer:
         answer = handler(event, LambdaContext())
+        return HttpAnswer(answer["statusCode"], json.loads(answer["body"]), answer.get("headers", {}))
+
+    return call
+
+
+@pytest.fixture
+def admin_api(stack: Stack):
+    """Calls the real AdminApiFunction handler with a Function URL event (admin token unless
+    `token=` says otherwise)."""
+    handler = load_handler("AdminApiFunction")
+
+    def call(method: str, path: str, *, token: str | None = ADMIN_TOKEN, **options: Any) -> HttpAnswer:
+        answer = handler(admin_event(method, path, token=token, **options), LambdaContext())
         return HttpAnswer(answer["statusCode"], json.loads(answer["body"]), answer.get("headers", {}))
 
     return call

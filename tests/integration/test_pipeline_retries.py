@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import boto3
 import pytest
@@ -14,31 +13,7 @@ from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer
-from tests.pipeline import configure, send, status
-
-
-def schedules(stack) -> list[dict[str, Any]]:
-    scheduler = boto3.client("scheduler")
-    group = stack.env["HUB_SCHEDULE_GROUP"]
-    names = [s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]]
-    return [scheduler.get_schedule(GroupName=group, Name=name) for name in names]
-
-
-def fire_all(stack) -> int:
-    """What EventBridge Scheduler does when a schedule is due (moto stores but never fires)."""
-    fired = schedules(stack)
-    for schedule in fired:
-        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=schedule["Target"]["Input"])
-        boto3.client("scheduler").delete_schedule(GroupName=schedule["GroupName"], Name=schedule["Name"])
-    return len(fired)
-
-
-def run_with_retries(stack, worker) -> None:
-    """Runs the worker, then fires every retry schedule it leaves, until none is left."""
-    worker()
-    while fire_all(stack):
-        worker()
-
+from tests.pipeline import configure, fire_all, run_with_retries, schedules, send, status
 
 AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=2)
 

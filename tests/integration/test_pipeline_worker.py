@@ -432,22 +432,18 @@ class TestGuarantees:
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-ADM"})
         store = DynamoPipelineStore(stack.table)
-        assert store.admit(
-            message_id, "ingest", "exe_operator", datetime.now(UTC), rules.ADMISSION_ABANDONED_AFTER
-        )
+        now = datetime.now(UTC)
+        # The message was admitted with its first execution: no other one gets in meanwhile...
+        assert not store.admit(message_id, "ingest", "exe_operator", now, rules.ADMISSION_ABANDONED_AFTER)
+        # ...until that one is idle for over 24 h (abandoned) and another takes it over.
+        later = now + timedelta(hours=25)
+        assert store.admit(message_id, "ingest", "exe_operator", later, rules.ADMISSION_ABANDONED_AFTER)
 
         worker()
 
         assert status(stack, message_id)["pipeline_status"] == "received"
         assert destination.requests == []
-        # Abandoned for over 24 h: the next execution takes it over.
-        assert store.admit(
-            message_id,
-            "ingest",
-            "exe_next",
-            datetime.now(UTC) + timedelta(hours=25),
-            rules.ADMISSION_ABANDONED_AFTER,
-        )
+        assert store.live_execution(message_id, "ingest") == "exe_operator"
 
     def test_an_orphan_step_is_rechecked_for_a_minute_then_dropped(self, stack, worker, destination):
         ghost = StepMessage(

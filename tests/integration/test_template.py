@@ -8,7 +8,9 @@ import tomllib
 
 from cfnlint.api import lint_all
 
+from devstack.cfn import load_template
 from devstack.validate import transform_template
+from hub.adapters.dynamodb import QUEUE_ROW_FIELDS
 from tests.aws import ROOT, TEMPLATE
 
 
@@ -51,3 +53,9 @@ def test_every_function_handler_exists():
         module = props["Handler"].rsplit(".", 1)[0]
         assert (ROOT / props["CodeUri"] / f"{module}.py").is_file(), logical_id
         assert logical_id in output["Resources"]
+
+
+def test_the_status_index_projects_exactly_what_an_admin_queue_row_shows():
+    table = load_template(TEMPLATE)["Resources"]["HubTable"]["Properties"]
+    [index] = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == "GSI1"]
+    assert set(index["Projection"]["NonKeyAttributes"]) == set(QUEUE_ROW_FIELDS)

@@ -33,6 +33,10 @@ class Settings(BaseModel):
     schedule_group: str | None = None
     pipeline_queue_arn: str | None = None
     scheduler_role_arn: str | None = None
+    #: The admin API: the pipeline lane's DLQ (redrive) and the SHA-256 (hex) of the bootstrap
+    #: admin token. Empty: the admin API refuses every request.
+    pipeline_dlq_url: str | None = None
+    admin_token_sha256: str = Field(default="", pattern=r"^([0-9a-f]{64})?$")
 
 
 _ENV = {
@@ -45,6 +49,8 @@ _ENV = {
     "schedule_group": "HUB_SCHEDULE_GROUP",
     "pipeline_queue_arn": "HUB_PIPELINE_QUEUE_ARN",
     "scheduler_role_arn": "HUB_SCHEDULER_ROLE_ARN",
+    "pipeline_dlq_url": "HUB_PIPELINE_DLQ_URL",
+    "admin_token_sha256": "HUB_ADMIN_TOKEN_SHA256",
 }
 
 

@@ -45,6 +45,15 @@ class NewMessage:
     fingerprint_expires_at: datetime
 
 
+@dataclass(frozen=True)
+class QueuePage:
+    """One page of an admin queue tab: the rows' listed fields, newest change first."""
+
+    rows: list[dict[str, Any]]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
 class ConfigRepository(Protocol):
     def get_api_key(self, key_hash: str) -> ApiKey | None: ...
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from functools import lru_cache
 
 from hub.adapters.certificates import NoCertificateStore
-from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
+from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository, DynamoStatusIndex
 from hub.adapters.metrics import EmfMetrics
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.adapters.scheduler import EventBridgeRetryScheduler
-from hub.adapters.sqs import SqsStepQueue
+from hub.adapters.sqs import SqsDeadLetterMover, SqsStepQueue
+from hub.admin.operations import Lane, Operations
 from hub.config import settings
 from hub.delivery.http import HttpConnector
 from hub.delivery.soap import SoapConnector
@@ -37,7 +38,7 @@ def retry_scheduler() -> EventBridgeRetryScheduler:
     s = settings()
     if not (s.schedule_group and s.pipeline_queue_arn and s.scheduler_role_arn):
         raise ConfigurationError(
-            "the pipeline worker needs HUB_SCHEDULE_GROUP, HUB_PIPELINE_QUEUE_ARN and HUB_SCHEDULER_ROLE_ARN"
+            "retries need HUB_SCHEDULE_GROUP, HUB_PIPELINE_QUEUE_ARN and HUB_SCHEDULER_ROLE_ARN"
         )
     return EventBridgeRetryScheduler(s.schedule_group, s.pipeline_queue_arn, s.scheduler_role_arn)
 
@@ -62,6 +63,24 @@ def build_pipeline_worker() -> PipelineWorker:
 
 
 @lru_cache(maxsize=1)
+def operations() -> Operations:
+    s = settings()
+    if not s.pipeline_dlq_url:
+        raise ConfigurationError("the admin API needs HUB_PIPELINE_DLQ_URL")
+    return Operations(
+        DynamoMessageRepository(s.table_name),
+        DynamoStatusIndex(s.table_name),
+        DynamoPipelineStore(s.table_name),
+        SqsStepQueue(s.pipeline_queue_url),
+        scheduler=retry_scheduler(),
+        mover=SqsDeadLetterMover(),
+        lanes={
+            "pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)
+        },
+    )
+
+
+@lru_cache(maxsize=1)
 def config_repository() -> DynamoConfigRepository:
     return DynamoConfigRepository(settings().table_name)
 
@@ -70,5 +89,6 @@ def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
     pipeline_worker.cache_clear()
+    operations.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()

@@ -15,6 +15,8 @@ BatchGetItem as the API key and the integration before the tenant is known.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,11 +27,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
 from hub.domain.idempotency import DedupKind
-from hub.domain.message import MessageRecord
+from hub.domain.message import PIPELINE_OPERATION, MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey, Integration, Tenant
-from hub.errors import ClaimTaken, InvalidTransition, NotFound, StorageUnavailable
-from hub.ports import Claim, IngestLookup, NewMessage
+from hub.errors import ClaimTaken, InvalidTransition, NotFound, StorageUnavailable, ValidationFailed
+from hub.ports import Claim, IngestLookup, NewMessage, QueuePage
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _ser = TypeSerializer()
@@ -107,6 +109,20 @@ def integration_key(integration_id: str) -> dict[str, str]:
 
 def tenant_key(tenant_id: str) -> dict[str, str]:
     return {"PK": f"TENANT#{tenant_id}", "SK": "PROFILE"}
+
+
+def admission_key(message_id: str, operation: str) -> dict[str, str]:
+    return {"PK": f"ADM#{message_id}#{operation}", "SK": "ADMISSION"}
+
+
+def admission_item(message_id: str, operation: str, execution_id: str, now: datetime) -> dict[str, Any]:
+    """The record of the live execution of (message, operation): admission control."""
+    return {
+        **admission_key(message_id, operation),
+        "item_type": "admission",
+        "execution_id": execution_id,
+        "heartbeat_at": epoch(now),
+    }
 
 
 def status_index_keys(tenant_id: str, status: str, updated_at: str, message_id: str) -> dict[str, str]:
@@ -372,6 +388,19 @@ class DynamoMessageRepository:
                 }
             }
         )
+        # The first execution is admitted with the message: from its first 2xx on, the message
+        # has a live execution, and an operator's reprocess waits for it (409).
+        transact.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": encode(
+                        admission_item(record.message_id, PIPELINE_OPERATION, record.execution_id, now)
+                    ),
+                    "ConditionExpression": fresh,
+                }
+            }
+        )
         try:
             client("dynamodb").transact_write_items(TransactItems=transact)
         except ClientError as exc:
@@ -499,3 +528,80 @@ class DynamoMessageRepository:
                 "message storage is temporarily unavailable", details={"operation": "UpdateItem"}
             ) from exc
         return _record_from(answer["Attributes"])
+
+
+#: What an admin queue row shows; template.yaml projects exactly these into GSI1 (a test checks),
+#: so a listing reads no item per row. Never the payload, nor dest_status_text (it may quote the
+#: destination's answer).
+QUEUE_ROW_FIELDS = (
+    "message_id",
+    "integration_id",
+    "message_type",
+    "external_id",
+    "pipeline_status",
+    "received_at",
+    "updated_at",
+    "retry_count",
+    "next_retry_at",
+    "last_retry_error_class",
+    "dest_status",
+    "uncertain",
+)
+
+
+class DynamoStatusIndex:
+    """The admin queue tabs: GSI1 (tenant + status, sorted by last change), newest first."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table_name
+
+    def list_by_status(
+        self, tenant_id: str, status: PipelineStatus, limit: int, cursor: str | None
+    ) -> QueuePage:
+        partition = status_index_keys(tenant_id, status.value, "", "")["GSI1PK"]
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "GSI1",
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": partition}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if cursor:
+            request["ExclusiveStartKey"] = encode(_decode_cursor(cursor, partition))
+        with _storage("Query"):
+            answer = client("dynamodb").query(**request)
+        rows = [
+            {field: value for field, value in decode(item).items() if field in QUEUE_ROW_FIELDS}
+            for item in answer.get("Items", [])
+        ]
+        for row in rows:
+            if "retry_count" in row:
+                row["retry_count"] = int(row["retry_count"])
+        last = answer.get("LastEvaluatedKey")
+        return QueuePage(rows=rows, next_cursor=_encode_cursor(decode(last)) if last else None)
+
+
+_CURSOR_KEYS = frozenset({"PK", "SK", "GSI1PK", "GSI1SK"})
+
+
+def _encode_cursor(key: Mapping[str, Any]) -> str:
+    raw = json.dumps(dict(key), separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
+    """The start key a cursor stands for; it must be one of this listing's (same tenant and
+    status), so a cursor can never open another tenant's partition."""
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError as exc:
+        raise ValidationFailed("cursor is not valid", details={"field": "cursor"}) from exc
+    if (
+        not isinstance(key, dict)
+        or set(key) != _CURSOR_KEYS
+        or not all(isinstance(v, str) for v in key.values())
+        or key["GSI1PK"] != partition
+    ):
+        raise ValidationFailed("cursor is not valid", details={"field": "cursor"})
+    return key

@@ -23,7 +23,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
-from hub.adapters.dynamodb import decode, encode, epoch, format_ts, status_key
+from hub.adapters.dynamodb import admission_item, admission_key, decode, encode, epoch, format_ts, status_key
 from hub.errors import StorageUnavailable
 
 
@@ -93,13 +93,7 @@ class DynamoPipelineStore:
         """Claims (message, operation) for `execution_id`. True when free, already ours, or held
         by an execution idle for longer than `abandoned_after` (taken over)."""
         return self._conditional_put(
-            {
-                "PK": f"ADM#{message_id}#{operation}",
-                "SK": "ADMISSION",
-                "item_type": "admission",
-                "execution_id": execution_id,
-                "heartbeat_at": epoch(now),
-            },
+            admission_item(message_id, operation, execution_id, now),
             "attribute_not_exists(PK) OR execution_id = :mine OR heartbeat_at < :stale",
             {":mine": execution_id, ":stale": epoch(now - abandoned_after)},
         )
@@ -107,13 +101,13 @@ class DynamoPipelineStore:
     def release_admission(self, message_id: str, operation: str, execution_id: str) -> None:
         """Frees (message, operation) if `execution_id` still holds it (idempotent)."""
         self._delete_if(
-            {"PK": f"ADM#{message_id}#{operation}", "SK": "ADMISSION"},
+            admission_key(message_id, operation),
             "execution_id = :mine",
             {":mine": execution_id},
         )
 
     def live_execution(self, message_id: str, operation: str) -> str | None:
-        item = self._get({"PK": f"ADM#{message_id}#{operation}", "SK": "ADMISSION"})
+        item = self._get(admission_key(message_id, operation))
         return str(item["execution_id"]) if item else None
 
     # --- (2) recent completion ---------------------------------------------------------------

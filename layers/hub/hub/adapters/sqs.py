@@ -36,3 +36,56 @@ class SqsStepQueue:
             raise QueueUnavailable(
                 "the pipeline queue is temporarily unavailable", details={"operation": "SendMessage"}
             ) from exc
+
+
+class SqsDeadLetterMover:
+    """Moves step messages from a DLQ back to its work queue (the DLQ redrive). Each batch is
+    sent before it is deleted: a crash in between leaves a copy in both, and the worker's step
+    guards drop the second run; nothing is lost."""
+
+    def move(self, dead_letter_queue: str, work_queue: str, limit: int) -> int:
+        sqs = client("sqs")
+        moved = 0
+        try:
+            while moved < limit:
+                batch = sqs.receive_message(
+                    QueueUrl=dead_letter_queue,
+                    MaxNumberOfMessages=min(10, limit - moved),
+                    MessageAttributeNames=["All"],
+                    VisibilityTimeout=60,
+                    WaitTimeSeconds=1,
+                ).get("Messages", [])
+                if not batch:
+                    return moved
+                entries = [
+                    {
+                        "Id": str(index),
+                        "MessageBody": message["Body"],
+                        **(
+                            {"MessageAttributes": message["MessageAttributes"]}
+                            if message.get("MessageAttributes")
+                            else {}
+                        ),
+                    }
+                    for index, message in enumerate(batch)
+                ]
+                sent = sqs.send_message_batch(QueueUrl=work_queue, Entries=entries)
+                if sent.get("Failed"):
+                    raise QueueUnavailable(
+                        "the work queue refused part of a redrive batch; nothing of it was deleted",
+                        details={"operation": "SendMessageBatch", "moved": moved},
+                    )
+                sqs.delete_message_batch(
+                    QueueUrl=dead_letter_queue,
+                    Entries=[
+                        {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]}
+                        for index, message in enumerate(batch)
+                    ],
+                )
+                moved += len(batch)
+        except (BotoCoreError, ClientError) as exc:
+            raise QueueUnavailable(
+                "the dead-letter queue is temporarily unavailable",
+                details={"operation": "redrive", "moved": moved},
+            ) from exc
+        return moved

@@ -7,6 +7,8 @@ into responses. Error bodies never echo request values (they may carry payload d
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 import re
@@ -14,12 +16,20 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any, TypeVar
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel, ValidationError
 
-from hub.errors import ConfigurationError, HubError, MalformedBody, PayloadTooLarge, ValidationFailed
+from hub.errors import (
+    ConfigurationError,
+    HubError,
+    MalformedBody,
+    PayloadTooLarge,
+    Unauthorized,
+    ValidationFailed,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +54,7 @@ def error_response(error: HubError) -> Response:
     return json_response(error.http_status, {"error": body}, error.headers())
 
 
-def install_error_handlers(app: APIGatewayHttpResolver) -> None:
+def install_error_handlers(app: ApiGatewayResolver) -> None:
     """Every failure leaves in the one error shape; unexpected ones as a bare 500 (with the
     stack trace in the log, never in the response)."""
 
@@ -69,10 +79,10 @@ def install_error_handlers(app: APIGatewayHttpResolver) -> None:
         )
 
 
-def body_limit(max_bytes: Callable[[], int]) -> Callable[[APIGatewayHttpResolver, NextMiddleware], Response]:
+def body_limit(max_bytes: Callable[[], int]) -> Callable[[ApiGatewayResolver, NextMiddleware], Response]:
     """Middleware: 413 for a body over the limit, before anything parses it."""
 
-    def middleware(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
+    def middleware(app: ApiGatewayResolver, next_middleware: NextMiddleware) -> Response:
         body = app.current_event.body or ""
         # A base64 body decodes to 3/4 of its length; compare the decoded size.
         if app.current_event.is_base64_encoded:
@@ -99,6 +109,16 @@ def parse_body(event: BaseProxyEvent, model: type[M]) -> M:
         raise MalformedBody("request body is not valid JSON") from exc
     if not isinstance(data, dict):
         raise ValidationFailed("request body must be a JSON object")
+    return validated(model, data, "request body")
+
+
+def parse_query(event: BaseProxyEvent, model: type[M]) -> M:
+    """The query string validated as `model` (ValidationFailed naming each offending field)."""
+    return validated(model, dict(event.query_string_parameters or {}), "query string")
+
+
+def validated(model: type[M], data: dict[str, Any], what: str = "request") -> M:
+    """`data` as `model`; ValidationFailed naming each offending field, never echoing values."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -106,7 +126,7 @@ def parse_body(event: BaseProxyEvent, model: type[M]) -> M:
             {"field": ".".join(str(p) for p in err["loc"]), "problem": err["type"], "message": err["msg"]}
             for err in exc.errors(include_input=False, include_url=False)
         ]
-        raise ValidationFailed("request body failed validation", details=details) from exc
+        raise ValidationFailed(f"{what} failed validation", details=details) from exc
 
 
 def api_key(event: BaseProxyEvent) -> str | None:
@@ -116,6 +136,23 @@ def api_key(event: BaseProxyEvent) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return event.headers.get("x-api-key") or None
+
+
+#: Who acts when the bootstrap admin token is presented (recorded in audit events).
+BOOTSTRAP_ADMIN = "bootstrap-admin"
+
+
+def admin_actor(event: BaseProxyEvent, token_sha256: str) -> str:
+    """The operator behind an admin request: the bootstrap admin token as a Bearer token, whose
+    SHA-256 the stack was deployed with. Unauthorized otherwise, also when none is configured
+    (an admin API without a token is closed, never open)."""
+    if not token_sha256:
+        raise Unauthorized("the admin API is closed: no admin token is configured")
+    presented = api_key(event)
+    digest = hashlib.sha256(presented.encode()).hexdigest() if presented else ""
+    if not hmac.compare_digest(digest, token_sha256):
+        raise Unauthorized("a valid admin token is required (Authorization: Bearer <token>)")
+    return BOOTSTRAP_ADMIN
 
 
 def correlation_id(event: BaseProxyEvent, fallback: str) -> str:

@@ -94,6 +94,11 @@ class MessageRecord(BaseModel):
         )
 
 
+#: The operation every execution of a message runs (the first and each reprocess): they share
+#: one admission record, so a message has at most one live execution.
+PIPELINE_OPERATION = "ingest"
+
+
 class PipelineStep(StrEnum):
     PROCESS = "process"
     DELIVER = "deliver"
@@ -107,8 +112,8 @@ class StepMessage(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     v: int = 1
-    #: The operation this execution runs (seed 002, 5.2): "ingest" now, "reprocess" later.
-    operation: str = "ingest"
+    #: The operation this execution runs (seed 002, 5.2).
+    operation: str = PIPELINE_OPERATION
     message_id: str
     tenant_id: str
     integration_id: str

@@ -1,0 +1,213 @@
+"""What an operator can do from the admin queue: reprocess a message, cancel its retries, list
+the waiting / dead-letter / error tabs, and redrive a lane's DLQ once the cause is fixed.
+
+Each action is safe to repeat: a reprocess while an execution of the message is alive is
+refused (admission control), a cancel of a message no longer waiting is refused, and a redrive
+of an empty DLQ moves nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from hub.domain.ids import new_id
+from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PipelineStep, StepMessage
+from hub.domain.status import PipelineStatus
+from hub.errors import Conflict, InvalidTransition, NotFound, ServiceUnavailable, ValidationFailed
+from hub.pipeline import rules
+from hub.pipeline.retries import RetryScheduler, retry_schedule_name
+from hub.ports import MessageRepository, QueuePage, StepQueue
+
+logger = logging.getLogger(__name__)
+
+OPERATION = PIPELINE_OPERATION
+
+
+class ExecutionInFlight(Conflict):
+    code = "execution_in_flight"
+
+
+class NotCancellable(Conflict):
+    code = "not_cancellable"
+
+
+class QueueTab(StrEnum):
+    """The admin queue's tabs and the status each lists."""
+
+    WAITING = "waiting"
+    DEAD_LETTER = "dead_letter"
+    ERROR = "error"
+
+    @property
+    def status(self) -> PipelineStatus:
+        return {
+            QueueTab.WAITING: PipelineStatus.RETRY_PENDING,
+            QueueTab.DEAD_LETTER: PipelineStatus.DEAD_LETTER,
+            QueueTab.ERROR: PipelineStatus.ERROR,
+        }[self]
+
+
+class AdmissionStore(Protocol):
+    def admit(
+        self, message_id: str, operation: str, execution_id: str, now: datetime, abandoned_after: Any
+    ) -> bool: ...
+    def release_admission(self, message_id: str, operation: str, execution_id: str) -> None: ...
+    def append_log(self, message_id: str, now: datetime, entry: dict[str, Any]) -> None: ...
+
+
+class StatusIndex(Protocol):
+    def list_by_status(
+        self, tenant_id: str, status: PipelineStatus, limit: int, cursor: str | None
+    ) -> QueuePage:
+        """Messages of `tenant_id` in `status`, most recently changed first. Raises
+        ValidationFailed for a cursor that is not one this listing gave out."""
+        ...
+
+
+class DeadLetterMover(Protocol):
+    def move(self, dead_letter_queue: str, work_queue: str, limit: int) -> int:
+        """Moves up to `limit` messages back, each sent before it is deleted; how many."""
+        ...
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A pipeline lane: its work queue and the DLQ that work queue redrives to."""
+
+    work_queue_url: str
+    dead_letter_queue_url: str
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Operations:
+    def __init__(
+        self,
+        messages: MessageRepository,
+        index: StatusIndex,
+        store: AdmissionStore,
+        queue: StepQueue,
+        *,
+        scheduler: RetryScheduler,
+        mover: DeadLetterMover,
+        lanes: Mapping[str, Lane],
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._messages = messages
+        self._index = index
+        self._store = store
+        self._queue = queue
+        self._scheduler = scheduler
+        self._mover = mover
+        self._lanes = lanes
+        self._clock = clock
+
+    def _record(self, message_id: str) -> MessageRecord:
+        record = self._messages.get(message_id)
+        if record is None:
+            raise NotFound("message not found", details={"message_id": message_id})
+        return record
+
+    def reprocess(self, message_id: str, actor: str) -> MessageRecord:
+        """Re-runs the message's pipeline from the start as a new execution (seed 000, D). The
+        admission record is taken first: while another execution is alive - a click a moment
+        ago, a pending retry - this raises ExecutionInFlight and nothing is published."""
+        record = self._record(message_id)
+        now = self._clock()
+        execution_id = new_id("exe")
+        if not self._store.admit(message_id, OPERATION, execution_id, now, rules.ADMISSION_ABANDONED_AFTER):
+            raise ExecutionInFlight(
+                "an execution of this message is in flight; wait for it to finish",
+                details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
+            )
+        try:
+            rerun = self._messages.transition(
+                record,
+                PipelineStatus.RECEIVED,
+                now,
+                execution_id=execution_id,
+                execution_started_at=now,
+                retry_count=0,
+                next_retry_at=None,
+                dest_status=None,
+                dest_status_text=None,
+                uncertain=None,
+            )
+            self._queue.publish(
+                StepMessage(
+                    message_id=record.message_id,
+                    tenant_id=record.tenant_id,
+                    integration_id=record.integration_id,
+                    step=PipelineStep.PROCESS,
+                    execution_id=execution_id,
+                    correlation_id=record.correlation_id,
+                    publish_id=new_id("pub"),
+                )
+            )
+        except InvalidTransition as moved:
+            self._store.release_admission(message_id, OPERATION, execution_id)
+            raise ExecutionInFlight(
+                "the message changed while reprocessing was requested; try again",
+                details=moved.details,
+            ) from moved
+        except Exception:
+            # Not published: free the message so the operator's next click can run it. If the
+            # status already moved to `received`, that click moves it there again.
+            self._store.release_admission(message_id, OPERATION, execution_id)
+            raise
+        self._audit(rerun, now, "message.reprocessed", actor, execution_id=execution_id)
+        logger.info("message reprocessed", extra={"message_id": message_id, "execution_id": execution_id})
+        return rerun
+
+    def cancel_retry(self, message_id: str, actor: str) -> MessageRecord:
+        """Stops a waiting or dead-lettered message for good (seed 000, G): `cancelled`, no next
+        retry, its pending schedule deleted and its execution closed. A step still in flight
+        finds the message cancelled and does nothing."""
+        record = self._record(message_id)
+        if record.pipeline_status not in (PipelineStatus.RETRY_PENDING, PipelineStatus.DEAD_LETTER):
+            raise NotCancellable(
+                f"only waiting or dead-lettered messages can be cancelled; this one is "
+                f"{record.pipeline_status.value}",
+                details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
+            )
+        now = self._clock()
+        # Status first: from here on, a schedule firing or a step arriving late is a no-op.
+        cancelled = self._messages.transition(record, PipelineStatus.CANCELLED, now, next_retry_at=None)
+        if record.pipeline_status is PipelineStatus.RETRY_PENDING:
+            name = retry_schedule_name(message_id, record.retry_count)
+            try:
+                self._scheduler.cancel(name)
+            except ServiceUnavailable:
+                # Harmless if it stays: its step finds the message cancelled.
+                logger.warning("retry schedule not deleted", extra={"message_id": message_id})
+        self._store.release_admission(message_id, OPERATION, record.execution_id)
+        self._audit(cancelled, now, "message.retry_cancelled", actor, previous=record.pipeline_status.value)
+        logger.info("retry cancelled", extra={"message_id": message_id})
+        return cancelled
+
+    def queue(self, tenant_id: str, tab: QueueTab, limit: int, cursor: str | None) -> QueuePage:
+        return self._index.list_by_status(tenant_id, tab.status, limit, cursor)
+
+    def redrive(self, lane: str, actor: str, limit: int = 1000) -> int:
+        """Moves the lane's dead-lettered step messages back to its work queue. Their messages'
+        states are left as they are: each step re-reads its message and resumes or drops."""
+        found = self._lanes.get(lane)
+        if found is None:
+            raise ValidationFailed(f"unknown lane {lane!r}", details={"lanes": sorted(self._lanes)})
+        moved = self._mover.move(found.dead_letter_queue_url, found.work_queue_url, limit)
+        logger.info("dead-letter queue redriven", extra={"lane": lane, "moved": moved, "actor": actor})
+        return moved
+
+    def _audit(self, record: MessageRecord, now: datetime, event: str, actor: str, **extra: Any) -> None:
+        self._store.append_log(
+            record.message_id,
+            now,
+            {"event": event, "actor": actor, **extra},
+        )

@@ -1,0 +1,288 @@
+"""Operator actions through the real AdminApiFunction handler (seed 000, scenarios C, D, G;
+seed 002, 7): reprocess, cancel-retry, the queue tabs, DLQ redrive, and the admin token."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from hub.adapters.dynamodb import DynamoConfigRepository, decode, integration_key
+from hub.adapters.pipeline_store import DynamoPipelineStore
+from hub.domain.retry import RetryPolicy
+from tests.destinations import Answer
+from tests.pipeline import configure, expire_visibility, schedules, send, status
+
+AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=5)
+
+
+def audit_events(stack, message_id: str) -> list[dict]:
+    items = boto3.client("dynamodb").query(
+        TableName=stack.table,
+        KeyConditionExpression="PK = :pk AND begins_with(SK, :log)",
+        ExpressionAttributeValues={":pk": {"S": f"MSG#{message_id}"}, ":log": {"S": "LOG#"}},
+    )["Items"]
+    return [entry for entry in map(decode, items) if "event" in entry]
+
+
+def reprocess(admin_api, message_id: str):
+    return admin_api("POST", "/api/edi-hub/reprocess-message", body={"message_id": message_id})
+
+
+class TestReprocess:
+    def test_scenario_d_a_failed_message_is_reprocessed_by_the_operator_and_sent(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination)  # auto retry off: the product default
+        destination.script(Answer(503), Answer(200))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-D"})
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "error"
+        assert schedules(stack) == []
+
+        answer = reprocess(admin_api, message_id)
+
+        assert answer.status == 202
+        assert answer.body["pipeline_status"] == "received"
+        worker()
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "sent"
+        assert final["dest_status"] == "200"
+        # The same delivery key on both attempts: the destination can drop a repeat.
+        assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
+        [event] = audit_events(stack, message_id)
+        assert (event["event"], event["actor"]) == ("message.reprocessed", "bootstrap-admin")
+
+    def test_a_failing_reprocess_follows_the_retry_policy_again(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination)
+        destination.script(Answer(503))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-D2"})
+        worker()
+        configure(stack, tenancy, destination, retry_policy=AUTO)  # the operator turned auto retry on
+
+        assert reprocess(admin_api, message_id).status == 202
+        worker()
+
+        pending = status(stack, message_id)
+        assert (pending["pipeline_status"], pending["retry_count"]) == ("retry_pending", "1")
+
+    def test_refused_while_an_execution_is_in_flight_and_a_repeated_click_creates_nothing(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination)
+        destination.script(Answer(503))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-FLIGHT"})
+
+        # The first execution is still queued: it is alive.
+        refused = reprocess(admin_api, message_id)
+        assert refused.status == 409
+        assert refused.body["error"]["code"] == "execution_in_flight"
+
+        worker()  # the first execution fails and finishes: error
+        first = reprocess(admin_api, message_id)
+        second = reprocess(admin_api, message_id)
+
+        assert (first.status, second.status) == (202, 409)
+        steps = stack.drain_queue()
+        assert len(steps) == 1
+        assert steps[0]["execution_id"] == status(stack, message_id)["execution_id"]
+
+    def test_an_unknown_message_is_404_and_a_bad_body_400(self, stack, admin_api):
+        missing = reprocess(admin_api, "msg_01aaaaaaaaaaaaaaaaaaaaaaaa")
+        malformed = admin_api("POST", "/api/edi-hub/reprocess-message", body={"id": "x"})
+
+        assert (missing.status, missing.body["error"]["code"]) == (404, "not_found")
+        assert (malformed.status, malformed.body["error"]["code"]) == (400, "validation_error")
+        assert {d["field"] for d in malformed.body["error"]["details"]} == {"message_id", "id"}
+
+
+class TestCancelRetry:
+    def test_scenario_g_cancel_while_waiting_stops_it_for_good(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination, retry_policy=AUTO)
+        destination.script(Answer(503))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-G"})
+        worker()
+        [schedule] = schedules(stack)
+        late_step = schedule["Target"]["Input"]
+
+        answer = admin_api("POST", f"/api/admin/messages/{message_id}/cancel-retry")
+
+        assert answer.status == 200
+        assert answer.body["pipeline_status"] == "cancelled"
+        cancelled = status(stack, message_id)
+        assert cancelled["pipeline_status"] == "cancelled"
+        assert "next_retry_at" not in cancelled
+        assert schedules(stack) == []
+        [event] = audit_events(stack, message_id)
+        assert (event["event"], event["actor"], event["previous"]) == (
+            "message.retry_cancelled",
+            "bootstrap-admin",
+            "retry_pending",
+        )
+        # A retry step already on its way (fired just before the delete) does nothing.
+        boto3.client("sqs").send_message(QueueUrl=stack.queue_url, MessageBody=late_step)
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "cancelled"
+        assert len(destination.requests) == 1
+        # The execution is closed: the operator may still reprocess it later.
+        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
+
+    def test_a_dead_lettered_message_can_be_cancelled_but_a_sent_one_cannot(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination, retry_policy=AUTO.model_copy(update={"retry_max": 0}))
+        destination.script(Answer(503), Answer(200))
+        dead = send(ingest_api, tenancy, {"po_number": "PO-DL"})
+        worker()
+        sent = send(ingest_api, tenancy, {"po_number": "PO-OK"})
+        worker()
+        assert status(stack, dead)["pipeline_status"] == "dead_letter"
+
+        cancelled = admin_api("POST", f"/api/admin/messages/{dead}/cancel-retry")
+        refused = admin_api("POST", f"/api/admin/messages/{sent}/cancel-retry")
+
+        assert cancelled.status == 200
+        assert status(stack, dead)["pipeline_status"] == "cancelled"
+        assert (refused.status, refused.body["error"]["code"]) == (409, "not_cancellable")
+        assert refused.body["error"]["details"]["pipeline_status"] == "sent"
+
+
+class TestQueue:
+    def test_tabs_list_newest_first_by_cursor_and_cursors_stay_in_their_tab(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination)
+        destination.script(Answer(422, '{"error": "bad"}'))
+        failed = []
+        for n in range(3):
+            failed.append(send(ingest_api, tenancy, {"po_number": f"PO-Q{n}"}))
+            worker()
+
+        def tab(**query: str):
+            return admin_api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "error", **query})
+
+        first = tab(limit="2")
+        assert first.status == 200
+        assert [row["message_id"] for row in first.body["items"]] == [failed[2], failed[1]]
+        row = first.body["items"][0]
+        assert (row["pipeline_status"], row["last_retry_error_class"], row["dest_status"]) == (
+            "error",
+            "http_4xx",
+            "422",
+        )
+        assert "dest_status_text" not in row  # may quote the destination's answer
+        second = tab(limit="2", cursor=first.body["next_cursor"])
+        assert [row["message_id"] for row in second.body["items"]] == [failed[0]]
+        assert second.body["next_cursor"] is None
+        # Other tabs and tenants see none of them; a cursor cannot cross into them.
+        assert (
+            admin_api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "waiting"}).body["items"]
+            == []
+        )
+        crossed = admin_api(
+            "GET",
+            "/api/admin/queue",
+            query={"tenant_id": "t2", "tab": "error", "cursor": first.body["next_cursor"]},
+        )
+        assert (crossed.status, crossed.body["error"]["code"]) == (400, "validation_error")
+
+    @pytest.mark.parametrize(
+        ("query", "field"),
+        [
+            ({"tenant_id": "t1", "tab": "sent"}, "tab"),
+            ({"tab": "error"}, "tenant_id"),
+            ({"tenant_id": "t1", "tab": "error", "limit": "1000"}, "limit"),
+            ({"tenant_id": "t1", "tab": "error", "cursor": "not-a-cursor"}, "cursor"),
+        ],
+    )
+    def test_bad_queries_are_400_naming_the_field(self, stack, admin_api, query, field):
+        answer = admin_api("GET", "/api/admin/queue", query=query)
+        assert answer.status == 400
+        details = answer.body["error"]["details"]
+        fields = {d["field"] for d in details} if isinstance(details, list) else {details["field"]}
+        assert field in fields
+
+
+class TestDeadLetterRedrive:
+    def test_a_poison_step_ends_in_the_dlq_unchanged_and_is_redriven_once_fixed(
+        self, stack, tenancy, ingest_api, destination, admin_api, worker
+    ):
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-POISON"})
+        config = DynamoConfigRepository(stack.table)
+        good = config.get_integration(tenancy.integration_id)
+        # A broken stored configuration: every run of the step raises.
+        boto3.client("dynamodb").update_item(
+            TableName=stack.table,
+            Key={k: {"S": v} for k, v in integration_key(tenancy.integration_id).items()},
+            UpdateExpression="SET config_json = :broken",
+            ExpressionAttributeValues={":broken": {"S": "{not json"}},
+        )
+
+        receives = 0
+        while receives < 20 and not dlq_depth(stack):
+            receives += worker(settle=False, max_batches=1)
+            expire_visibility(stack.queue_url)
+        boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)  # moto moves it on a receive
+
+        assert dlq_depth(stack) == 1
+        assert receives == int(stack.env["HUB_PIPELINE_MAX_RECEIVES"])
+        assert status(stack, message_id)["pipeline_status"] == "received"  # the DLQ never changes it
+        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
+        assert destination.requests == []
+
+        assert good is not None
+        config.put_integration(good)  # the cause is fixed
+        answer = admin_api("POST", "/api/admin/dlq/pipeline/redrive")
+
+        assert answer.status == 200
+        assert answer.body == {"lane": "pipeline", "moved": 1}
+        assert dlq_depth(stack) == 0
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert len(destination.requests) == 1
+
+    def test_an_unknown_lane_is_400(self, stack, admin_api):
+        answer = admin_api("POST", "/api/admin/dlq/nfe/redrive")
+        assert answer.status == 400
+        assert answer.body["error"]["details"] == {"lanes": ["pipeline"]}
+
+
+def dlq_depth(stack) -> int:
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=stack.dlq_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+class TestAdminToken:
+    @pytest.mark.parametrize("token", [None, "", "hub_admin_wrong"])
+    def test_without_the_admin_token_nothing_happens(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api, token
+    ):
+        configure(stack, tenancy, destination)
+        destination.script(Answer(503))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-AUTH"})
+        worker()
+
+        answer = admin_api(
+            "POST", "/api/edi-hub/reprocess-message", body={"message_id": message_id}, token=token
+        )
+
+        assert (answer.status, answer.body["error"]["code"]) == (401, "unauthorized")
+        assert status(stack, message_id)["pipeline_status"] == "error"
+        assert stack.drain_queue() == []
+
+    def test_a_stack_without_an_admin_token_is_closed(self, stack, admin_api, monkeypatch):
+        from hub.config import settings  # noqa: PLC0415
+
+        monkeypatch.setenv("HUB_ADMIN_TOKEN_SHA256", "")
+        settings.cache_clear()
+
+        answer = admin_api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "error"})
+
+        assert answer.status == 401
+        assert "closed" in answer.body["error"]["message"]
