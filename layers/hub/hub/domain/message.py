@@ -87,6 +87,7 @@ class MessageRecord(BaseModel):
                 "next_retry_at",
                 "last_retry_error_class",
                 "superseded_by",
+                "uncertain",
                 "occurred_at",
                 "received_at",
                 "updated_at",

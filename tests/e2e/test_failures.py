@@ -1,0 +1,180 @@
+"""Failures on the local stack (seed 000, scenarios D, E, G and uncertain timeouts): the real
+worker against a real destination server, retries fired by the local EventBridge Scheduler,
+operator actions through the admin API's Function URL."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from devstack.demo import DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body, pointed_at
+from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.domain.retry import RetryPolicy
+from hub.domain.tenancy import Destination, Integration, IntegrationMode
+from tests.destinations import Answer, HttpDestination
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-failures")]
+
+AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,))
+
+
+@pytest.fixture
+def destination():
+    with HttpDestination() as server:
+        yield server
+
+
+def integration(local_stack, destination: HttpDestination, policy: RetryPolicy, **options: Any) -> str:
+    """A fresh integration of the demo tenant (the demo key may post to it) towards `destination`."""
+    integration_id = f"int_e2e_{uuid.uuid4().hex[:8]}"
+    with pointed_at(local_stack):
+        DynamoConfigRepository(local_stack.resources["HubTable"]).put_integration(
+            Integration(
+                integration_id=integration_id,
+                tenant_id=DEMO_TENANT_ID,
+                name=integration_id,
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url=destination.url, **options),
+                retry_policy=policy,
+            )
+        )
+    return integration_id
+
+
+def post(api: httpx.Client, integration_id: str) -> str:
+    body = {**demo_body(), "integration_id": integration_id}
+    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+    answer = api.post("/api/edi-hub/receive-message", json=body)
+    assert answer.status_code == 202, answer.text
+    return str(answer.json()["message_id"])
+
+
+def wait_for(api: httpx.Client, message_id: str, wanted: str, timeout: float = 30) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    seen: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        seen = api.get(f"/api/edi-hub/messages/{message_id}").json()
+        if seen.get("pipeline_status") == wanted:
+            return seen
+        time.sleep(0.2)
+    raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never {wanted!r}")
+
+
+def retry_schedules(local_stack, message_id: str) -> list[str]:
+    with pointed_at(local_stack):
+        group = local_stack.resources["HubScheduleGroup"]
+        listed = boto3.client("scheduler").list_schedules(GroupName=group)
+    return [s["Name"] for s in listed["Schedules"] if message_id in s["Name"]]
+
+
+def test_scenario_d_auto_retry_off_stays_in_error_until_the_operator_reprocesses(
+    api, admin, local_stack, destination
+):
+    destination.script(Answer(503), Answer(200))
+    message_id = post(api, integration(local_stack, destination, RetryPolicy()))
+
+    failed = wait_for(api, message_id, "error")
+    assert failed["last_retry_error_class"] == "http_5xx"
+    assert retry_schedules(local_stack, message_id) == []
+
+    answer = admin.post("/api/edi-hub/reprocess-message", json={"message_id": message_id})
+
+    assert answer.status_code == 202, answer.text
+    assert wait_for(api, message_id, "sent")["dest_status"] == "200"
+    assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
+
+
+def test_scenario_e_a_4xx_is_never_retried_even_with_auto_retry_on(api, local_stack, destination):
+    destination.script(Answer(400, '{"error": "invalid cnpj"}'))
+    message_id = post(api, integration(local_stack, destination, AUTO))
+
+    failed = wait_for(api, message_id, "error")
+
+    assert (failed["last_retry_error_class"], failed["dest_status"]) == ("http_4xx", "400")
+    assert failed["retry_count"] == 0
+    time.sleep(1.5)  # longer than the ladder: a retry would have happened by now
+    assert len(destination.requests) == 1
+    assert retry_schedules(local_stack, message_id) == []
+
+
+def test_scenario_e_a_401_is_retried(api, local_stack, destination):
+    destination.script(Answer(401), Answer(200))
+    message_id = post(api, integration(local_stack, destination, AUTO))
+
+    final = wait_for(api, message_id, "sent")
+
+    assert (final["retry_count"], final["last_retry_error_class"]) == (1, "http_401")
+
+
+def test_scenario_e_a_429_waits_at_least_its_retry_after(api, admin, local_stack, destination):
+    destination.script(Answer(429, "{}", {"Retry-After": "7"}), Answer(200))
+    message_id = post(api, integration(local_stack, destination, AUTO))
+
+    pending = wait_for(api, message_id, "retry_pending")
+
+    failed_at = datetime.fromisoformat(pending["updated_at"])
+    assert datetime.fromisoformat(pending["next_retry_at"]) >= failed_at + timedelta(seconds=7)
+    time.sleep(3)
+    assert len(destination.requests) == 1  # the 1 s ladder did not win over Retry-After
+    final = wait_for(api, message_id, "sent", timeout=30)
+    assert final["retry_count"] == 1
+    assert len(destination.requests) == 2
+
+
+def test_scenario_g_cancel_while_waiting_stops_the_retries(api, admin, local_stack, destination):
+    destination.script(Answer(503))
+    slow = AUTO.model_copy(update={"ladder_seconds": (4,)})
+    message_id = post(api, integration(local_stack, destination, slow))
+    wait_for(api, message_id, "retry_pending")
+    assert retry_schedules(local_stack, message_id) == [f"retry-{message_id}-1"]
+
+    answer = admin.post(f"/api/admin/messages/{message_id}/cancel-retry")
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["pipeline_status"] == "cancelled"
+    assert retry_schedules(local_stack, message_id) == []
+    time.sleep(5)  # past the retry's time
+    cancelled = wait_for(api, message_id, "cancelled")
+    assert cancelled["next_retry_at"] is None
+    assert len(destination.requests) == 1
+    waiting = admin.get("/api/admin/queue", params={"tenant_id": DEMO_TENANT_ID, "tab": "waiting"}).json()
+    assert message_id not in [row["message_id"] for row in waiting["items"]]
+
+
+@pytest.mark.parametrize("idempotent_retries", [False, True])
+def test_a_timeout_is_retried_only_when_the_destination_honours_idempotency_keys(
+    api, local_stack, destination, idempotent_retries
+):
+    destination.script(Answer(200, "{}", delay_seconds=1.5), Answer(200))
+    message_id = post(
+        api,
+        integration(
+            local_stack,
+            destination,
+            AUTO,
+            read_timeout_seconds=0.5,
+            idempotent_retries=idempotent_retries,
+        ),
+    )
+
+    if idempotent_retries:
+        final = wait_for(api, message_id, "sent")
+        assert (final["retry_count"], final["last_retry_error_class"]) == (1, "timeout")
+    else:
+        final = wait_for(api, message_id, "error")
+        assert (final["last_retry_error_class"], final["uncertain"]) == ("timeout", True)
+        time.sleep(1.5)
+        assert len(destination.requests) == 1
+
+
+def test_the_demo_integration_is_untouched(api, local_stack):
+    with pointed_at(local_stack):
+        demo = DynamoConfigRepository(local_stack.resources["HubTable"]).get_integration(DEMO_INTEGRATION_ID)
+    assert demo is not None
+    assert demo.retry_policy == RetryPolicy()
