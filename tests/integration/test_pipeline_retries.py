@@ -68,6 +68,41 @@ def test_scenario_c_exhausted_retries_end_in_dead_letter(stack, tenancy, ingest_
     assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
 
 
+@pytest.mark.parametrize(
+    ("policy", "ceilings"),
+    [
+        # A fixed ladder (seed 002, 6.1): exactly these waits.
+        (RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(30, 60, 120)), None),
+        # Exponential backoff with full jitter: each wait within its growing ceiling.
+        (RetryPolicy(retry_auto_enabled=True, retry_max=3), [30, 60, 120]),
+    ],
+)
+def test_scenario_c_waits_grow_between_attempts(
+    stack, tenancy, ingest_api, worker, destination, policy, ceilings
+):
+    configure(stack, tenancy, destination, retry_policy=policy)
+    destination.script(Answer(503))
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
+    waits = []
+
+    worker()
+    while pending := schedules(stack):
+        record = status(stack, message_id)
+        failed_at = datetime.fromisoformat(record["updated_at"])
+        waits.append((datetime.fromisoformat(record["next_retry_at"]) - failed_at).total_seconds())
+        assert pending[0]["ScheduleExpression"] == f"at({record['next_retry_at'][:19]})"
+        fire_all(stack)
+        worker()
+
+    if ceilings is None:
+        assert [round(w) for w in waits] == [30, 60, 120]
+    else:
+        assert len(waits) == 3
+        assert all(0 <= wait <= ceiling for wait, ceiling in zip(waits, ceilings, strict=True))
+    assert status(stack, message_id)["pipeline_status"] == "dead_letter"
+    assert len(destination.requests) == 4
+
+
 def test_scenario_c_without_dead_letter_stays_error(stack, tenancy, ingest_api, worker, destination):
     configure(stack, tenancy, destination, retry_policy=AUTO.model_copy(update={"retry_dead_letter": False}))
     destination.script(Answer(503))
