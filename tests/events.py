@@ -59,6 +59,7 @@ def admin_event(
     token: str | None,
     body: dict[str, Any] | None = None,
     query: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A Lambda Function URL event for the admin API, from the sample (no token: no header)."""
     event = load_event("admin_reprocess_message.json")
@@ -67,6 +68,7 @@ def admin_event(
     event["body"] = json.dumps(body) if body is not None else None
     event["queryStringParameters"] = query
     event["rawQueryString"] = urlencode(query or {})
+    event["headers"].update(headers or {})
     if token is None:
         event["headers"].pop("authorization")
     else:

@@ -15,7 +15,7 @@ from hub.config import settings
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import InboundMessage, MessageRecord, PayloadFormat
 from hub.domain.status import PipelineStatus
-from hub.errors import InvalidTransition, NotFound
+from hub.errors import InvalidTransition, NotFound, TransitionNotAllowed
 from hub.ingest.receive import Ingestor
 from hub.ports import NewMessage
 
@@ -193,7 +193,7 @@ class TestTransitions:
 
     def test_a_transition_outside_the_table_is_refused_before_any_write(self, stack):
         repo, record = self._created(stack)
-        with pytest.raises(InvalidTransition):
+        with pytest.raises(TransitionNotAllowed):
             repo.transition(record, PipelineStatus.DEAD_LETTER, NOW)
         assert stack.message_items()[0]["pipeline_status"]["S"] == "received"
 

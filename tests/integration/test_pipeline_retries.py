@@ -13,7 +13,7 @@ from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer
-from tests.pipeline import configure, fire_all, run_with_retries, schedules, send, status
+from tests.pipeline import configure, expire_visibility, fire_all, run_with_retries, schedules, send, status
 
 AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=2)
 
@@ -35,7 +35,7 @@ def test_scenario_b_a_5xx_is_retried_on_a_durable_schedule_and_then_sent(
         "503",
     )
     [schedule] = schedules(stack)
-    assert schedule["Name"] == f"retry-{message_id}-1"
+    assert schedule["Name"] == f"retry-{pending['execution_id']}-1"
     assert schedule["ScheduleExpression"].startswith("at(")
     assert schedule["ActionAfterCompletion"] == "DELETE"
     assert schedule["Target"]["Arn"] == stack.env["HUB_PIPELINE_QUEUE_ARN"]
@@ -90,7 +90,9 @@ def test_scenario_c_waits_grow_between_attempts(
         record = status(stack, message_id)
         failed_at = datetime.fromisoformat(record["updated_at"])
         waits.append((datetime.fromisoformat(record["next_retry_at"]) - failed_at).total_seconds())
-        assert pending[0]["ScheduleExpression"] == f"at({record['next_retry_at'][:19]})"
+        # at() has whole seconds, rounded up: never before the decided time.
+        at = datetime.fromisoformat(pending[0]["ScheduleExpression"][3:-1] + "+00:00")
+        assert timedelta(0) <= at - datetime.fromisoformat(record["next_retry_at"]) < timedelta(seconds=1)
         fire_all(stack)
         worker()
 
@@ -273,3 +275,34 @@ def test_retries_and_dead_letters_are_counted_in_cloudwatch_metrics(
     assert metrics.count(("DeadLettered", service)) == 1
     assert ("StepFailed", {"step": "deliver", **service}) in metrics
     assert ("StepDuration", {"step": "process", **service}) in metrics
+
+
+def test_a_retry_whose_schedule_could_not_be_created_is_rescheduled_not_sent_early(
+    stack, tenancy, ingest_api, worker, destination
+):
+    configure(stack, tenancy, destination, retry_policy=AUTO)
+    destination.script(Answer(429, "{}", {"Retry-After": "3600"}), Answer(200))
+    message_id = send(ingest_api, tenancy, {"n": 1}, "order")
+    scheduler = boto3.client("scheduler")
+    group = stack.env["HUB_SCHEDULE_GROUP"]
+    scheduler.delete_schedule_group(Name=group)  # the scheduler refuses the create
+
+    worker(settle=False, max_batches=3)
+
+    assert status(stack, message_id)["pipeline_status"] == "retry_pending"
+    assert len(destination.requests) == 1
+    scheduler.create_schedule_group(Name=group)
+    # SQS redelivers the deciding step: it re-creates the schedule and calls nobody.
+    assert expire_visibility(stack.queue_url) == 1
+    worker()
+    [schedule] = schedules(stack)
+    assert len(destination.requests) == 1
+    pending = status(stack, message_id)
+    assert schedule["Name"] == f"retry-{pending['execution_id']}-1"
+    assert datetime.fromisoformat(pending["next_retry_at"]) >= datetime.now(UTC) + timedelta(seconds=3500)
+
+    fire_all(stack)
+    worker()
+
+    assert status(stack, message_id)["pipeline_status"] == "sent"
+    assert len(destination.requests) == 2

@@ -55,6 +55,9 @@ class Unauthorized(HubError):
     code = "unauthorized"
     http_status = 401
 
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}
+
 
 class NotFound(HubError):
     code = "not_found"
@@ -74,7 +77,15 @@ class Conflict(HubError):
 
 
 class InvalidTransition(Conflict):
+    """The stored status is no longer the one the caller read: someone else moved it."""
+
     code = "invalid_transition"
+
+
+class TransitionNotAllowed(HubError):
+    """A move the transition table forbids: a bug in the caller, never retried into success."""
+
+    code = "transition_not_allowed"
 
 
 class ServiceUnavailable(HubError):

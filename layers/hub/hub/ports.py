@@ -101,7 +101,8 @@ class MessageRepository(Protocol):
     ) -> MessageRecord:
         """Moves the message from `record.pipeline_status` to `target`: only if the transition
         table allows it and the stored status is still the one the caller read (conditional
-        update). Raises InvalidTransition otherwise; NotFound if absent or another tenant's."""
+        update). Raises TransitionNotAllowed for a move outside the table, InvalidTransition when
+        the stored record moved on; NotFound if absent or another tenant's."""
         ...
 
 

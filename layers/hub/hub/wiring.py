@@ -57,7 +57,7 @@ def build_pipeline_worker() -> PipelineWorker:
             DestinationProtocol.HTTP: HttpConnector(certificates),
             DestinationProtocol.SOAP: SoapConnector(certificates),
         },
-        on_failure=RetryOrchestrator(retry_scheduler()),
+        retries=RetryOrchestrator(retry_scheduler()),
         metrics=EmfMetrics(),
     )
 

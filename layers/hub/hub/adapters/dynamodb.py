@@ -30,7 +30,14 @@ from hub.domain.idempotency import DedupKind
 from hub.domain.message import PIPELINE_OPERATION, MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey, Integration, Tenant
-from hub.errors import ClaimTaken, InvalidTransition, NotFound, StorageUnavailable, ValidationFailed
+from hub.errors import (
+    ClaimTaken,
+    InvalidTransition,
+    NotFound,
+    StorageUnavailable,
+    TransitionNotAllowed,
+    ValidationFailed,
+)
 from hub.ports import Claim, IngestLookup, NewMessage, QueuePage
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -460,7 +467,7 @@ class DynamoMessageRepository:
     ) -> MessageRecord:
         expected = record.pipeline_status
         if not can_transition(expected, target):
-            raise InvalidTransition(
+            raise TransitionNotAllowed(
                 f"pipeline_status cannot move from {expected.value} to {target.value}",
                 details={"message_id": record.message_id, "from": expected.value, "to": target.value},
             )
@@ -491,9 +498,9 @@ class DynamoMessageRepository:
         values[":expected"] = {"S": expected.value}
         values[":tenant"] = {"S": record.tenant_id}
         condition = "attribute_exists(PK) AND tenant_id = :tenant AND #st = :expected"
-        if target is expected:
-            # A move to the same status (another retry, a rerun) must also be the first since the
-            # caller read it: two copies of one decision cannot both apply.
+        if target is expected or expected is PipelineStatus.RETRY_PENDING:
+            # Where several actors meet - another retry decided twice, a rerun, a cancel racing a
+            # retry - the record must also be unchanged since the caller read it.
             names["#up"] = "updated_at"
             values[":read_at"] = {"S": format_ts(record.updated_at)}
             condition += " AND #up = :read_at"
@@ -591,17 +598,24 @@ def _encode_cursor(key: Mapping[str, Any]) -> str:
 
 
 def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
-    """The start key a cursor stands for; it must be one of this listing's (same tenant and
-    status), so a cursor can never open another tenant's partition."""
+    """The start key a cursor stands for; it must be one this listing gives out (same tenant
+    and status, keys consistent with each other), so a cursor can never open another tenant's
+    partition nor make DynamoDB refuse the query."""
+    invalid = ValidationFailed(
+        "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
+    )
     try:
         key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except ValueError as exc:
-        raise ValidationFailed("cursor is not valid", details={"field": "cursor"}) from exc
+        raise invalid from exc
     if (
         not isinstance(key, dict)
         or set(key) != _CURSOR_KEYS
         or not all(isinstance(v, str) for v in key.values())
         or key["GSI1PK"] != partition
+        or key["SK"] != "STATUS"
+        or not key["PK"].startswith("MSG#")
+        or not key["GSI1SK"].endswith("#" + key["PK"].removeprefix("MSG#"))
     ):
-        raise ValidationFailed("cursor is not valid", details={"field": "cursor"})
+        raise invalid
     return key

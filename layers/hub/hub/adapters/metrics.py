@@ -3,12 +3,15 @@
 Undimensioned counters go to the function's shared Powertools buffer, flushed once per
 invocation by the handler's ``@metrics.log_metrics``; a counter with dimensions (step, error
 class) is written as its own EMF line, because one EMF document carries one dimension set.
-Every metric also carries Powertools' ``service`` dimension: the alarms in template.yaml match
-on it."""
+Every metric also carries Powertools' ``service`` dimension (alarms match on it)."""
 
 from __future__ import annotations
 
+import logging
+
 from aws_lambda_powertools.metrics import Metrics, MetricUnit, single_metric
+
+logger = logging.getLogger(__name__)
 
 
 class EmfMetrics:
@@ -22,11 +25,16 @@ class EmfMetrics:
         self._emit(name, MetricUnit.Milliseconds, milliseconds, dimensions)
 
     def _emit(self, name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
-        if not dimensions:
-            self._metrics.add_metric(name=name, unit=unit, value=value)
-            return
-        with single_metric(
-            name=name, unit=unit, value=value, default_dimensions=self._metrics.default_dimensions
-        ) as metric:
-            for key, dimension in dimensions.items():
-                metric.add_dimension(name=key, value=dimension)
+        """Best effort: a metric that cannot be written is logged, never allowed to fail or
+        change the step it describes."""
+        try:
+            if not dimensions:
+                self._metrics.add_metric(name=name, unit=unit, value=value)
+                return
+            with single_metric(
+                name=name, unit=unit, value=value, default_dimensions=self._metrics.default_dimensions
+            ) as metric:
+                for key, dimension in dimensions.items():
+                    metric.add_dimension(name=key, value=dimension)
+        except Exception:
+            logger.warning("metric not written", extra={"metric": name}, exc_info=True)

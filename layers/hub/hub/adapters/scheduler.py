@@ -3,7 +3,7 @@ restart loses nothing)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -25,11 +25,17 @@ class EventBridgeRetryScheduler:
         self._role_arn = role_arn
 
     def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
+        """`at()` has whole seconds: rounded up, so a retry never runs before the time it was
+        given (a Retry-After is a floor), and never set in the past."""
+        earliest = datetime.now(UTC) + timedelta(seconds=1)
+        when = max(at, earliest).astimezone(UTC)
+        if when.microsecond:
+            when = when.replace(microsecond=0) + timedelta(seconds=1)
         try:
             client("scheduler").create_schedule(
                 Name=name,
                 GroupName=self._group,
-                ScheduleExpression=f"at({at.astimezone(UTC):%Y-%m-%dT%H:%M:%S})",
+                ScheduleExpression=f"at({when:%Y-%m-%dT%H:%M:%S})",
                 ScheduleExpressionTimezone="UTC",
                 FlexibleTimeWindow={"Mode": "OFF"},
                 ActionAfterCompletion="DELETE",

@@ -11,21 +11,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
 from hub.domain.ids import new_id
 from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PipelineStep, StepMessage
 from hub.domain.status import PipelineStatus
-from hub.errors import Conflict, InvalidTransition, NotFound, ServiceUnavailable, ValidationFailed
+from hub.errors import Conflict, InvalidTransition, NotFound, ServiceUnavailable
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
+from hub.pipeline.worker import utcnow
 from hub.ports import MessageRepository, QueuePage, StepQueue
 
 logger = logging.getLogger(__name__)
-
-OPERATION = PIPELINE_OPERATION
 
 
 class ExecutionInFlight(Conflict):
@@ -34,6 +33,10 @@ class ExecutionInFlight(Conflict):
 
 class NotCancellable(Conflict):
     code = "not_cancellable"
+
+
+class DeliveryInProgress(Conflict):
+    code = "delivery_in_progress"
 
 
 class QueueTab(StrEnum):
@@ -57,6 +60,8 @@ class AdmissionStore(Protocol):
         self, message_id: str, operation: str, execution_id: str, now: datetime, abandoned_after: Any
     ) -> bool: ...
     def release_admission(self, message_id: str, operation: str, execution_id: str) -> None: ...
+    def acquire_lock(self, entity: str, owner: str, now: datetime, lease: Any) -> bool: ...
+    def release_lock(self, entity: str, owner: str) -> None: ...
     def append_log(self, message_id: str, now: datetime, entry: dict[str, Any]) -> None: ...
 
 
@@ -83,10 +88,6 @@ class Lane:
     dead_letter_queue_url: str
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class Operations:
     def __init__(
         self,
@@ -98,7 +99,7 @@ class Operations:
         scheduler: RetryScheduler,
         mover: DeadLetterMover,
         lanes: Mapping[str, Lane],
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._messages = messages
         self._index = index
@@ -122,7 +123,9 @@ class Operations:
         record = self._record(message_id)
         now = self._clock()
         execution_id = new_id("exe")
-        if not self._store.admit(message_id, OPERATION, execution_id, now, rules.ADMISSION_ABANDONED_AFTER):
+        if not self._store.admit(
+            message_id, PIPELINE_OPERATION, execution_id, now, rules.ADMISSION_ABANDONED_AFTER
+        ):
             raise ExecutionInFlight(
                 "an execution of this message is in flight; wait for it to finish",
                 details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
@@ -152,7 +155,7 @@ class Operations:
                 )
             )
         except InvalidTransition as moved:
-            self._store.release_admission(message_id, OPERATION, execution_id)
+            self._store.release_admission(message_id, PIPELINE_OPERATION, execution_id)
             raise ExecutionInFlight(
                 "the message changed while reprocessing was requested; try again",
                 details=moved.details,
@@ -160,7 +163,7 @@ class Operations:
         except Exception:
             # Not published: free the message so the operator's next click can run it. If the
             # status already moved to `received`, that click moves it there again.
-            self._store.release_admission(message_id, OPERATION, execution_id)
+            self._store.release_admission(message_id, PIPELINE_OPERATION, execution_id)
             raise
         self._audit(rerun, now, "message.reprocessed", actor, execution_id=execution_id)
         logger.info("message reprocessed", extra={"message_id": message_id, "execution_id": execution_id})
@@ -168,29 +171,57 @@ class Operations:
 
     def cancel_retry(self, message_id: str, actor: str) -> MessageRecord:
         """Stops a waiting or dead-lettered message for good (seed 000, G): `cancelled`, no next
-        retry, its pending schedule deleted and its execution closed. A step still in flight
-        finds the message cancelled and does nothing."""
+        retry, its pending schedule deleted and its execution closed. Taken under the message's
+        entity lock, which a delivery attempt holds while it calls the destination: during one,
+        this raises DeliveryInProgress (try again in a moment); after it, every step finds the
+        message cancelled and sends nothing. Idempotent: cancelling a cancelled message again
+        finishes any cleanup a failure left undone."""
         record = self._record(message_id)
+        if record.pipeline_status is PipelineStatus.CANCELLED:
+            self._close(record)
+            return record
         if record.pipeline_status not in (PipelineStatus.RETRY_PENDING, PipelineStatus.DEAD_LETTER):
             raise NotCancellable(
-                f"only waiting or dead-lettered messages can be cancelled; this one is "
-                f"{record.pipeline_status.value}",
+                "only waiting or dead-lettered messages can be cancelled",
                 details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
             )
         now = self._clock()
-        # Status first: from here on, a schedule firing or a step arriving late is a no-op.
-        cancelled = self._messages.transition(record, PipelineStatus.CANCELLED, now, next_retry_at=None)
-        if record.pipeline_status is PipelineStatus.RETRY_PENDING:
-            name = retry_schedule_name(message_id, record.retry_count)
+        owner = f"cancel:{new_id('run')}"
+        if not self._store.acquire_lock(record.lock_entity, owner, now, rules.LOCK_LEASE):
+            raise DeliveryInProgress(
+                "a delivery attempt of this message is in progress; try again in a moment",
+                details={"message_id": message_id},
+            )
+        try:
+            current = self._record(message_id)  # as it is now, under the lock
+            if current.pipeline_status not in (PipelineStatus.RETRY_PENDING, PipelineStatus.DEAD_LETTER):
+                raise NotCancellable(
+                    "the message moved on; only waiting or dead-lettered messages can be cancelled",
+                    details={"message_id": message_id, "pipeline_status": current.pipeline_status.value},
+                )
+            try:
+                cancelled = self._messages.transition(
+                    current, PipelineStatus.CANCELLED, now, next_retry_at=None
+                )
+            except InvalidTransition as moved:
+                raise NotCancellable("the message moved on; reload it", details=moved.details) from moved
+        finally:
+            self._store.release_lock(record.lock_entity, owner)
+        self._audit(cancelled, now, "message.retry_cancelled", actor, previous=current.pipeline_status.value)
+        self._close(cancelled)
+        logger.info("retry cancelled", extra={"message_id": message_id})
+        return cancelled
+
+    def _close(self, cancelled: MessageRecord) -> None:
+        """Deletes the execution's pending schedule (if any) and frees the message."""
+        if cancelled.retry_count:
+            name = retry_schedule_name(cancelled.execution_id, cancelled.retry_count)
             try:
                 self._scheduler.cancel(name)
             except ServiceUnavailable:
                 # Harmless if it stays: its step finds the message cancelled.
-                logger.warning("retry schedule not deleted", extra={"message_id": message_id})
-        self._store.release_admission(message_id, OPERATION, record.execution_id)
-        self._audit(cancelled, now, "message.retry_cancelled", actor, previous=record.pipeline_status.value)
-        logger.info("retry cancelled", extra={"message_id": message_id})
-        return cancelled
+                logger.warning("retry schedule not deleted", extra={"message_id": cancelled.message_id})
+        self._store.release_admission(cancelled.message_id, PIPELINE_OPERATION, cancelled.execution_id)
 
     def queue(self, tenant_id: str, tab: QueueTab, limit: int, cursor: str | None) -> QueuePage:
         return self._index.list_by_status(tenant_id, tab.status, limit, cursor)
@@ -200,7 +231,7 @@ class Operations:
         states are left as they are: each step re-reads its message and resumes or drops."""
         found = self._lanes.get(lane)
         if found is None:
-            raise ValidationFailed(f"unknown lane {lane!r}", details={"lanes": sorted(self._lanes)})
+            raise NotFound("no such lane", details={"lanes": sorted(self._lanes)})
         moved = self._mover.move(found.dead_letter_queue_url, found.work_queue_url, limit)
         logger.info("dead-letter queue redriven", extra={"lane": lane, "moved": moved, "actor": actor})
         return moved

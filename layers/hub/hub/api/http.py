@@ -143,14 +143,15 @@ BOOTSTRAP_ADMIN = "bootstrap-admin"
 
 
 def admin_actor(event: BaseProxyEvent, token_sha256: str) -> str:
-    """The operator behind an admin request: the bootstrap admin token as a Bearer token, whose
-    SHA-256 the stack was deployed with. Unauthorized otherwise, also when none is configured
-    (an admin API without a token is closed, never open)."""
-    if not token_sha256:
-        raise Unauthorized("the admin API is closed: no admin token is configured")
-    presented = api_key(event)
+    """The operator behind an admin request: `Authorization: Bearer <bootstrap admin token>`,
+    whose SHA-256 the stack was deployed with. Unauthorized otherwise, also when none is
+    configured (an admin API without a token is closed, never open)."""
+    scheme, _, token = (event.headers.get("authorization") or "").partition(" ")
+    presented = token.strip() if scheme.lower() == "bearer" else ""
     digest = hashlib.sha256(presented.encode()).hexdigest() if presented else ""
-    if not hmac.compare_digest(digest, token_sha256):
+    if not token_sha256 or not hmac.compare_digest(digest, token_sha256):
+        if not token_sha256:
+            logger.warning("admin request refused: no admin token is configured (AdminTokenSha256)")
         raise Unauthorized("a valid admin token is required (Authorization: Bearer <token>)")
     return BOOTSTRAP_ADMIN
 

@@ -71,6 +71,11 @@ class MessageRecord(BaseModel):
     #: Set when a later message with the same business key replaced this one (overwrite).
     superseded_by: str | None = None
 
+    @property
+    def lock_entity(self) -> str:
+        """What steps of this message serialize on: its business entity, else itself."""
+        return self.entity_key or f"message:{self.message_id}"
+
     def public_view(self) -> dict[str, Any]:
         """What the partner API shows its owner: status and timestamps, no internals."""
         return self.model_dump(

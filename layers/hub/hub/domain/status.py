@@ -47,8 +47,9 @@ ALLOWED_TRANSITIONS: MappingProxyType[PipelineStatus, frozenset[PipelineStatus]]
         ),
         S.ERROR: frozenset({S.RECEIVED, S.CANCELLED}),
         # A scheduled retry runs the deliver step again: straight to its outcome.
+        # (`received_observed`: the integration was switched to observability meanwhile.)
         S.RETRY_PENDING: frozenset(
-            {S.RECEIVED, S.SENT, S.CANCELLED, S.ERROR, S.RETRY_PENDING, S.DEAD_LETTER}
+            {S.RECEIVED, S.SENT, S.CANCELLED, S.ERROR, S.RETRY_PENDING, S.DEAD_LETTER, S.RECEIVED_OBSERVED}
         ),
         S.DEAD_LETTER: frozenset({S.RECEIVED, S.CANCELLED}),
         S.CANCELLED: frozenset({S.RECEIVED}),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from hub.domain.ids import new_id
@@ -15,7 +15,7 @@ from hub.domain.message import MessageRecord, StepMessage
 from hub.domain.retry import RetryOutcome, decide, is_retryable
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import IntegrationMode
-from hub.pipeline.worker import FailedDelivery, FailurePlan
+from hub.pipeline.worker import FailedDelivery, FailurePlan, utcnow
 
 logger = logging.getLogger(__name__)
 
@@ -30,13 +30,16 @@ class RetryScheduler(Protocol):
         ...
 
 
-def retry_schedule_name(message_id: str, retry_count: int) -> str:
-    """Deterministic per message and retry: a rerun of the same decision cannot schedule twice."""
-    return f"retry-{message_id}-{retry_count}"
+def retry_schedule_name(execution_id: str, retry_count: int) -> str:
+    """Deterministic per execution and retry: a rerun of the same decision cannot schedule
+    twice, and a reprocess (a new execution, counting from 0 again) never collides with a
+    schedule left by the one before."""
+    return f"retry-{execution_id}-{retry_count}"
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+def retry_step(step: StepMessage) -> StepMessage:
+    """The step a retry runs: the same deliver step, one attempt on."""
+    return step.rescheduled(new_id("pub"), attempt=step.attempt + 1, lock_wait=0)
 
 
 class RetryOrchestrator:
@@ -46,14 +49,14 @@ class RetryOrchestrator:
         self,
         scheduler: RetryScheduler,
         *,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._scheduler = scheduler
         self._clock = clock
         self._rand = rand
 
-    def __call__(self, failed: FailedDelivery) -> FailurePlan:
+    def plan(self, failed: FailedDelivery) -> FailurePlan:
         record, failure, integration = failed.record, failed.failure, failed.integration
         if integration.mode is IntegrationMode.OBSERVABILITY:
             return FailurePlan(PipelineStatus.ERROR)  # observed messages are never retried (seed 000, H)
@@ -81,20 +84,26 @@ class RetryOrchestrator:
         if decision.outcome is not RetryOutcome.SCHEDULE or at is None:
             logger.info("not retried", extra={**ids, "reason": decision.outcome.value})
             return FailurePlan(PipelineStatus.ERROR, {"next_retry_at": None})
-        retry_step = failed.step.rescheduled(new_id("pub"), attempt=failed.step.attempt + 1, lock_wait=0)
-
-        def schedule(pending: MessageRecord) -> None:
-            # After the update: if this fails, SQS redelivers the deliver step, which finds the
-            # message retry_pending and runs the attempt itself (earlier, never lost).
-            name = retry_schedule_name(record.message_id, pending.retry_count)
-            self._scheduler.schedule(retry_step, at, name)
-            logger.info(
-                "retry scheduled",
-                extra={**ids, "retry_count": pending.retry_count, "next_retry_at": at.isoformat()},
-            )
-
+        step = failed.step
         return FailurePlan(
             PipelineStatus.RETRY_PENDING,
             {"retry_count": decision.retry_count, "next_retry_at": at},
-            then=schedule,
+            # After the update: if this fails, SQS redelivers the deciding step, which finds the
+            # message retry_pending and only re-creates the schedule (resume).
+            then=lambda pending: self.resume(pending, step),
+        )
+
+    def resume(self, record: MessageRecord, step: StepMessage) -> None:
+        at = record.next_retry_at
+        if at is None:
+            return
+        name = retry_schedule_name(record.execution_id, record.retry_count)
+        self._scheduler.schedule(retry_step(step), at, name)
+        logger.info(
+            "retry scheduled",
+            extra={
+                "message_id": record.message_id,
+                "retry_count": record.retry_count,
+                "next_retry_at": at.isoformat(),
+            },
         )

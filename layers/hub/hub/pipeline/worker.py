@@ -107,12 +107,27 @@ class FailurePlan:
     then: Callable[[MessageRecord], None] | None = None
 
 
-#: The one hook for the retry policy (hub.pipeline.retries).
-FailureHook = Callable[[FailedDelivery], FailurePlan]
+class RetryHook(Protocol):
+    """The one hook for the retry policy (hub.pipeline.retries)."""
+
+    def plan(self, failed: FailedDelivery) -> FailurePlan:
+        """What the failed delivery becomes (decided before anything is written)."""
+        ...
+
+    def resume(self, record: MessageRecord, step: StepMessage) -> None:
+        """`step` already decided the pending retry of `record` (a redelivery of it): make sure
+        that retry's schedule exists, without another attempt now. Idempotent."""
+        ...
 
 
-def _no_retry(_: FailedDelivery) -> FailurePlan:
-    return FailurePlan(PipelineStatus.ERROR)
+class NoRetries:
+    """Every failed delivery stays in `error` (a worker built without a retry policy)."""
+
+    def plan(self, failed: FailedDelivery) -> FailurePlan:
+        return FailurePlan(PipelineStatus.ERROR)
+
+    def resume(self, record: MessageRecord, step: StepMessage) -> None:
+        return None
 
 
 class Uncounted:
@@ -145,7 +160,7 @@ class PipelineWorker:
         queue: StepQueue,
         connectors: Mapping[DestinationProtocol, Connector],
         *,
-        on_failure: FailureHook = _no_retry,
+        retries: RetryHook | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
@@ -155,7 +170,7 @@ class PipelineWorker:
         self._store = store
         self._queue = queue
         self._connectors = connectors
-        self._on_failure = on_failure
+        self._retries: RetryHook = retries or NoRetries()
         self._metrics: Metrics = metrics or Uncounted()
         self._clock = clock
         self._rand = rand
@@ -171,13 +186,13 @@ class PipelineWorker:
         try:
             return self._run(step, sent_at)
         except Exception:
-            self._metrics.count("StepErrors", step=step.step.value)
             if last_delivery:
                 self._store.release_admission(step.message_id, step.operation, step.execution_id)
-                self._metrics.count("StepsSentToDLQ")
                 logger.error(
                     "step failed for the last time: released to the dead-letter queue", extra=_log_ids(step)
                 )
+                self._metrics.count("StepsSentToDLQ")
+            self._metrics.count("StepErrors", step=step.step.value)
             raise
 
     def _run(self, step: StepMessage, sent_at: datetime) -> StepReport:  # noqa: PLR0911 - one exit per guard
@@ -206,7 +221,7 @@ class PipelineWorker:
             logger.info("another execution is live: step suppressed", extra=ids)
             return self._done(step, StepReport(StepOutcome.DROPPED, "admission_suppressed"))
 
-        entity = record.entity_key or f"message:{record.message_id}"
+        entity = record.lock_entity
         # Each run holds the lock under its own id: two copies of one step (a redelivery racing
         # the original) are serialized like steps of different messages.
         owner = f"{step.execution_id}:{new_id('run')}"
@@ -368,7 +383,7 @@ class PipelineWorker:
             and earlier != record.message_id
         ):
             self._store.mark_superseded(earlier, record.message_id)
-            self._log(record, step, now, "success", now, detail=f"supersedes {earlier}")
+            self._log(record, step, now, "success", now, detail=f"supersedes {earlier}", counted=False)
         self._store.replace_business_key(key, record.message_id)
         return False
 
@@ -377,6 +392,18 @@ class PipelineWorker:
     ) -> StepMessage | _RetryPending | None:
         if record.pipeline_status not in (PipelineStatus.MAPPED, PipelineStatus.RETRY_PENDING):
             return None  # already delivered, observed or failed: a redelivery has nothing to do
+        if record.pipeline_status is PipelineStatus.RETRY_PENDING:
+            # Under the entity lock now: read again, so a cancel that landed since the first read
+            # (the operator holds the same lock while cancelling) is seen before anything is sent.
+            current = self._messages.get(record.message_id)
+            if current is None or current.pipeline_status is not PipelineStatus.RETRY_PENDING:
+                return None
+            record = current
+            if step.attempt < record.retry_count:
+                # This step made the decision and is redelivered (its schedule may not exist: the
+                # create failed). Only the scheduled attempt may call the destination.
+                self._retries.resume(record, step)
+                return RETRY_PENDING
         started = self._clock()
         if integration.mode is IntegrationMode.OBSERVABILITY:
             self._messages.transition(
@@ -420,14 +447,22 @@ class PipelineWorker:
             return None
         except DeliveryFailed as failure:
             return self._delivery_failed(step, record, integration, failure, started)
-        self._messages.transition(
-            record,
-            PipelineStatus.SENT,
-            self._clock(),
-            dest_status=outcome.dest_status,
-            dest_status_text=outcome.dest_status_text,
-            uncertain=None,
-        )
+        try:
+            self._messages.transition(
+                record,
+                PipelineStatus.SENT,
+                self._clock(),
+                dest_status=outcome.dest_status,
+                dest_status_text=outcome.dest_status_text,
+                uncertain=None,
+            )
+        except InvalidTransition:
+            # Delivered, but the status moved on meanwhile: the destination has it; say so.
+            self._log(
+                record, step, now, "delivered_after_status_change", started, dest_status=outcome.dest_status
+            )
+            logger.warning("delivered after the status moved on", extra=_log_ids(step))
+            raise
         self._log(record, step, now, "success", started, dest_status=outcome.dest_status, step_name="sent")
         logger.info("delivered", extra={**_log_ids(step), "dest_status": outcome.dest_status})
         return None
@@ -444,7 +479,7 @@ class PipelineWorker:
         now = self._clock()
         if failure.error_class is ErrorClass.HTTP_410 and integration.destination is not None:
             self._config.flag_connection_gone(integration.integration_id, now, failure.dest_status)
-        plan = self._on_failure(FailedDelivery(record, step, failure, integration))
+        plan = self._retries.plan(FailedDelivery(record, step, failure, integration))
         failed = self._messages.transition(
             record,
             plan.target,
@@ -452,7 +487,8 @@ class PipelineWorker:
             dest_status=failure.dest_status,
             dest_status_text=failure.dest_status_text,
             last_retry_error_class=failure.error_class.value,
-            uncertain=True if failure.uncertain else None,
+            # An earlier uncertain attempt stays uncertain until the message is sent or rerun.
+            **({"uncertain": True} if failure.uncertain else {}),
             **plan.changes,
         )
         self._log(
@@ -518,6 +554,7 @@ class PipelineWorker:
         started: datetime,
         *,
         step_name: str | None = None,
+        counted: bool = True,
         **extra: Any,
     ) -> None:
         duration_ms = max(0, int((self._clock() - started).total_seconds() * 1000))
@@ -530,7 +567,7 @@ class PipelineWorker:
             **{k: v for k, v in extra.items() if v is not None},
         }
         self._store.append_log(record.message_id, now, entry)
-        if status in ("success", "failure"):
+        if counted and status in ("success", "failure"):
             outcome = "StepSucceeded" if status == "success" else "StepFailed"
             self._metrics.count(outcome, step=step.step.value)
             self._metrics.duration_ms("StepDuration", duration_ms, step=step.step.value)
