@@ -1,7 +1,8 @@
 """``python -m devstack``: run template.yaml locally until Ctrl-C.
 
 Ports come from HUB_LOCAL_AWS_PORT, HUB_LOCAL_API_PORT, HUB_LOCAL_URL_PORT and
-HUB_LOCAL_ECHO_PORT (defaults 5000, 3000, 3001, 3100). Function instances re-import this
+HUB_LOCAL_ECHO_PORT (defaults 5000, 3000, 3001, 3100). SLACK_ALERTS_WEBHOOK_URL, when set, is
+the template's SlackAlertsWebhookUrl: the alert notifier posts there. Function instances re-import this
 module under spawn, so it imports nothing heavy at module level.
 """
 
@@ -46,6 +47,12 @@ def _seed_lines(stack: Any) -> list[str]:
     return list(demo.seed(stack))
 
 
+def parameter_overrides(environ: Mapping[str, str]) -> dict[str, str]:
+    """Template parameters taken from the environment (only the alert webhook for now)."""
+    url = environ.get("SLACK_ALERTS_WEBHOOK_URL", "").strip()
+    return {"SlackAlertsWebhookUrl": url} if url else {}
+
+
 def startup_lines(
     *,
     api_url: str,
@@ -53,13 +60,21 @@ def startup_lines(
     aws_endpoint: str,
     echo_url: str,
     demo_lines: list[str],
+    slack_alerts: bool = False,
 ) -> list[str]:
     """What a newcomer needs on start: where things answer, the demo, how to stop."""
     lines = [f"HTTP API:        {api_url}"]
     lines += [f"Function URL:    {url}  ({logical_id})" for logical_id, url in function_urls.items()]
+    # Never the webhook URL itself: it is a secret.
+    alerts = (
+        "dead letters -> Slack (SLACK_ALERTS_WEBHOOK_URL)"
+        if slack_alerts
+        else ("Slack off (set SLACK_ALERTS_WEBHOOK_URL)")
+    )
     lines += [
         f"AWS (moto):      {aws_endpoint}  (AWS_ENDPOINT_URL for the aws CLI and boto3)",
         f"echo:            {echo_url}",
+        f"alerts:          {alerts}; CloudWatch alarms are provisioned but never fire on moto",
         "",
         *demo_lines,
         "",
@@ -81,16 +96,17 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    from devstack.demo import parameter_overrides  # noqa: PLC0415
+    from devstack import demo  # noqa: PLC0415
 
+    overrides = {**demo.parameter_overrides(), **parameter_overrides(os.environ)}
     stack = LocalStack(
         template_path=Path("template.yaml"),
-        parameter_overrides=parameter_overrides(),
         project_root=Path.cwd(),
         aws_port=_port("HUB_LOCAL_AWS_PORT"),
         api_port=_port("HUB_LOCAL_API_PORT"),
         url_port=_port("HUB_LOCAL_URL_PORT"),
         echo_port=_port("HUB_LOCAL_ECHO_PORT"),
+        parameter_overrides=overrides,
     )
     stack.start()
     try:
@@ -100,6 +116,7 @@ def main() -> int:
             aws_endpoint=stack.aws_endpoint,
             echo_url=stack.echo_url,
             demo_lines=_seed_lines(stack),
+            slack_alerts="SlackAlertsWebhookUrl" in overrides,
         )
         print("\n".join(lines), flush=True)
         while not stopping.wait(0.5):

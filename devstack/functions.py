@@ -17,6 +17,7 @@ from devstack.http_gateway import Route
 from devstack.lambda_runtime import FunctionSpec
 from devstack.provision import FUNCTION, IMPLICIT_HTTP_API, LAYER_TYPES, Provisioner, api_id_for
 from devstack.scheduler import ScheduleDefinition, rule_definition
+from devstack.sns_source import SnsSourceConfig
 from devstack.sqs_source import SqsSourceConfig
 from devstack.stream_source import StreamSourceConfig
 
@@ -33,6 +34,7 @@ class FunctionModel:
     routes: list[Route] = field(default_factory=list)
     sqs_sources: list[SqsSourceConfig] = field(default_factory=list)
     stream_sources: list[StreamSourceConfig] = field(default_factory=list)
+    sns_sources: list[SnsSourceConfig] = field(default_factory=list)
     rules: list[ScheduleDefinition] = field(default_factory=list)
 
 
@@ -198,6 +200,15 @@ class FunctionBuilder:
                     maximum_retry_attempts=_retry_attempts(props.get("MaximumRetryAttempts")),
                     enabled=props.get("Enabled", True) is not False,
                     filter_patterns=tuple(parse_patterns(props.get("FilterCriteria"))),
+                )
+            )
+        elif event_type == "SNS":
+            self.model.sns_sources.append(
+                SnsSourceConfig(
+                    function=spec.logical_id,
+                    topic_arn=str(props["Topic"]),
+                    filter_policy=props.get("FilterPolicy"),
+                    filter_policy_scope=props.get("FilterPolicyScope"),
                 )
             )
         elif event_type == "ScheduleV2":

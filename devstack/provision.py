@@ -1,10 +1,11 @@
 """Creates the template's AWS resources on moto, in dependency order.
 
 Supported: AWS::DynamoDB::Table (and AWS::Serverless::SimpleTable), AWS::SQS::Queue,
-AWS::Scheduler::ScheduleGroup and AWS::Scheduler::Schedule. Serverless functions, layers and
-HTTP APIs only get their Ref/GetAtt values here (``devstack.functions`` runs them). Every
-other type is skipped, but Refs and GetAtts to it resolve to placeholders so templates with
-IAM, SNS, alarms or KMS still load.
+AWS::Scheduler::ScheduleGroup, AWS::Scheduler::Schedule, AWS::SNS::Topic, AWS::SNS::Subscription
+and AWS::CloudWatch::Alarm (stored: moto never evaluates an alarm, so none ever notifies).
+Serverless functions, layers and HTTP APIs only get their Ref/GetAtt values here
+(``devstack.functions`` runs them). Every other type is skipped, but Refs and GetAtts to it
+resolve to placeholders so templates with IAM or KMS still load.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +155,19 @@ class Provisioner:
         )
         self.skipped: set[str] = set()
         self.ignored_types: dict[str, str] = {}
+        self.check_rules()
+
+    def check_rules(self) -> None:
+        """The template's Rules, as CloudFormation checks them before creating anything: an
+        assertion that does not hold (where its RuleCondition holds) is a TemplateError."""
+        for name, rule in (self.template.get("Rules") or {}).items():
+            condition = rule.get("RuleCondition")
+            if condition is not None and not self.resolver.resolve(condition):
+                continue
+            for assertion in rule.get("Assertions") or []:
+                if not self.resolver.resolve(assertion["Assert"]):
+                    description = assertion.get("AssertDescription", "an assertion does not hold")
+                    raise TemplateError(f"rule {name}: {description}")
 
     def is_placeholder(self, logical_id: str) -> bool:
         """Ignored template resources, and SAM's implicit ones (e.g. ``MyFunctionRole``)."""
@@ -199,6 +213,9 @@ class Provisioner:
             "AWS::SQS::Queue": self._queue,
             "AWS::Scheduler::ScheduleGroup": self._schedule_group,
             "AWS::Scheduler::Schedule": self._schedule,
+            "AWS::SNS::Topic": self._topic,
+            "AWS::SNS::Subscription": self._subscription,
+            "AWS::CloudWatch::Alarm": self._alarm,
             HTTP_API: self._http_api,
             LAYER_TYPES[0]: self._layer,
             LAYER_TYPES[1]: self._layer,
@@ -316,6 +333,33 @@ class Provisioner:
         self.result.attributes[(logical_id, "Arn")] = arn
         return str(request["Name"])
 
+    def _topic(self, logical_id: str, props: dict[str, Any]) -> None:
+        name = self.physical_name(logical_id, props.get("TopicName"))
+        attributes = {key: to_string(props[key]) for key in ("DisplayName", "FifoTopic") if key in props}
+        arn = self.clients["sns"].create_topic(Name=name, Attributes=attributes)["TopicArn"]
+        self.result.refs[logical_id] = arn
+        self.result.attributes[(logical_id, "TopicArn")] = arn
+        self.result.attributes[(logical_id, "TopicName")] = name
+
+    def _subscription(self, logical_id: str, props: dict[str, Any]) -> None:
+        arn = self.clients["sns"].subscribe(
+            TopicArn=props["TopicArn"],
+            Protocol=props["Protocol"],
+            Endpoint=to_string(props["Endpoint"]),
+            ReturnSubscriptionArn=True,
+        )["SubscriptionArn"]
+        self.result.refs[logical_id] = arn
+        self.result.attributes[(logical_id, "Arn")] = arn
+
+    def _alarm(self, logical_id: str, props: dict[str, Any]) -> None:
+        name = self.physical_name(logical_id, props.get("AlarmName"))
+        request = {key: convert(props[key]) for key, convert in _ALARM_FIELDS.items() if key in props}
+        cloudwatch = self.clients["cloudwatch"]
+        cloudwatch.put_metric_alarm(AlarmName=name, **request)
+        (alarm,) = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
+        self.result.refs[logical_id] = name
+        self.result.attributes[(logical_id, "Arn")] = alarm["AlarmArn"]
+
     def _http_api(self, logical_id: str, props: dict[str, Any]) -> None:
         api_id = api_id_for(self.stack_name, logical_id)
         self.result.refs[logical_id] = api_id
@@ -364,3 +408,28 @@ def _capacity(throughput: Mapping[str, Any]) -> dict[str, int]:
 
 def _truthy(value: Any) -> bool:
     return value is True or str(value).lower() == "true"
+
+
+#: put_metric_alarm's fields, each with how a resolved template value becomes its API type.
+_ALARM_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "AlarmDescription": str,
+    "ActionsEnabled": _truthy,
+    "AlarmActions": list,
+    "OKActions": list,
+    "InsufficientDataActions": list,
+    "MetricName": str,
+    "Namespace": str,
+    "Statistic": str,
+    "ExtendedStatistic": str,
+    "Dimensions": list,
+    "Period": int,
+    "Unit": str,
+    "EvaluationPeriods": int,
+    "DatapointsToAlarm": int,
+    "Threshold": float,
+    "ComparisonOperator": str,
+    "TreatMissingData": str,
+    "EvaluateLowSampleCountPercentile": str,
+    "Metrics": list,
+    "ThresholdMetricId": str,
+}

@@ -2,7 +2,7 @@
 
 One object owns everything: the moto server, the provisioned resources, one process pool
 per function, the HTTP API and Function URL servers, the SQS and DynamoDB stream pollers,
-the scheduler and the demo echo destination. Every port may be 0 (pick a free one); the
+the SNS gateway, the scheduler and the demo echo destination. Every port may be 0 (pick a free one); the
 chosen ports are then readable from ``aws_endpoint``, ``api_url``, ``function_urls`` and
 ``echo_url``, so parallel test workers never collide.
 """
@@ -29,6 +29,7 @@ from devstack.provision import IMPLICIT_HTTP_API, Provisioner, api_id_for, resol
 from devstack.request_counter import RequestCounter
 from devstack.request_counter import install as install_request_counter
 from devstack.scheduler import Scheduler
+from devstack.sns_source import SnsGateway
 from devstack.sqs_source import SqsPoller
 from devstack.stream_source import StreamPoller
 
@@ -83,6 +84,7 @@ class LocalStack:
         self._pollers: list[SqsPoller | StreamPoller] = []
         self.scheduler: Scheduler | None = None
         self.echo: EchoServer | None = None
+        self._sns: SnsGateway | None = None
         self.model = FunctionModel()
         self.aws_endpoint = ""
         self.resources: dict[str, Any] = {}
@@ -171,6 +173,9 @@ class LocalStack:
         self._gateways.clear()
         if self.echo is not None:
             self.echo.stop()
+        if self._sns is not None:
+            self._sns.stop()
+            self._sns = None
         for pool in self._pools.values():
             pool.close()
         for poller in self._pollers:
@@ -209,7 +214,10 @@ class LocalStack:
             if _live_stacks:
                 logger.warning("another LocalStack runs in this process; moto state is shared")
             _live_stacks += 1
-        clients = {name: self.client(name) for name in ("dynamodb", "dynamodbstreams", "sqs", "scheduler")}
+        clients = {
+            name: self.client(name)
+            for name in ("dynamodb", "dynamodbstreams", "sqs", "scheduler", "sns", "cloudwatch")
+        }
 
         invoke = self._invoke_for_gateway
         self._api = Gateway(
@@ -313,6 +321,11 @@ class LocalStack:
             )
         for poller in self._pollers:
             poller.start()
+        if self.model.sns_sources:
+            self._sns = SnsGateway(self.host, self._invoke_async)
+            for sns_config in self.model.sns_sources:
+                self._sns.subscribe(clients["sns"], sns_config)
+            self._sns.start()
         self.scheduler = Scheduler(
             clients["scheduler"],
             clients["sqs"],

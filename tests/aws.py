@@ -48,7 +48,10 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
     """Creates every resource of template.yaml in the current (mocked) AWS, the way the local
     stack does, and resolves each function's Environment (Globals merged)."""
     make_dynamodb_atomic()
-    clients = {name: boto3.client(name, region_name=REGION) for name in ("dynamodb", "sqs", "scheduler")}
+    clients = {
+        name: boto3.client(name, region_name=REGION)
+        for name in ("dynamodb", "sqs", "scheduler", "sns", "cloudwatch")
+    }
     provisioner = Provisioner(
         load_template(TEMPLATE),
         stack_name=stack_name,

@@ -10,13 +10,33 @@ import pytest
 from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_API_KEY, parameter_overrides, seed
 from devstack.stack import LocalStack
 from tests.aws import local_stack_on_free_ports
+from tests.destinations import HttpDestination
+
+ALERT_TO = "ops@example.com"
+ALERT_FROM = "alerts@example.com"
+
+
+@pytest.fixture(scope="module")
+def slack() -> Iterator[HttpDestination]:
+    """A local receiver standing in for the Slack incoming webhook (the stack's
+    SlackAlertsWebhookUrl): it must exist before the stack, whose functions read it at start."""
+    with HttpDestination() as receiver:
+        yield receiver
 
 
 # Module scope, not package: tests/e2e is not a package of its own, so a "package" fixture
 # would outlive it and run beside other stacks in this process (moto's state is per process).
 @pytest.fixture(scope="module")
-def local_stack() -> Iterator[LocalStack]:
-    with local_stack_on_free_ports(stack_name="hub-e2e", parameter_overrides=parameter_overrides()) as stack:
+def local_stack(slack: HttpDestination) -> Iterator[LocalStack]:
+    overrides = {
+        **parameter_overrides(),
+        "SlackAlertsWebhookUrl": slack.url,
+        "AlertEmail": ALERT_TO,
+        "AlertEmailFrom": ALERT_FROM,
+    }
+    with local_stack_on_free_ports(stack_name="hub-e2e", parameter_overrides=overrides) as stack:
+        # SES sends only from a verified identity (on moto as on AWS).
+        stack.client("ses").verify_email_identity(EmailAddress=ALERT_FROM)
         seed(stack)
         yield stack
 

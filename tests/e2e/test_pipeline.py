@@ -1,8 +1,10 @@
-"""Scenario A on the local stack: partner API -> SQS -> worker (its own process) -> the echo
-destination, every resource from template.yaml."""
+"""Scenarios A, B and C on the local stack: partner API -> SQS -> worker (its own process) -> the
+echo destination, retries on the scheduler, dead letters alerted to a local Slack receiver; every
+resource from template.yaml."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -68,3 +70,75 @@ def test_scenario_b_a_503_is_retried_by_the_scheduler_and_then_sent(api: httpx.C
         assert final["retry_count"] == 1
         assert final["last_retry_error_class"] == "http_5xx"
         assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
+
+
+def wait_for(probe, timeout: float = 30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout}s")
+
+
+def test_scenario_c_exhausted_retries_dead_letter_and_slack_gets_one_grouped_alert(
+    api: httpx.Client, local_stack, slack: HttpDestination
+):
+    """Retries on the scheduler until exhausted, `dead_letter`, the HubTable stream (filtered as
+    the template says) to the alert notifier in its own process, one Slack post and one email."""
+    with HttpDestination() as destination, pointed_at(local_stack):
+        destination.script(Answer(503, '{"error": "maintenance"}'))
+        DynamoConfigRepository(local_stack.resources["HubTable"]).put_integration(
+            Integration(
+                integration_id=DEMO_INTEGRATION_ID,
+                tenant_id=DEMO_TENANT_ID,
+                name="always down",
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url=destination.url),
+                retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=2, ladder_seconds=(1,)),
+            )
+        )
+        body = demo_body()
+        body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+        message_id = api.post("/api/edi-hub/receive-message", json=body).json()["message_id"]
+
+        final = wait_for_status(api, message_id, "dead_letter", timeout=60)
+
+        def alerts_for_it() -> list[str]:
+            texts = [json.loads(r.body)["text"] for r in slack.requests]
+            return [text for text in texts if f"on integration {DEMO_INTEGRATION_ID}" in text]
+
+        (alert,) = wait_for(alerts_for_it)
+        assert (final["retry_count"], final["last_retry_error_class"]) == (2, "http_5xx")
+        assert len(destination.requests) == 3
+        assert f"First message: {message_id} " in alert
+        assert f"Tenant: {DEMO_TENANT_ID}" in alert
+        assert "Error class: http_5xx" in alert
+        assert f"tab=dead_letter&amp;tenant_id={DEMO_TENANT_ID}" in alert
+        ses = local_stack.client("ses")
+        assert wait_for(lambda: ses.get_send_quota()["SentLast24Hours"] >= 1)
+        time.sleep(1.0)  # a few more stream polls: still exactly one alert
+        assert len(alerts_for_it()) == 1
+        assert ses.get_send_quota()["SentLast24Hours"] == 1
+
+
+def test_an_alarm_published_to_the_alert_topic_reaches_slack(local_stack, slack: HttpDestination):
+    """CloudWatch alarms never evaluate on moto, so publish what one would: the topic's SNS event
+    source invokes the notifier, which posts to Slack."""
+    alarm = {
+        "AlarmName": "hub-e2e-pipeline-dlq-not-empty",
+        "NewStateValue": "ALARM",
+        "NewStateReason": "Threshold Crossed: 1 datapoint [1.0] was greater than the threshold (0.0).",
+        "StateChangeTime": "2024-05-01T13:05:22.150+0000",
+        "Region": "US East (N. Virginia)",
+    }
+
+    local_stack.client("sns").publish(TopicArn=local_stack.resources["AlertTopic"], Message=json.dumps(alarm))
+
+    def alarm_posts() -> list[str]:
+        texts = [json.loads(r.body)["text"] for r in slack.requests]
+        return [text for text in texts if "ALARM hub-e2e-pipeline-dlq-not-empty" in text]
+
+    (text,) = wait_for(alarm_posts)
+    assert "Reason: Threshold Crossed" in text

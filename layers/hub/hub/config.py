@@ -9,7 +9,15 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hub.errors import ConfigurationError
 
@@ -37,6 +45,26 @@ class Settings(BaseModel):
     #: admin token. Empty: the admin API refuses every request.
     pipeline_dlq_url: str | None = None
     admin_token_sha256: str = Field(default="", pattern=r"^([0-9a-f]{64})?$")
+    #: The deployment stage (Globals), named in alerts.
+    stage: str | None = None
+    #: Alerts (the notifier only). An empty template parameter arrives as "" and means "off".
+    #: The Slack incoming-webhook URL is a secret: SecretStr keeps it out of reprs and logs.
+    slack_alerts_webhook_url: SecretStr | None = None
+    #: Where alert emails go and who sends them (an SES-verified identity): both or neither.
+    alert_email_to: str | None = None
+    alert_email_from: str | None = None
+
+    @field_validator("stage", "slack_alerts_webhook_url", "alert_email_to", "alert_email_from", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @model_validator(mode="after")
+    def _email_needs_both_ends(self) -> Settings:
+        if (self.alert_email_to is None) != (self.alert_email_from is None):
+            # Half a configuration would silently drop every alert email.
+            raise ValueError("alert email needs both a recipient and a sender")
+        return self
 
 
 _ENV = {
@@ -51,7 +79,13 @@ _ENV = {
     "scheduler_role_arn": "HUB_SCHEDULER_ROLE_ARN",
     "pipeline_dlq_url": "HUB_PIPELINE_DLQ_URL",
     "admin_token_sha256": "HUB_ADMIN_TOKEN_SHA256",
+    "stage": "HUB_STAGE",
+    "slack_alerts_webhook_url": "SLACK_ALERTS_WEBHOOK_URL",
+    "alert_email_to": "HUB_ALERT_EMAIL",
+    "alert_email_from": "HUB_ALERT_EMAIL_FROM",
 }
+
+_CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"
 
 
 @lru_cache(maxsize=1)
@@ -62,5 +96,6 @@ def settings() -> Settings:
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        names = sorted({_ENV[str(err["loc"][0])] for err in exc.errors() if err["loc"]})
-        raise ConfigurationError(f"invalid or missing settings: {', '.join(names)}") from exc
+        names = [_ENV[str(err["loc"][0])] if err["loc"] else _CROSS_FIELD for err in exc.errors()]
+        # Not chained: pydantic's error repeats the input, and the input holds the Slack URL.
+        raise ConfigurationError(f"invalid or missing settings: {', '.join(sorted(set(names)))}") from None

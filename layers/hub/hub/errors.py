@@ -107,6 +107,13 @@ class QueueUnavailable(ServiceUnavailable):
     code = "queue_unavailable"
 
 
+class AlertChannelUnavailable(ServiceUnavailable):
+    """Slack or email did not take an alert. Retryable: the alert stays pending and the event
+    that raised it is retried, so an alert is never dropped silently."""
+
+    code = "alert_channel_unavailable"
+
+
 class ClaimTaken(Conflict):
     """Creating a message lost the race for an idempotency or fingerprint claim."""
 

@@ -3,10 +3,12 @@ use cases never import boto3."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from hub.alerts.model import Alert, AlertGroup
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import MessageRecord, StepMessage
 from hub.domain.status import PipelineStatus
@@ -120,3 +122,39 @@ class Metrics(Protocol):
     def count(self, name: str, value: float = 1, **dimensions: str) -> None: ...
 
     def duration_ms(self, name: str, milliseconds: float, **dimensions: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class AlertClaim:
+    """The stored alert of one group (see hub.alerts): who raised it and where it went."""
+
+    #: Identity of the event that raised it (the first dead letter's message id, the SNS
+    #: message id): a retry of that event finishes the alert, any other event only counts.
+    owner: str
+    sent_channels: frozenset[str]
+    #: True when this call created it.
+    created: bool
+
+
+class AlertClaimStore(Protocol):
+    def claim(self, alert: Alert, owner: str, occurrences: int, now: datetime) -> AlertClaim:
+        """Creates the group's alert record unless one exists (one conditional write: exactly
+        one creator per group, also under concurrency); returns the stored record."""
+        ...
+
+    def count(self, group: AlertGroup, occurrences: int) -> None:
+        """Adds later occurrences to the group's existing alert record."""
+        ...
+
+    def mark_sent(self, group: AlertGroup, channels: Iterable[str], now: datetime) -> None:
+        """Records that the alert went out on `channels`."""
+        ...
+
+
+class AlertChannel(Protocol):
+    #: Stable name, stored on the alert record ("slack", "email").
+    name: str
+
+    def send(self, alert: Alert) -> None:
+        """Delivers the alert. Raises AlertChannelUnavailable if it was not accepted."""
+        ...

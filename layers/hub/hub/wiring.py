@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from hub.adapters.alert_claims import DynamoAlertClaimStore
 from hub.adapters.certificates import NoCertificateStore
 from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository, DynamoStatusIndex
 from hub.adapters.metrics import EmfMetrics
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.adapters.scheduler import EventBridgeRetryScheduler
+from hub.adapters.ses import SesEmailChannel
+from hub.adapters.slack import SlackWebhook
 from hub.adapters.sqs import SqsDeadLetterMover, SqsStepQueue
 from hub.admin.operations import Lane, Operations
+from hub.alerts.notifier import AlertNotifier
 from hub.config import settings
 from hub.delivery.http import HttpConnector
 from hub.delivery.soap import SoapConnector
@@ -19,6 +23,7 @@ from hub.errors import ConfigurationError
 from hub.ingest.receive import Ingestor
 from hub.pipeline.retries import RetryOrchestrator
 from hub.pipeline.worker import PipelineWorker
+from hub.ports import AlertChannel
 
 
 @lru_cache(maxsize=1)
@@ -81,6 +86,26 @@ def operations() -> Operations:
 
 
 @lru_cache(maxsize=1)
+def alert_notifier() -> AlertNotifier:
+    """Slack and email as configured (either may be off). Alarm notifications go to Slack only:
+    the alert topic's own email subscription already mails them, and keeps doing so when this
+    function is the thing that is broken."""
+    s = settings()
+    slack: list[AlertChannel] = (
+        [SlackWebhook(s.slack_alerts_webhook_url)] if s.slack_alerts_webhook_url else []
+    )
+    email: list[AlertChannel] = []
+    if s.alert_email_to and s.alert_email_from:
+        email.append(SesEmailChannel(s.alert_email_from, s.alert_email_to))
+    return AlertNotifier(
+        DynamoAlertClaimStore(s.table_name),
+        dead_letter_channels=[*slack, *email],
+        alarm_channels=slack,
+        stage=s.stage,
+    )
+
+
+@lru_cache(maxsize=1)
 def config_repository() -> DynamoConfigRepository:
     return DynamoConfigRepository(settings().table_name)
 
@@ -90,5 +115,6 @@ def reset() -> None:
     ingestor.cache_clear()
     pipeline_worker.cache_clear()
     operations.cache_clear()
+    alert_notifier.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()

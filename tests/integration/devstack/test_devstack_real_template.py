@@ -83,3 +83,32 @@ def test_parameter_overrides_are_validated() -> None:
 def test_no_implicit_api_when_every_http_api_event_names_its_api(stack: LocalStack) -> None:
     assert "ServerlessHttpApi" not in stack.resources
     assert {route.api_id for route in stack.model.routes} == {stack.resources["PartnerApi"]}
+
+
+def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: LocalStack) -> None:
+    (stream,) = [s for s in stack.model.stream_sources if s.function == "AlertNotifierFunction"]
+    assert stream.stream_arn == stack.attributes[("HubTable", "StreamArn")]
+    assert (stream.batch_size, stream.maximum_retry_attempts, stream.report_batch_item_failures) == (
+        100,
+        10,
+        True,
+    )
+    (pattern,) = stream.filter_patterns
+    assert pattern["eventName"] == ["MODIFY"]
+    assert pattern["dynamodb"]["NewImage"] == {"pipeline_status": {"S": ["dead_letter"]}}
+    (sns,) = stack.model.sns_sources
+    assert (sns.function, sns.topic_arn) == ("AlertNotifierFunction", stack.resources["AlertTopic"])
+    subscriptions = stack.client("sns").list_subscriptions_by_topic(TopicArn=sns.topic_arn)["Subscriptions"]
+    # The local SNS gateway only: no AlertEmail, so no email subscription.
+    assert [s["Protocol"] for s in subscriptions] == ["http"]
+    spec = stack.model.specs["AlertNotifierFunction"]
+    assert spec.environment["SLACK_ALERTS_WEBHOOK_URL"] == ""
+    assert spec.timeout_seconds == 60
+    alarms = stack.client("cloudwatch").describe_alarms()["MetricAlarms"]
+    assert {a["AlarmName"] for a in alarms} == {
+        "hub-test-pipeline-dlq-not-empty",
+        "hub-test-pipeline-queue-stalled",
+        "hub-test-messages-dead-lettered",
+        "hub-test-alert-notifier-failed",
+    }
+    assert {tuple(a["AlarmActions"]) for a in alarms} == {(stack.resources["AlertTopic"],)}

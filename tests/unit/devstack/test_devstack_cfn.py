@@ -16,7 +16,7 @@ from devstack.cfn import (
     referenced_names,
 )
 from devstack.functions import merge_globals
-from devstack.provision import resolve_parameters, topological_order
+from devstack.provision import Provisioner, resolve_parameters, topological_order
 
 TEMPLATE = """
 Parameters:
@@ -151,3 +151,41 @@ def test_sam_globals_merge_maps_add_lists_and_override_scalars() -> None:
         "Layers": [{"Ref": "Shared"}, "arn:extra"],
         "Environment": {"Variables": {"A": "g", "B": "f"}},
     }
+
+
+def test_template_rules_refuse_parameters_as_cloudformation_does() -> None:
+    template = {
+        "Parameters": {"To": {"Type": "String", "Default": ""}, "From": {"Type": "String", "Default": ""}},
+        "Rules": {
+            "ToNeedsFrom": {
+                "Assertions": [
+                    {
+                        "Assert": {
+                            "Fn::Or": [
+                                {"Fn::Equals": [{"Ref": "To"}, ""]},
+                                {"Fn::Not": [{"Fn::Equals": [{"Ref": "From"}, ""]}]},
+                            ]
+                        },
+                        "AssertDescription": "To needs From.",
+                    }
+                ]
+            },
+            "OnlyInProd": {
+                "RuleCondition": {"Fn::Equals": [{"Ref": "From"}, "prod@example.com"]},
+                "Assertions": [{"Assert": {"Fn::Equals": [{"Ref": "To"}, "never"]}}],
+            },
+        },
+        "Resources": {},
+    }
+
+    def provisioner(**overrides: str) -> Provisioner:
+        return Provisioner(
+            template, stack_name="s", region="us-east-1", parameter_overrides=overrides, clients={}
+        )
+
+    provisioner()
+    provisioner(To="a@example.com", From="b@example.com")
+    with pytest.raises(TemplateError, match="rule ToNeedsFrom: To needs From"):
+        provisioner(To="a@example.com")
+    with pytest.raises(TemplateError, match="rule OnlyInProd: an assertion does not hold"):
+        provisioner(To="a@example.com", From="prod@example.com")

@@ -14,6 +14,13 @@ def test_start_banner_lists_endpoints_then_the_demo_then_how_to_stop() -> None:
         demo_lines=["demo tenant: tnt_demo"],
     )
 
-    assert [line.split(":", 1)[0] for line in lines[:4]] == ["HTTP API", "Function URL", "AWS (moto)", "echo"]
+    assert [line.split(":", 1)[0] for line in lines[:5]] == [
+        "HTTP API",
+        "Function URL",
+        "AWS (moto)",
+        "echo",
+        "alerts",
+    ]
     assert "http://127.0.0.1:3001  (StatusFunction)" in lines[1]
-    assert lines[4:] == ["", "demo tenant: tnt_demo", "", "Ctrl-C to stop."]
+    assert "Slack off" in lines[4]
+    assert lines[5:] == ["", "demo tenant: tnt_demo", "", "Ctrl-C to stop."]

@@ -1,0 +1,52 @@
+"""Slack incoming-webhook adapter: an alert becomes one plain-text message.
+
+The webhook URL is a secret (whoever has it can post to the channel): it is held as a SecretStr,
+never logged, and never part of an error this adapter raises — httpx's own errors and its
+request log line both contain the URL, so neither is passed on.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import httpx
+from pydantic import SecretStr
+
+from hub.alerts.model import Alert
+from hub.errors import AlertChannelUnavailable
+
+#: Slack's short error codes ("no_service", "invalid_payload"); anything else is not echoed.
+_SLACK_ERROR = re.compile(r"^[a-z_]{1,64}$")
+_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+def slack_text(alert: Alert) -> str:
+    """The message text: title, then the alert's lines, with Slack's control characters escaped
+    (so no id or alarm reason can become a link or an @channel)."""
+    text = f"{alert.title}\n{alert.text}"
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class SlackWebhook:
+    name = "slack"
+
+    def __init__(self, url: SecretStr, http: httpx.Client | None = None) -> None:
+        self._url = url
+        self._http = http or httpx.Client(timeout=_TIMEOUT, trust_env=False, follow_redirects=False)
+        # httpx logs every request with its full URL at INFO; for a webhook that is the secret.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    def send(self, alert: Alert) -> None:
+        payload = {"text": slack_text(alert), "mrkdwn": False, "unfurl_links": False}
+        try:
+            response = self._http.post(self._url.get_secret_value(), json=payload)
+        except httpx.HTTPError as exc:
+            raise AlertChannelUnavailable(
+                "Slack did not take the alert", details={"channel": self.name, "error": type(exc).__name__}
+            ) from None  # the cause names the URL
+        if not response.is_success:
+            details: dict[str, object] = {"channel": self.name, "status": response.status_code}
+            if _SLACK_ERROR.match(response.text.strip()):
+                details["slack_error"] = response.text.strip()
+            raise AlertChannelUnavailable("Slack did not take the alert", details=details)
