@@ -419,7 +419,9 @@ def test_alarms_watch_every_lane_and_notify_the_alert_topic(alerts: AlertStack):
             "Maximum",
         )
     (dead_lettered,) = [a for a in alarms if a["MetricName"] == "DeadLettered"]
-    service = template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    # The service dimension the functions of this stack write their metrics with.
+    service = alerts.env["POWERTOOLS_SERVICE_NAME"]
+    assert service == "integration-hub-staging"
     namespace = template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"]
     assert dead_lettered["Namespace"] == namespace == "IntegrationHub"
     assert dead_lettered["Dimensions"] == [{"Name": "service", "Value": service}]

@@ -269,7 +269,8 @@ def test_retries_and_dead_letters_are_counted_in_cloudwatch_metrics(
     run_with_retries(stack, worker)
 
     metrics = emf_metrics(capsys.readouterr().out)
-    service = {"service": "integration-hub"}
+    service = {"service": stack.env["POWERTOOLS_SERVICE_NAME"]}
+    assert service == {"service": "integration-hub-dev"}
     assert metrics.count(("RetriesScheduled", {"error_class": "http_5xx", **service})) == 2
     # The alarm in template.yaml matches this exact name and dimension set.
     assert metrics.count(("DeadLettered", service)) == 1

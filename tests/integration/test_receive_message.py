@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -412,7 +413,7 @@ class TestPrivacy:
         sink = io.StringIO()
         handlers = [
             h
-            for name in ("hub", "integration-hub")
+            for name in ("hub", os.environ["POWERTOOLS_SERVICE_NAME"])
             for h in logging.getLogger(name).handlers
             if type(h) is logging.StreamHandler
         ]
