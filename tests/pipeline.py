@@ -148,6 +148,7 @@ def configure(
     mode: Any = None,
     handling: Any = None,
     retry_policy: Any = None,
+    sensitive_fields: tuple[str, ...] = (),
     **destination_options: Any,
 ) -> None:
     """(Re)writes the tenancy's main integration: orchestration mode, `destination` (an
@@ -173,6 +174,7 @@ def configure(
                 "purchase_order": MessageTypeConfig(
                     duplicate_key_fields=("po_number",),
                     duplicate_handling=handling or DuplicateHandling.ACCEPT,
+                    sensitive_fields=sensitive_fields,
                 )
             },
             retry_policy=retry_policy or RetryPolicy(),

@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,10 +20,11 @@ from hub.api.http import (
     validated,
 )
 from hub.config import settings
+from hub.logs import configure as configure_logging
 from hub.wiring import operations
 
 logger = Logger()
-copy_config_to_registered_loggers(source_logger=logger, include={"hub"})
+configure_logging(logger)
 metrics = Metrics()
 tracer = Tracer()
 app = LambdaFunctionUrlResolver()
@@ -36,6 +36,10 @@ MessageId = Annotated[str, Field(pattern=r"^msg_[0-9a-z]{26}$")]
 class ReprocessRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     message_id: MessageId
+
+
+class IntegrationPath(BaseModel):
+    integration_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
 class QueueQuery(BaseModel):
@@ -70,6 +74,18 @@ def cancel_retry(message_id: str) -> Response:
     checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
     record = operations().cancel_retry(checked.message_id, _actor())
     return json_response(200, record.public_view())
+
+
+@app.get("/api/admin/messages/<message_id>")
+def message_view(message_id: str) -> Response:
+    checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
+    return json_response(200, operations().message_view(checked.message_id))
+
+
+@app.get("/api/admin/integrations/<integration_id>")
+def integration_view(integration_id: str) -> Response:
+    checked = validated(IntegrationPath, {"integration_id": integration_id}, "path")
+    return json_response(200, operations().integration_view(checked.integration_id))
 
 
 @app.get("/api/admin/queue")

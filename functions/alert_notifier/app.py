@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes import DynamoDBStreamEvent, SNSEvent
@@ -14,10 +13,11 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.alerts.notifier import AlertOutcome
+from hub.logs import configure as configure_logging
 from hub.wiring import alert_notifier
 
 logger = Logger()
-copy_config_to_registered_loggers(source_logger=logger, include={"hub"})
+configure_logging(logger)
 metrics = Metrics()
 tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)

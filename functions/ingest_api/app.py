@@ -7,7 +7,6 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -23,10 +22,11 @@ from hub.config import settings
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.message import InboundMessage
 from hub.errors import HubError
+from hub.logs import configure as configure_logging
 from hub.wiring import ingestor
 
 logger = Logger()
-copy_config_to_registered_loggers(source_logger=logger, include={"hub"})
+configure_logging(logger)
 metrics = Metrics()
 tracer = Tracer()
 app = APIGatewayHttpResolver()

@@ -6,7 +6,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -14,10 +13,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.config import settings
 from hub.domain.message import StepMessage
+from hub.logs import configure as configure_logging
 from hub.wiring import pipeline_worker
 
 logger = Logger()
-copy_config_to_registered_loggers(source_logger=logger, include={"hub"})
+configure_logging(logger)
 metrics = Metrics()
 tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS)

@@ -77,6 +77,7 @@ def operations() -> Operations:
         DynamoStatusIndex(s.table_name),
         DynamoPipelineStore(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
+        config=config_repository(),
         scheduler=retry_scheduler(),
         mover=SqsDeadLetterMover(),
         lanes={

@@ -8,21 +8,24 @@ of an empty DLQ moves nothing.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Protocol
 
 from hub.domain.ids import new_id
-from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PipelineStep, StepMessage
+from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PayloadFormat, PipelineStep, StepMessage
+from hub.domain.redaction import redact_credentials, redact_payload, redact_text
 from hub.domain.status import PipelineStatus
 from hub.errors import Conflict, InvalidTransition, NotFound, ServiceUnavailable
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
 from hub.pipeline.worker import utcnow
-from hub.ports import MessageRepository, QueuePage, StepQueue
+from hub.ports import ConfigRepository, MessageRepository, QueuePage, StepQueue
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +66,7 @@ class AdmissionStore(Protocol):
     def acquire_lock(self, entity: str, owner: str, now: datetime, lease: Any) -> bool: ...
     def release_lock(self, entity: str, owner: str) -> None: ...
     def append_log(self, message_id: str, now: datetime, entry: dict[str, Any]) -> None: ...
+    def message_log(self, message_id: str) -> list[dict[str, Any]]: ...
 
 
 class StatusIndex(Protocol):
@@ -96,6 +100,7 @@ class Operations:
         store: AdmissionStore,
         queue: StepQueue,
         *,
+        config: ConfigRepository,
         scheduler: RetryScheduler,
         mover: DeadLetterMover,
         lanes: Mapping[str, Lane],
@@ -106,6 +111,7 @@ class Operations:
         self._store = store
         self._queue = queue
         self._scheduler = scheduler
+        self._config = config
         self._mover = mover
         self._lanes = lanes
         self._clock = clock
@@ -223,6 +229,35 @@ class Operations:
                 logger.warning("retry schedule not deleted", extra={"message_id": cancelled.message_id})
         self._store.release_admission(cancelled.message_id, PIPELINE_OPERATION, cancelled.execution_id)
 
+    def message_view(self, message_id: str) -> dict[str, Any]:
+        """A message for the admin page: status, payload and log, every part through the
+        redaction helper (the message type's sensitive fields; personal data in free text)."""
+        record = self._record(message_id)
+        integration = self._config.get_integration(record.integration_id)
+        fields = integration.message_type_config(record.message_type).sensitive_fields if integration else ()
+        text = self._messages.get_payload(message_id)
+        payload: Any = text
+        if text is not None and record.payload_format is PayloadFormat.JSON:
+            payload = json.loads(text)
+        view = {
+            **record.public_view(),
+            "tenant_id": record.tenant_id,
+            "execution_id": record.execution_id,
+            "payload": redact_payload(payload, fields) if payload is not None else None,
+            "log": [_shown(entry) for entry in self._store.message_log(message_id)],
+        }
+        if isinstance(view.get("dest_status_text"), str):
+            view["dest_status_text"] = redact_text(view["dest_status_text"])
+        return view
+
+    def integration_view(self, integration_id: str) -> dict[str, Any]:
+        """An integration for the admin page: its configuration with every credential masked,
+        and whether its connection was found gone (410)."""
+        integration = self._config.get_integration(integration_id)
+        if integration is None:
+            raise NotFound("integration not found", details={"integration_id": integration_id})
+        return redact_credentials(integration.model_dump(mode="json"))
+
     def queue(self, tenant_id: str, tab: QueueTab, limit: int, cursor: str | None) -> QueuePage:
         return self._index.list_by_status(tenant_id, tab.status, limit, cursor)
 
@@ -242,3 +277,19 @@ class Operations:
             now,
             {"event": event, "actor": actor, **extra},
         )
+
+
+_LOG_KEYS = frozenset({"PK", "SK", "item_type"})
+
+
+def _shown(entry: dict[str, Any]) -> dict[str, Any]:
+    """A log entry as JSON: DynamoDB numbers as int/float, text through the redaction helper."""
+    return {key: _json_value(value) for key, value in entry.items() if key not in _LOG_KEYS}
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hub.domain.failure import ErrorClass
+from hub.domain.redaction import redact_text
 from hub.domain.tenancy import Destination
 
 #: Longest excerpt of a destination's answer we keep (dest_status_text).
@@ -81,6 +82,7 @@ class Connector(Protocol):
 
 
 def excerpt(text: str, limit: int = STATUS_TEXT_LIMIT) -> str:
-    """A short, single-line excerpt of a destination's answer for dest_status_text."""
-    flat = " ".join(text.split())
+    """A short, single-line excerpt of a destination's answer for dest_status_text, with personal
+    data it may quote back (CPF, CNPJ, e-mail, phone) masked: it is stored, logged and shown."""
+    flat = redact_text(" ".join(text.split()))
     return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"

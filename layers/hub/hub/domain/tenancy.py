@@ -39,6 +39,9 @@ class MessageTypeConfig(BaseModel):
     duplicate_handling: DuplicateHandling = DuplicateHandling.ACCEPT
     #: How the payload becomes the destination's format; None sends it as received.
     mapping: MappingSpec | None = None
+    #: Payload field names masked in logs and admin views (e.g. "cpf", "cnpj", "email", "phone");
+    #: the stored payload stays intact for delivery (hub.domain.redaction).
+    sensitive_fields: tuple[str, ...] = ()
 
 
 class DestinationProtocol(StrEnum):

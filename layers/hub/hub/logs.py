@@ -1,0 +1,49 @@
+"""Logging set-up shared by every handler: Powertools' JSON logging reaches the `hub` loggers,
+and every record leaves through the redaction helper (hub.domain.redaction) - personal data a
+message or an extra value may carry (CPF, CNPJ, e-mail, phone) is masked before it is written.
+The hub never logs payloads or credentials in the first place; this is the second line."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+
+from hub.domain.redaction import redact_text
+
+#: Attributes every LogRecord has; anything else on a record is an `extra` value.
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+class RedactingFilter(logging.Filter):
+    """Masks personal data in a record's message and its extra values (strings, and strings
+    inside dicts and lists). Never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_text(record.getMessage())
+            record.args = None
+        for name, value in list(vars(record).items()):
+            if name not in _STANDARD:
+                setattr(record, name, _redacted(value))
+        return True
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(item) for item in value]
+    return value
+
+
+def configure(logger: Logger) -> None:
+    """The handler's Powertools logger formats the `hub` loggers' records too, all redacted."""
+    for handler in logger.handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    copy_config_to_registered_loggers(source_logger=logger, include={"hub"})

@@ -1,0 +1,76 @@
+"""Privacy (seed 000, "Privacidade"): personal data and credentials never reach logs or admin
+views; the stored payload stays intact for delivery."""
+
+from __future__ import annotations
+
+import json
+
+from hub.adapters.dynamodb import DynamoMessageRepository
+from hub.domain.redaction import MASK
+from tests.destinations import Answer
+from tests.pipeline import configure, send, status
+
+CPF = "123.456.789-09"
+EMAIL = "ana.silva@example.com.br"
+PAYLOAD = {"po_number": "PO-PRIV", "buyer": {"cpf": CPF, "email": EMAIL, "name": "Ana"}}
+
+
+def test_the_admin_view_masks_sensitive_fields_and_delivery_gets_them_intact(
+    stack, tenancy, ingest_api, worker, destination, admin_api
+):
+    configure(stack, tenancy, destination, sensitive_fields=("cpf", "email"))
+    message_id = send(ingest_api, tenancy, PAYLOAD)
+    worker()
+
+    view = admin_api("GET", f"/api/admin/messages/{message_id}")
+
+    assert view.status == 200
+    assert view.body["payload"]["buyer"] == {"cpf": MASK, "email": MASK, "name": "Ana"}
+    assert [entry["step"] for entry in view.body["log"]] == ["process", "sent"]
+    assert CPF not in json.dumps(view.body)
+    assert EMAIL not in json.dumps(view.body)
+    # Stored and delivered as received.
+    assert json.loads(DynamoMessageRepository(stack.table).get_payload(message_id) or "") == PAYLOAD
+    assert json.loads(destination.requests[0].body)["buyer"]["cpf"] == CPF
+
+
+def test_a_destination_quoting_personal_data_back_is_masked_in_status_logs_and_views(
+    stack, tenancy, ingest_api, worker, destination, admin_api, capsys
+):
+    configure(stack, tenancy, destination, sensitive_fields=("cpf", "email"))
+    destination.script(Answer(422, json.dumps({"error": f"buyer {CPF} / {EMAIL} rejected"})))
+    message_id = send(ingest_api, tenancy, PAYLOAD)
+    capsys.readouterr()
+
+    worker()
+
+    logs = capsys.readouterr().out
+    failed = status(stack, message_id)
+    assert failed["pipeline_status"] == "error"
+    assert MASK in failed["dest_status_text"]
+    view = admin_api("GET", f"/api/admin/messages/{message_id}").body
+    for shown in (logs, failed["dest_status_text"], json.dumps(view)):
+        assert CPF not in shown
+        assert EMAIL not in shown
+
+
+def test_the_integration_view_masks_every_credential(stack, tenancy, destination, admin_api):
+    configure(
+        stack,
+        tenancy,
+        destination,
+        headers={"Authorization": "Bearer live-token-123", "Accept": "application/json"},
+        auth={"kind": "basic", "username": "hub", "password": "pa55word"},
+    )
+
+    view = admin_api("GET", f"/api/admin/integrations/{tenancy.integration_id}")
+
+    assert view.status == 200
+    connection = view.body["destination"]
+    assert connection["headers"] == {"Authorization": MASK, "Accept": "application/json"}
+    assert (connection["auth"]["username"], connection["auth"]["password"]) == ("hub", MASK)
+    assert "live-token-123" not in json.dumps(view.body)
+    assert "pa55word" not in json.dumps(view.body)
+    assert view.body["connection_gone_at"] is None
+    missing = admin_api("GET", "/api/admin/integrations/int_nope")
+    assert (missing.status, missing.body["error"]["code"]) == (404, "not_found")
