@@ -15,7 +15,7 @@ from hub.domain.message import MessageRecord, StepMessage
 from hub.domain.retry import RetryOutcome, decide, is_retryable
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import IntegrationMode
-from hub.pipeline.worker import FailedDelivery, FailurePlan, utcnow
+from hub.pipeline.worker import FailedDelivery, FailurePlan
 
 logger = logging.getLogger(__name__)
 
@@ -49,11 +49,9 @@ class RetryOrchestrator:
         self,
         scheduler: RetryScheduler,
         *,
-        clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._scheduler = scheduler
-        self._clock = clock
         self._rand = rand
 
     def plan(self, failed: FailedDelivery) -> FailurePlan:
@@ -72,7 +70,7 @@ class RetryOrchestrator:
             retryable=retryable,
             retry_count=record.retry_count,
             received_at=record.execution_started_at or record.received_at,
-            now=self._clock(),
+            now=failed.failed_at,
             retry_after_seconds=failure.retry_after_seconds,
             rand=self._rand,
         )

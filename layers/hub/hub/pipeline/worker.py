@@ -93,6 +93,8 @@ class FailedDelivery:
     step: StepMessage
     failure: DeliveryFailed
     integration: Integration
+    #: When the failure is recorded (the update's `updated_at`): the retry's wait counts from it.
+    failed_at: datetime
 
 
 @dataclass(frozen=True)
@@ -479,7 +481,7 @@ class PipelineWorker:
         now = self._clock()
         if failure.error_class is ErrorClass.HTTP_410 and integration.destination is not None:
             self._config.flag_connection_gone(integration.integration_id, now, failure.dest_status)
-        plan = self._retries.plan(FailedDelivery(record, step, failure, integration))
+        plan = self._retries.plan(FailedDelivery(record, step, failure, integration, now))
         failed = self._messages.transition(
             record,
             plan.target,
