@@ -236,3 +236,23 @@ class TestMtlsDelivery:
         assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "tls")
         assert "no client certificate uploaded" in final["dest_status_text"]
         assert mtls_server.requests == []
+
+    def test_another_tenants_certificate_is_never_presented(
+        self, stack, tenancy, admin_api, ingest_api, worker, mtls_server, pki, trusted_test_ca
+    ):
+        foreign = "conn_of_t2"
+        body = {
+            "tenant_id": "t2",
+            "pkcs12_base64": base64.b64encode(pki.client_pfx).decode(),
+            "password": PFX_PASSWORD.decode(),
+        }
+        assert admin_api("POST", f"/api/admin/connections/{foreign}/certificate", body=body).status == 201
+        # t1's integration names t2's connection as its certificate.
+        configure(stack, tenancy, mtls_server, client_certificate_id=foreign)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-FOREIGN"})
+
+        worker()
+
+        final = status(stack, message_id)
+        assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "tls")
+        assert mtls_server.requests == []

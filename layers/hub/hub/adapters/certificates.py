@@ -61,7 +61,9 @@ def _bytes(value: Any) -> bytes:
 class NoCertificateStore:
     """A CertificateStore with no certificates: fine for destinations without mTLS."""
 
-    def client_certificate(self, destination: Destination) -> ClientCertificate | None:
+    def client_certificate(
+        self, destination: Destination, tenant_id: str | None = None
+    ) -> ClientCertificate | None:
         if destination.client_certificate_id:
             raise DeliveryFailed(ErrorClass.TLS, "client certificate store not configured")
         return None
@@ -190,12 +192,15 @@ class KmsCertificateStore:
         self._cache: dict[str, tuple[bytes, ClientCertificate]] = {}
         self._lock = threading.Lock()
 
-    def client_certificate(self, destination: Destination) -> ClientCertificate | None:
+    def client_certificate(
+        self, destination: Destination, tenant_id: str | None = None
+    ) -> ClientCertificate | None:
         connection_id = destination.client_certificate_id
         if not connection_id:
             return None
         stored = self._repository.get(connection_id)
-        if stored is None:
+        # Another tenant's certificate is never presented: the same answer as none at all.
+        if stored is None or (tenant_id is not None and stored.metadata.tenant_id != tenant_id):
             raise DeliveryFailed(ErrorClass.TLS, "no client certificate uploaded for this connection")
         version = stored.sealed.encrypted_data_key
         with self._lock:

@@ -132,9 +132,9 @@ class HttpConnector:
         self._clients: dict[str, tuple[str | None, httpx.Client]] = {}
         self._lock = threading.Lock()
 
-    def _client(self, destination: Destination) -> httpx.Client:
+    def _client(self, destination: Destination, tenant_id: str | None) -> httpx.Client:
         key = destination.client_certificate_id or ""
-        certificate = self._certificates.client_certificate(destination)
+        certificate = self._certificates.client_certificate(destination, tenant_id)
         fingerprint = None
         if certificate is not None:
             from hub.delivery.tls import certificate_fingerprint  # noqa: PLC0415 - only for mTLS
@@ -169,7 +169,7 @@ class HttpConnector:
         return {}
 
     def deliver(self, destination: Destination, request: OutboundRequest) -> DeliveryOutcome:
-        http = self._client(destination)
+        http = self._client(destination, request.tenant_id)
         headers = {
             **destination.headers,
             "Content-Type": request.content_type,
