@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
 
 from hub import wiring
@@ -147,3 +148,18 @@ def test_certificates_far_from_expiry_are_not_read_or_alerted(admin_api, pki: Pk
 
     assert run_daily() == {"checked": 0, "alerted": []}
     assert slack.requests == []
+
+
+def test_the_template_schedules_the_check_daily_at_07_utc_and_provisions_the_key(stack):
+    scheduler = boto3.client("scheduler")
+    names = [s["Name"] for s in scheduler.list_schedules()["Schedules"]]
+    [name] = [n for n in names if "CertExpiryFunction" in n]
+    schedule = scheduler.get_schedule(Name=name)
+    assert schedule["ScheduleExpression"] == "cron(0 7 * * ? *)"
+    assert schedule["ScheduleExpressionTimezone"] == "UTC"
+    assert schedule["Target"]["Arn"].endswith("CertExpiryFunction")
+
+    key = boto3.client("kms").describe_key(KeyId=stack.env["HUB_CERTIFICATE_KEY_ID"])["KeyMetadata"]
+    assert (key["KeyUsage"], key["KeySpec"], key["Enabled"]) == ("ENCRYPT_DECRYPT", "SYMMETRIC_DEFAULT", True)
+    aliases = boto3.client("kms").list_aliases(KeyId=key["KeyId"])["Aliases"]
+    assert [a["AliasName"] for a in aliases] == ["alias/integration-hub-dev-certificates"]
