@@ -2,7 +2,8 @@
 
 Supported: AWS::DynamoDB::Table (and AWS::Serverless::SimpleTable), AWS::SQS::Queue,
 AWS::Scheduler::ScheduleGroup, AWS::Scheduler::Schedule, AWS::SNS::Topic, AWS::SNS::Subscription
-and AWS::CloudWatch::Alarm (stored: moto never evaluates an alarm, so none ever notifies).
+AWS::CloudWatch::Alarm (stored: moto never evaluates an alarm, so none ever notifies),
+AWS::KMS::Key and AWS::KMS::Alias.
 Serverless functions, layers and HTTP APIs only get their Ref/GetAtt values here
 (``devstack.functions`` runs them). Every other type is skipped, but Refs and GetAtts to it
 resolve to placeholders so templates with IAM or KMS still load.
@@ -216,6 +217,8 @@ class Provisioner:
             "AWS::SNS::Topic": self._topic,
             "AWS::SNS::Subscription": self._subscription,
             "AWS::CloudWatch::Alarm": self._alarm,
+            "AWS::KMS::Key": self._kms_key,
+            "AWS::KMS::Alias": self._kms_alias,
             HTTP_API: self._http_api,
             LAYER_TYPES[0]: self._layer,
             LAYER_TYPES[1]: self._layer,
@@ -359,6 +362,25 @@ class Provisioner:
         (alarm,) = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
         self.result.refs[logical_id] = name
         self.result.attributes[(logical_id, "Arn")] = alarm["AlarmArn"]
+
+    def _kms_key(self, logical_id: str, props: dict[str, Any]) -> None:
+        request: dict[str, Any] = {
+            key: props[key] for key in ("Description", "KeyUsage", "KeySpec") if key in props
+        }
+        if "KeyPolicy" in props:
+            policy = props["KeyPolicy"]
+            request["Policy"] = policy if isinstance(policy, str) else json.dumps(policy)
+        kms = self.clients["kms"]
+        metadata = kms.create_key(**request)["KeyMetadata"]
+        if _truthy(props.get("EnableKeyRotation")):
+            kms.enable_key_rotation(KeyId=metadata["KeyId"])
+        self.result.refs[logical_id] = metadata["KeyId"]
+        self.result.attributes[(logical_id, "Arn")] = metadata["Arn"]
+        self.result.attributes[(logical_id, "KeyId")] = metadata["KeyId"]
+
+    def _kms_alias(self, logical_id: str, props: dict[str, Any]) -> None:
+        self.clients["kms"].create_alias(AliasName=props["AliasName"], TargetKeyId=props["TargetKeyId"])
+        self.result.refs[logical_id] = props["AliasName"]
 
     def _http_api(self, logical_id: str, props: dict[str, Any]) -> None:
         api_id = api_id_for(self.stack_name, logical_id)

@@ -216,7 +216,7 @@ class LocalStack:
             _live_stacks += 1
         clients = {
             name: self.client(name)
-            for name in ("dynamodb", "dynamodbstreams", "sqs", "scheduler", "sns", "cloudwatch")
+            for name in ("dynamodb", "dynamodbstreams", "sqs", "scheduler", "sns", "cloudwatch", "kms")
         }
 
         invoke = self._invoke_for_gateway

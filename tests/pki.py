@@ -91,13 +91,17 @@ def issue(
     *,
     server: bool = False,
     expired: bool = False,
+    valid_days: int = 30,
 ) -> Issued:
     """A leaf certificate signed by `ca`: a localhost server certificate or a client one."""
     key = ec.generate_private_key(ec.SECP256R1())
     if expired:
         not_before, not_after = _now() - datetime.timedelta(days=30), _now() - datetime.timedelta(days=1)
     else:
-        not_before, not_after = _now() - datetime.timedelta(days=1), _now() + datetime.timedelta(days=30)
+        not_before, not_after = (
+            _now() - datetime.timedelta(days=1),
+            _now() + datetime.timedelta(days=valid_days),
+        )
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(common_name))

@@ -1,4 +1,5 @@
-"""Admin API (Lambda Function URL): operator actions on messages and queues."""
+"""Admin API (Lambda Function URL): operator actions on messages and queues, and connections'
+client certificates."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from hub.admin.operations import QueueTab
 from hub.api.http import (
@@ -19,9 +20,10 @@ from hub.api.http import (
     parse_query,
     validated,
 )
+from hub.certificates.model import decode_pkcs12_base64
 from hub.config import settings
 from hub.logs import configure as configure_logging
-from hub.wiring import operations
+from hub.wiring import certificate_service, operations
 
 logger = Logger()
 configure_logging(logger)
@@ -31,6 +33,8 @@ app = LambdaFunctionUrlResolver()
 install_error_handlers(app)
 
 MessageId = Annotated[str, Field(pattern=r"^msg_[0-9a-z]{26}$")]
+#: Tenant and connection ids: no '#' (they are parts of table keys).
+Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
 
 
 class ReprocessRequest(BaseModel):
@@ -44,10 +48,27 @@ class IntegrationPath(BaseModel):
 
 class QueueQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    tenant_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+    tenant_id: Id
     tab: QueueTab
     limit: int = Field(default=50, ge=1, le=100)
     cursor: str | None = Field(default=None, max_length=2048)
+
+
+class CertificateUpload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant_id: Id
+    #: A PKCS#12 (.pfx/.p12) file, base64; A1 files are a few KB.
+    pkcs12_base64: str = Field(min_length=4, max_length=200_000, repr=False)
+    password: SecretStr = Field(max_length=1024)
+
+
+class TenantQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    tenant_id: Id
+
+
+class ConnectionPath(BaseModel):
+    connection_id: Id
 
 
 def authenticated(app: LambdaFunctionUrlResolver, next_middleware: NextMiddleware) -> Response:
@@ -106,6 +127,27 @@ def queue() -> Response:
 @app.post("/api/admin/dlq/<lane>/redrive")
 def redrive(lane: str) -> Response:
     return json_response(200, {"lane": lane, "moved": operations().redrive(lane, _actor())})
+
+
+@app.post("/api/admin/connections/<connection_id>/certificate")
+def upload_certificate(connection_id: str) -> Response:
+    path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
+    request = parse_body(app.current_event, CertificateUpload)
+    view = certificate_service().upload(
+        request.tenant_id,
+        path.connection_id,
+        decode_pkcs12_base64(request.pkcs12_base64),
+        request.password.get_secret_value().encode("utf-8"),
+        _actor(),
+    )
+    return json_response(201, view)
+
+
+@app.get("/api/admin/connections/<connection_id>/certificate")
+def describe_certificate(connection_id: str) -> Response:
+    path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
+    query = parse_query(app.current_event, TenantQuery)
+    return json_response(200, certificate_service().describe(query.tenant_id, path.connection_id))
 
 
 @logger.inject_lambda_context

@@ -53,8 +53,17 @@ class Settings(BaseModel):
     #: Where alert emails go and who sends them (an SES-verified identity): both or neither.
     alert_email_to: str | None = None
     alert_email_from: str | None = None
+    #: The KMS key of client certificates' envelope encryption (admin API, worker, expiry check).
+    certificate_key_id: str | None = None
 
-    @field_validator("stage", "slack_alerts_webhook_url", "alert_email_to", "alert_email_from", mode="before")
+    @field_validator(
+        "stage",
+        "slack_alerts_webhook_url",
+        "alert_email_to",
+        "alert_email_from",
+        "certificate_key_id",
+        mode="before",
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -83,6 +92,7 @@ _ENV = {
     "slack_alerts_webhook_url": "SLACK_ALERTS_WEBHOOK_URL",
     "alert_email_to": "HUB_ALERT_EMAIL",
     "alert_email_from": "HUB_ALERT_EMAIL_FROM",
+    "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

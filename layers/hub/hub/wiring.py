@@ -5,8 +5,14 @@ from __future__ import annotations
 from functools import lru_cache
 
 from hub.adapters.alert_claims import DynamoAlertClaimStore
-from hub.adapters.certificates import NoCertificateStore
+from hub.adapters.certificates import (
+    DynamoCertAlertClaims,
+    DynamoCertificateRepository,
+    KmsCertificateStore,
+    NoCertificateStore,
+)
 from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository, DynamoStatusIndex
+from hub.adapters.kms import KmsDataKeys
 from hub.adapters.metrics import EmfMetrics
 from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.adapters.scheduler import EventBridgeRetryScheduler
@@ -15,8 +21,11 @@ from hub.adapters.slack import SlackWebhook
 from hub.adapters.sqs import SqsDeadLetterMover, SqsStepQueue
 from hub.admin.operations import Lane, Operations
 from hub.alerts.notifier import AlertNotifier
+from hub.certificates.expiry import CertExpiryAlerter
+from hub.certificates.service import CertificateService
 from hub.config import settings
 from hub.delivery.http import HttpConnector
+from hub.delivery.port import CertificateStore
 from hub.delivery.soap import SoapConnector
 from hub.domain.tenancy import DestinationProtocol
 from hub.errors import ConfigurationError
@@ -52,7 +61,11 @@ def build_pipeline_worker() -> PipelineWorker:
     """A new worker with its own connectors (one per Lambda instance)."""
     s = settings()
     messages = DynamoMessageRepository(s.table_name)
-    certificates = NoCertificateStore()
+    certificates: CertificateStore = NoCertificateStore()
+    if s.certificate_key_id:
+        certificates = KmsCertificateStore(
+            DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id)
+        )
     return PipelineWorker(
         config_repository(),
         messages,
@@ -107,6 +120,29 @@ def alert_notifier() -> AlertNotifier:
 
 
 @lru_cache(maxsize=1)
+def certificate_service() -> CertificateService:
+    s = settings()
+    if not s.certificate_key_id:
+        raise ConfigurationError("client certificates need HUB_CERTIFICATE_KEY_ID")
+    return CertificateService(DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id))
+
+
+@lru_cache(maxsize=1)
+def cert_expiry_alerter() -> CertExpiryAlerter:
+    """The daily expiry check: alerts to Slack when configured (else only logged)."""
+    s = settings()
+    slack: list[AlertChannel] = (
+        [SlackWebhook(s.slack_alerts_webhook_url)] if s.slack_alerts_webhook_url else []
+    )
+    return CertExpiryAlerter(
+        DynamoCertificateRepository(s.table_name),
+        DynamoCertAlertClaims(s.table_name),
+        slack,
+        EmfMetrics(),
+    )
+
+
+@lru_cache(maxsize=1)
 def config_repository() -> DynamoConfigRepository:
     return DynamoConfigRepository(settings().table_name)
 
@@ -117,5 +153,7 @@ def reset() -> None:
     pipeline_worker.cache_clear()
     operations.cache_clear()
     alert_notifier.cache_clear()
+    certificate_service.cache_clear()
+    cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()

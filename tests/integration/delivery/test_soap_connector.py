@@ -33,7 +33,9 @@ class FixedCertificates:
     certificate: ClientCertificate | None
     asked: list[str | None] = field(default_factory=list)
 
-    def client_certificate(self, destination: Destination) -> ClientCertificate | None:
+    def client_certificate(
+        self, destination: Destination, tenant_id: str | None = None
+    ) -> ClientCertificate | None:
         self.asked.append(destination.client_certificate_id)
         return self.certificate
 

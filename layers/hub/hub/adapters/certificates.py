@@ -1,21 +1,270 @@
-"""Client certificates for mTLS connectors.
+"""Client certificates in the hub table, and the CertificateStore connectors use.
 
-The encrypted certificate store (PKCS#12 + password under KMS envelope encryption) is built with
-the certificate upload; until then a destination that names a certificate fails its delivery
-with a `tls` error instead of silently going without one.
+Items (PK / SK):
+
+- ``CERT#<connection_id>`` / ``CLIENT``  the connection's certificate: public metadata in clear
+  (subject, issuer, serial, not_before, not_after), the PKCS#12 file and its password sealed
+  with AES-256-GCM, the KMS-encrypted data key, the nonces and the encryption context. On GSI1
+  under the fixed partition ``CERT#EXPIRY``, sorted by ``<not_after>#<tenant>#<connection>``, so
+  the daily expiry check is one Query of the certificates near expiry (never a Scan).
+- ``CERTALERT#<connection_id>#<not_after>#<bucket>`` / ``ALERT``  one expiry alert (TTL).
+
+Connection ids are global (like integration ids) and each certificate belongs to one tenant.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+
+from boto3.dynamodb.types import Binary
+from botocore.exceptions import BotoCoreError, ClientError
+
+from hub.adapters.aws import client, error_code
+from hub.adapters.dynamodb import decode, encode, epoch, format_ts
+from hub.certificates.envelope import CertificateUndecryptable, DataKeys, SealedSecret
+from hub.certificates.model import CertificateExpiry, CertificateMetadata, iso, parse_iso
+from hub.certificates.service import StoredCertificate, open_certificate
 from hub.delivery.port import ClientCertificate, DeliveryFailed
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination
+from hub.errors import NotFound, StorageUnavailable
+
+logger = logging.getLogger(__name__)
+
+EXPIRY_PARTITION = "CERT#EXPIRY"
+#: How long an expiry alert record is kept after the certificate's not_after: an expired
+#: certificate nobody renews is alerted again (bucket 0) once this has passed.
+ALERT_RETENTION_AFTER_EXPIRY = timedelta(days=90)
+
+
+def certificate_key(connection_id: str) -> dict[str, str]:
+    return {"PK": f"CERT#{connection_id}", "SK": "CLIENT"}
+
+
+def cert_alert_key(connection_id: str, not_after: datetime, bucket: int) -> dict[str, str]:
+    return {"PK": f"CERTALERT#{connection_id}#{iso(not_after)}#{bucket}", "SK": "ALERT"}
+
+
+def _unavailable(operation: str) -> StorageUnavailable:
+    return StorageUnavailable(
+        "certificate storage is temporarily unavailable", details={"operation": operation}
+    )
+
+
+def _bytes(value: Any) -> bytes:
+    return bytes(value.value) if isinstance(value, Binary) else bytes(value)
 
 
 class NoCertificateStore:
     """A CertificateStore with no certificates: fine for destinations without mTLS."""
 
-    def client_certificate(self, destination: Destination) -> ClientCertificate | None:
+    def client_certificate(
+        self, destination: Destination, tenant_id: str | None = None
+    ) -> ClientCertificate | None:
         if destination.client_certificate_id:
             raise DeliveryFailed(ErrorClass.TLS, "client certificate store not configured")
         return None
+
+
+class DynamoCertificateRepository:
+    def __init__(self, table_name: str) -> None:
+        self._table = table_name
+
+    def put(self, certificate: StoredCertificate) -> None:
+        m, s = certificate.metadata, certificate.sealed
+        item = {
+            **certificate_key(m.connection_id),
+            "item_type": "client_certificate",
+            "tenant_id": m.tenant_id,
+            "connection_id": m.connection_id,
+            "subject": m.subject,
+            "issuer": m.issuer,
+            "serial": m.serial,
+            "not_before": iso(m.not_before),
+            "not_after": iso(m.not_after),
+            "uploaded_at": format_ts(certificate.uploaded_at),
+            "uploaded_by": certificate.uploaded_by,
+            "algorithm": s.algorithm,
+            "kms_key_id": s.key_id,
+            "encrypted_data_key": s.encrypted_data_key,
+            "encryption_context": s.context,
+            "pfx_nonce": s.pfx_nonce,
+            "pfx_ciphertext": s.pfx_ciphertext,
+            "password_nonce": s.password_nonce,
+            "password_ciphertext": s.password_ciphertext,
+            "GSI1PK": EXPIRY_PARTITION,
+            "GSI1SK": f"{iso(m.not_after)}#{m.tenant_id}#{m.connection_id}",
+        }
+        try:
+            client("dynamodb").put_item(
+                TableName=self._table,
+                Item=encode(item),
+                ConditionExpression="attribute_not_exists(PK) OR tenant_id = :tenant",
+                ExpressionAttributeValues=encode({":tenant": m.tenant_id}),
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                # Another tenant's connection: the same answer as a connection that does not exist.
+                raise NotFound("no such connection") from None
+            raise _unavailable("PutItem") from exc
+        except BotoCoreError as exc:
+            raise _unavailable("PutItem") from exc
+
+    def get(self, connection_id: str) -> StoredCertificate | None:
+        try:
+            answer = client("dynamodb").get_item(
+                TableName=self._table, Key=encode(certificate_key(connection_id)), ConsistentRead=True
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise _unavailable("GetItem") from exc
+        item = answer.get("Item")
+        return _stored_from(decode(item)) if item else None
+
+    def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
+        found: list[CertificateExpiry] = []
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "GSI1",
+            "KeyConditionExpression": "GSI1PK = :pk AND GSI1SK < :until",
+            "ExpressionAttributeValues": encode({":pk": EXPIRY_PARTITION, ":until": iso(until)}),
+        }
+        while True:
+            try:
+                page = client("dynamodb").query(**request)
+            except (BotoCoreError, ClientError) as exc:
+                raise _unavailable("Query") from exc
+            found += [_listed(decode(item)) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return found
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _listed(item: dict[str, Any]) -> CertificateExpiry:
+    """From the index keys alone: GSI1 projects a fixed attribute list meant for messages, so
+    the sort key carries what the expiry check needs."""
+    not_after, tenant_id, connection_id = str(item["GSI1SK"]).split("#", 2)
+    return CertificateExpiry(tenant_id=tenant_id, connection_id=connection_id, not_after=parse_iso(not_after))
+
+
+def _metadata(item: dict[str, Any]) -> CertificateMetadata:
+    return CertificateMetadata(
+        tenant_id=str(item["tenant_id"]),
+        connection_id=str(item["connection_id"]),
+        subject=str(item["subject"]),
+        issuer=str(item["issuer"]),
+        serial=str(item["serial"]),
+        not_before=parse_iso(str(item["not_before"])),
+        not_after=parse_iso(str(item["not_after"])),
+    )
+
+
+def _stored_from(item: dict[str, Any]) -> StoredCertificate:
+    sealed = SealedSecret(
+        key_id=str(item["kms_key_id"]),
+        encrypted_data_key=_bytes(item["encrypted_data_key"]),
+        context={str(k): str(v) for k, v in item["encryption_context"].items()},
+        pfx_nonce=_bytes(item["pfx_nonce"]),
+        pfx_ciphertext=_bytes(item["pfx_ciphertext"]),
+        password_nonce=_bytes(item["password_nonce"]),
+        password_ciphertext=_bytes(item["password_ciphertext"]),
+        algorithm=str(item["algorithm"]),
+    )
+    return StoredCertificate(
+        metadata=_metadata(item),
+        sealed=sealed,
+        uploaded_at=datetime.strptime(str(item["uploaded_at"]), "%Y-%m-%dT%H:%M:%S.%f%z"),
+        uploaded_by=str(item.get("uploaded_by", "")),
+    )
+
+
+class KmsCertificateStore:
+    """The CertificateStore of connectors: the destination's `client_certificate_id` is the
+    connection id its certificate was uploaded under. Decrypted in memory only; the decrypted
+    certificate is cached per process until the stored one changes (one GetItem per delivery,
+    one KMS Decrypt per upload and process)."""
+
+    def __init__(self, repository: DynamoCertificateRepository, keys: DataKeys) -> None:
+        self._repository = repository
+        self._keys = keys
+        self._cache: dict[str, tuple[bytes, ClientCertificate]] = {}
+        self._lock = threading.Lock()
+
+    def client_certificate(
+        self, destination: Destination, tenant_id: str | None = None
+    ) -> ClientCertificate | None:
+        connection_id = destination.client_certificate_id
+        if not connection_id:
+            return None
+        stored = self._repository.get(connection_id)
+        # Another tenant's certificate is never presented: the same answer as none at all.
+        if stored is None or (tenant_id is not None and stored.metadata.tenant_id != tenant_id):
+            raise DeliveryFailed(ErrorClass.TLS, "no client certificate uploaded for this connection")
+        version = stored.sealed.encrypted_data_key
+        with self._lock:
+            cached = self._cache.get(connection_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:
+            pfx, password = open_certificate(self._keys, stored)
+        except CertificateUndecryptable:
+            logger.error("stored client certificate does not decrypt", extra={"connection_id": connection_id})
+            raise DeliveryFailed(ErrorClass.TLS, "stored client certificate cannot be decrypted") from None
+        certificate = ClientCertificate(pfx=pfx, password=password)
+        with self._lock:
+            self._cache[connection_id] = (version, certificate)
+        return certificate
+
+
+class DynamoCertAlertClaims:
+    def __init__(self, table_name: str) -> None:
+        self._table = table_name
+
+    def claim(self, certificate: CertificateExpiry, bucket: int, now: datetime) -> bool:
+        item = {
+            **cert_alert_key(certificate.connection_id, certificate.not_after, bucket),
+            "item_type": "cert_expiry_alert",
+            "tenant_id": certificate.tenant_id,
+            "connection_id": certificate.connection_id,
+            "not_after": iso(certificate.not_after),
+            "bucket": bucket,
+            "created_at": format_ts(now),
+            "expires_at": epoch(max(now, certificate.not_after) + ALERT_RETENTION_AFTER_EXPIRY),
+        }
+        try:
+            client("dynamodb").put_item(
+                TableName=self._table, Item=encode(item), ConditionExpression="attribute_not_exists(PK)"
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise _unavailable("PutItem") from exc
+        except BotoCoreError as exc:
+            raise _unavailable("PutItem") from exc
+        return True
+
+    def mark_sent(self, certificate: CertificateExpiry, bucket: int, now: datetime) -> None:
+        try:
+            client("dynamodb").update_item(
+                TableName=self._table,
+                Key=encode(cert_alert_key(certificate.connection_id, certificate.not_after, bucket)),
+                UpdateExpression="SET sent_at = :now",
+                ExpressionAttributeValues=encode({":now": format_ts(now)}),
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise _unavailable("UpdateItem") from exc
+
+    def release(self, certificate: CertificateExpiry, bucket: int) -> None:
+        try:
+            client("dynamodb").delete_item(
+                TableName=self._table,
+                Key=encode(cert_alert_key(certificate.connection_id, certificate.not_after, bucket)),
+                ConditionExpression="attribute_not_exists(sent_at)",
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise _unavailable("DeleteItem") from exc
+        except BotoCoreError as exc:
+            raise _unavailable("DeleteItem") from exc

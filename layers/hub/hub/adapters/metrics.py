@@ -24,6 +24,10 @@ class EmfMetrics:
     def duration_ms(self, name: str, milliseconds: float, **dimensions: str) -> None:
         self._emit(name, MetricUnit.Milliseconds, milliseconds, dimensions)
 
+    def gauge(self, name: str, value: float, **dimensions: str) -> None:
+        """A level rather than a count (e.g. days left): one data point per call."""
+        self._emit(name, MetricUnit.Count, value, dimensions)
+
     def _emit(self, name: str, unit: MetricUnit, value: float, dimensions: dict[str, str]) -> None:
         """Best effort: a metric that cannot be written is logged, never allowed to fail or
         change the step it describes."""

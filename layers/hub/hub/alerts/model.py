@@ -32,6 +32,8 @@ PRODUCT = "Integration Hub"
 class AlertKind(StrEnum):
     DEAD_LETTER = "dead_letter"
     ALARM = "alarm"
+    #: A client certificate nearing or past its expiry (the daily check, not the notifier).
+    CERT_EXPIRY = "cert_expiry"
 
 
 def hour_bucket(at: datetime) -> str:

@@ -15,6 +15,7 @@ import httpx
 
 from hub.delivery.port import (
     CertificateStore,
+    ClientCertificate,
     DeliveryFailed,
     DeliveryOutcome,
     OutboundRequest,
@@ -126,22 +127,29 @@ class HttpConnector:
         self._certificates = certificates
         self._ca_pem = ca_pem
         self._tokens = tokens or TokenCache()
-        self._clients: dict[str, httpx.Client] = {}
+        #: Per certificate id: (the certificate's fingerprint, its client). A renewed
+        #: certificate has another fingerprint and replaces the client.
+        self._clients: dict[str, tuple[str | None, httpx.Client]] = {}
         self._lock = threading.Lock()
 
-    def _client(self, destination: Destination) -> httpx.Client:
+    def _client(self, destination: Destination, tenant_id: str | None) -> httpx.Client:
         key = destination.client_certificate_id or ""
+        certificate = self._certificates.client_certificate(destination, tenant_id)
+        fingerprint = None
+        if certificate is not None:
+            from hub.delivery.tls import certificate_fingerprint  # noqa: PLC0415 - only for mTLS
+
+            fingerprint = certificate_fingerprint(certificate)
         with self._lock:
             found = self._clients.get(key)
-            if found is None:
-                found = httpx.Client(
-                    verify=self._verify(destination), trust_env=False, follow_redirects=False
-                )
-                self._clients[key] = found
-            return found
+            if found is not None and found[0] == fingerprint:
+                return found[1]
+            fresh = httpx.Client(verify=self._verify(certificate), trust_env=False, follow_redirects=False)
+            # The replaced client is not closed: a delivery on another thread may still use it.
+            self._clients[key] = (fingerprint, fresh)
+        return fresh
 
-    def _verify(self, destination: Destination) -> ssl.SSLContext | bool:
-        certificate = self._certificates.client_certificate(destination)
+    def _verify(self, certificate: ClientCertificate | None) -> ssl.SSLContext | bool:
         if certificate is None and self._ca_pem is None:
             return True
         from hub.delivery.tls import client_ssl_context  # noqa: PLC0415 - only for mTLS / private CAs
@@ -161,7 +169,7 @@ class HttpConnector:
         return {}
 
     def deliver(self, destination: Destination, request: OutboundRequest) -> DeliveryOutcome:
-        http = self._client(destination)
+        http = self._client(destination, request.tenant_id)
         headers = {
             **destination.headers,
             "Content-Type": request.content_type,

@@ -27,6 +27,8 @@ class OutboundRequest:
     body: bytes
     content_type: str
     correlation_id: str
+    #: The message's tenant: a client certificate is only ever one of this tenant's.
+    tenant_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,11 @@ class ClientCertificate:
 
 
 class CertificateStore(Protocol):
-    def client_certificate(self, destination: Destination) -> ClientCertificate | None:
-        """The destination's client certificate, or None when it has none."""
+    def client_certificate(
+        self, destination: Destination, tenant_id: str | None = None
+    ) -> ClientCertificate | None:
+        """The destination's client certificate, or None when it has none. With `tenant_id`, a
+        certificate of another tenant is treated as missing (DeliveryFailed, `tls`)."""
         ...
 
 

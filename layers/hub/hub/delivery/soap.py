@@ -128,7 +128,7 @@ class SoapConnector:
             document = etree.fromstring(request.body, parser=_BODY_PARSER)
         except etree.XMLSyntaxError:
             raise DeliveryFailed(ErrorClass.SYNTAX, "mapped body is not well-formed XML") from None
-        certificate = self._certificates.client_certificate(destination)
+        certificate = self._certificates.client_certificate(destination, request.tenant_id)
         endpoint: _Endpoint | None = None
         try:
             endpoint = self._endpoint(destination, settings, certificate)

@@ -438,6 +438,7 @@ class PipelineWorker:
             body=mapped[0],
             content_type=mapped[1],
             correlation_id=step.correlation_id,
+            tenant_id=record.tenant_id,
         )
         try:
             outcome = self._connectors[destination.protocol].deliver(destination, request)

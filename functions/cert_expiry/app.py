@@ -1,0 +1,25 @@
+"""Daily client-certificate expiry check (EventBridge Scheduler, 07:00 UTC): alerts each
+certificate once per bucket (30, 14, 7, 1, 0 days) to Slack, and reports its days left."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from hub.logs import configure as configure_logging
+from hub.wiring import cert_expiry_alerter
+
+logger = Logger()
+configure_logging(logger)
+metrics = Metrics()
+tracer = Tracer()
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    run = cert_expiry_alerter().run()
+    return {"checked": run.checked, "alerted": [{"connection_id": c, "bucket": b} for c, b in run.alerted]}

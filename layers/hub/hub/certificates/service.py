@@ -1,0 +1,98 @@
+"""Uploading and reading client certificates (admin API), and opening them for a connector.
+
+A certificate belongs to one connection (its id is the destination's `client_certificate_id`)
+and one tenant. Uploading again replaces it (renewal): the new `not_after` resets the expiry
+alert buckets by itself, since alerts are keyed on it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from hub.certificates.envelope import DataKeys, SealedSecret, open_sealed, seal
+from hub.certificates.model import CertificateExpiry, CertificateMetadata, inspect_pkcs12
+from hub.errors import NotFound
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StoredCertificate:
+    metadata: CertificateMetadata
+    sealed: SealedSecret
+    uploaded_at: datetime
+    uploaded_by: str
+
+
+class CertificateRepository(Protocol):
+    def put(self, certificate: StoredCertificate) -> None:
+        """Stores (or replaces) the connection's certificate. Raises NotFound when the connection's
+        certificate belongs to another tenant."""
+        ...
+
+    def get(self, connection_id: str) -> StoredCertificate | None: ...
+
+    def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
+        """Every stored certificate whose `not_after` is before `until` (expired ones too)."""
+        ...
+
+
+def encryption_context(tenant_id: str, connection_id: str) -> dict[str, str]:
+    return {"tenant_id": tenant_id, "connection_id": connection_id}
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class CertificateService:
+    def __init__(
+        self,
+        repository: CertificateRepository,
+        keys: DataKeys,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self._repository = repository
+        self._keys = keys
+        self._clock = clock
+
+    def upload(
+        self, tenant_id: str, connection_id: str, pfx: bytes, password: bytes, actor: str
+    ) -> dict[str, Any]:
+        """Checks the PKCS#12 (password, key matches certificate, not expired), seals it and its
+        password, stores it; returns the public view. Raises a CertificateRejected subtype."""
+        now = self._clock()
+        public = inspect_pkcs12(pfx, password, now)
+        metadata = CertificateMetadata(
+            tenant_id=tenant_id,
+            connection_id=connection_id,
+            subject=public.subject,
+            issuer=public.issuer,
+            serial=public.serial,
+            not_before=public.not_before,
+            not_after=public.not_after,
+        )
+        sealed = seal(self._keys, encryption_context(tenant_id, connection_id), pfx, password)
+        self._repository.put(StoredCertificate(metadata, sealed, now, actor))
+        logger.info(
+            "client certificate stored",
+            extra={"tenant_id": tenant_id, "connection_id": connection_id, "serial": public.serial},
+        )
+        return metadata.view(now)
+
+    def describe(self, tenant_id: str, connection_id: str) -> dict[str, Any]:
+        """The public view with badge data; another tenant's certificate is not found."""
+        stored = self._repository.get(connection_id)
+        if stored is None or stored.metadata.tenant_id != tenant_id:
+            raise NotFound("no client certificate for this connection")
+        return stored.metadata.view(self._clock())
+
+
+def open_certificate(keys: DataKeys, stored: StoredCertificate) -> tuple[bytes, bytes]:
+    """(pfx, password) of a stored certificate, decrypted in memory."""
+    context = encryption_context(stored.metadata.tenant_id, stored.metadata.connection_id)
+    return open_sealed(keys, stored.sealed, context)
