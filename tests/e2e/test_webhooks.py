@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from devstack.demo import DEMO_TENANT_ID, pointed_at
+from devstack.send_webhook import demo_delivery, send
 from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from hub.mapping.engine import to_json
@@ -80,3 +81,20 @@ def test_a_signed_standard_webhook_is_sent_to_the_destination(api: httpx.Client,
     assert len(delivered) == 1
     # The business data (data_path "data"), passed through as compact JSON.
     assert delivered[0].sha256 == hashlib.sha256(to_json({"po_number": po_number})).hexdigest()
+
+
+def test_the_demo_webhook_integration_takes_the_demo_sender(api: httpx.Client, local_stack):
+    po_number = f"PO-{uuid.uuid4().hex[:8]}"
+    delivery_id = f"msg_{uuid.uuid4().hex}"
+
+    first = send(local_stack.api_url, demo_delivery(po_number), delivery_id)
+    again = send(local_stack.api_url, demo_delivery(po_number), delivery_id)
+    wrong = send(local_stack.api_url, demo_delivery(po_number), delivery_id, secret=SECRET)
+
+    assert first.status_code == 202
+    assert again.status_code == 200
+    assert again.json()["message_id"] == first.json()["message_id"]
+    assert again.json()["deduplicated_by"] == "idempotency_key"
+    assert (wrong.status_code, wrong.json()["error"]["code"]) == (401, "signature_invalid")
+    final = wait_for_status(api, first.json()["message_id"], "sent")
+    assert (final["message_type"], final["external_id"]) == ("order.created", f"evt_{po_number}")
