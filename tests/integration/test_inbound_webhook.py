@@ -8,9 +8,11 @@ import hashlib
 import hmac
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from hub.adapters.aws import client
 from hub.adapters.dynamodb import DynamoConfigRepository
@@ -24,6 +26,8 @@ ROTATED = "whsec_" + base64.b64encode(b"the next secret, rotated in now!").decod
 GITHUB_SECRET = "gh-webhook-secret"
 HOOKS = "int_hooks"  # tenant t1, Standard Webhooks
 GITHUB = "int_github"  # tenant t1, hmac_sha256_hex with the sha256= prefix
+SAP = "int_sap_xml"  # tenant t2, api_key, XML bodies (an IDoc)
+SAP_KEY = "sap-webhook-key-0123456789abcdef"
 
 PAYLOAD = {
     "type": "order.created",
@@ -59,6 +63,22 @@ def webhooks(stack, tenancy) -> None:
                 ),
             )
         )
+    config.put_integration(
+        Integration(
+            integration_id=SAP,
+            tenant_id="t2",
+            name=SAP,
+            inbound_webhook=InboundWebhook.model_validate(
+                {
+                    "verification": {
+                        "scheme": "api_key",
+                        "keys_sha256": [hashlib.sha256(SAP_KEY.encode()).hexdigest()],
+                    },
+                    "adapter": {"body_format": "xml", "message_type": "orders05"},
+                }
+            ),
+        )
+    )
 
 
 def raw(payload: dict[str, Any] | None = None, **changes: Any) -> bytes:
@@ -101,6 +121,24 @@ def github(body: bytes, secret: str = GITHUB_SECRET, integration_id: str = GITHU
         },
         path_parameters={"integration_id": integration_id},
     )
+
+
+def sap(body: bytes, key: str = SAP_KEY) -> dict[str, Any]:
+    return http_event(
+        "webhook_standard.json",
+        body=body.decode(),
+        headers={
+            "webhook-id": None,
+            "webhook-timestamp": None,
+            "webhook-signature": None,
+            "content-type": "application/xml",
+            "x-webhook-key": key,
+        },
+        path_parameters={"integration_id": SAP},
+    )
+
+
+IDOC = '<?xml version="1.0"?><ORDERS05><IDOC><E1EDK01><BELNR>4711</BELNR></E1EDK01></IDOC></ORDERS05>'
 
 
 def emf_metrics(out: str) -> dict[str, float]:
@@ -201,6 +239,27 @@ class TestAcceptedDelivery:
         assert resigned == headers["webhook-signature"]
         assert (answer.status, answer.body["error"]["code"]) == (401, "signature_expired")
 
+    def test_an_xml_body_is_kept_as_text_under_the_integrations_tenant(self, stack, webhooks, ingest_api):
+        answer = ingest_api(sap(IDOC.encode()))
+
+        assert answer.status == 202
+        [record] = stack.message_items()
+        assert (record["tenant_id"]["S"], record["message_type"]["S"]) == ("t2", "orders05")
+        assert record["payload_format"]["S"] == "text"
+        [payload] = [i for i in stack.scan() if i["SK"]["S"] == "PAYLOAD"]
+        assert payload["payload"]["S"] == IDOC
+
+    def test_concurrent_identical_deliveries_store_one_message(self, stack, webhooks, ingest_api):
+        event = standard(raw(id="evt_burst"), msg_id="msg_burst")
+
+        with ThreadPoolExecutor(max_workers=20) as pool:
+            answers = list(pool.map(lambda _: ingest_api(event), range(20)))
+
+        assert {a.status for a in answers} <= {200, 202}
+        assert sum(a.status == 202 for a in answers) == 1
+        assert len({a.body["message_id"] for a in answers}) == 1
+        assert len(stack.message_items()) == 1
+
 
 class TestRefusedDelivery:
     def test_an_invalid_signature_is_401_changes_nothing_and_counts_a_failure(
@@ -256,6 +315,16 @@ class TestRefusedDelivery:
         assert stack.scan() == before
         assert stack.drain_queue() == []
 
+    def test_a_wrong_key_or_malformed_xml_is_refused_and_nothing_is_stored(self, stack, webhooks, ingest_api):
+        wrong_key = ingest_api(sap(IDOC.encode(), key="sap-guess"))
+        broken = ingest_api(sap(b"<ORDERS05><IDOC></ORDERS05>"))
+        hostile = ingest_api(sap(b'<!DOCTYPE a [<!ENTITY b "c">]><a>&b;</a>'))
+
+        assert (wrong_key.status, wrong_key.body["error"]["code"]) == (401, "signature_invalid")
+        assert (broken.status, broken.body["error"]["code"]) == (400, "malformed_xml")
+        assert (hostile.status, hostile.body["error"]["code"]) == (400, "malformed_xml")
+        assert stack.message_items() == []
+
     @pytest.mark.parametrize(
         ("changes", "status", "code", "field"),
         [
@@ -302,7 +371,27 @@ class TestRefusedDelivery:
         assert stack.message_items() == []
 
 
-def test_one_read_for_the_integration_and_one_for_the_claims(stack, webhooks, ingest_api):
+def test_a_queue_failure_is_503_and_the_partners_retry_succeeds(stack, webhooks, ingest_api):
+    def boom(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "injected"}}, "SendMessage")
+
+    events = client("sqs").meta.events
+    events.register("before-call.sqs.SendMessage", boom, unique_id="fail-send")
+    try:
+        failed = ingest_api(standard(raw()))
+    finally:
+        events.unregister("before-call.sqs.SendMessage", unique_id="fail-send")
+    retried = ingest_api(standard(raw()))
+
+    assert (failed.status, failed.body["error"]["code"]) == (503, "queue_unavailable")
+    assert failed.headers.get("Retry-After") == "5"
+    assert (retried.status, retried.body["deduplicated"]) == (202, False)
+    assert len(stack.message_items()) == 1
+
+
+def test_one_read_for_the_integration_and_one_for_the_claims_a_refusal_only_the_first(
+    stack, webhooks, ingest_api
+):
     calls: list[str] = []
     events = client("dynamodb").meta.events
     events.register(
@@ -311,8 +400,13 @@ def test_one_read_for_the_integration_and_one_for_the_claims(stack, webhooks, in
         unique_id="count-ops",
     )
     try:
-        ingest_api(standard(raw()))
+        accepted = ingest_api(standard(raw()))
+        accepted_calls = list(calls)
+        calls.clear()
+        refused = ingest_api(standard(raw(id="evt_2"), msg_id="msg_2", secret=ROTATED[:-4] + "AAA="))
     finally:
         events.unregister("before-call.dynamodb.*", unique_id="count-ops")
 
-    assert calls == ["GetItem", "BatchGetItem", "TransactWriteItems"]
+    assert (accepted.status, refused.status) == (202, 401)
+    assert accepted_calls == ["GetItem", "BatchGetItem", "TransactWriteItems"]
+    assert calls == ["GetItem"]
