@@ -27,12 +27,18 @@ from hub.domain.tenancy import (
     Tenant,
     hash_api_key,
 )
+from hub.webhooks.config import InboundWebhook
 
 DEMO_TENANT_ID = "tnt_demo"
 DEMO_INTEGRATION_ID = "int_demo_erp"
 DEMO_API_KEY = "hub_demo_local-only-key-0000000000000000000000"
 DEMO_MESSAGE_TYPE = "purchase_order"
 DEMO_ADMIN_TOKEN = "hub_admin_demo_local-only-token-00000000000000"  # noqa: S105 - local stack only
+#: Partner webhooks (Standard Webhooks) into the demo tenant. The secret is the one the Standard
+#: Webhooks spec publishes for its test vector: public, local stack only; events/webhook_standard.json
+#: is signed with it.
+DEMO_WEBHOOK_INTEGRATION_ID = "int_demo_webhooks"
+DEMO_WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # noqa: S105 - public test secret
 
 
 def admin_token() -> str:
@@ -101,6 +107,27 @@ def _write_demo_records(stack: StackInfo, api_key: str) -> None:
             message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig(duplicate_key_fields=("po_number",))},
         )
     )
+    config.put_integration(
+        Integration(
+            integration_id=DEMO_WEBHOOK_INTEGRATION_ID,
+            tenant_id=DEMO_TENANT_ID,
+            name="Demo partner webhooks -> echo destination",
+            mode=IntegrationMode.ORCHESTRATION,
+            destination=Destination(protocol="http", url=stack.echo_url, method="POST"),
+            inbound_webhook=InboundWebhook.model_validate(
+                {
+                    "verification": {"scheme": "standard_webhooks", "secrets": [DEMO_WEBHOOK_SECRET]},
+                    "adapter": {
+                        "message_type_path": "type",
+                        "known_types": ["order.created", "order.cancelled"],
+                        "event_id_path": "id",
+                        "occurred_at_path": "created_at",
+                        "data_path": "data",
+                    },
+                }
+            ),
+        )
+    )
     config.put_api_key(ApiKey(key_id="demo", tenant_id=DEMO_TENANT_ID, key_hash=hash_api_key(api_key)))
 
 
@@ -150,4 +177,7 @@ def seed(stack: StackInfo) -> list[str]:
         "",
         "admin API (the demo admin token), e.g. the error tab of the queue:",
         f"  {waiting}",
+        "",
+        f"a partner webhook, signed now (Standard Webhooks, into {DEMO_WEBHOOK_INTEGRATION_ID}):",
+        f"  .venv/bin/python -m devstack.send_webhook --api {stack.api_url}",
     ]

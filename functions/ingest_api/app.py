@@ -1,4 +1,4 @@
-"""Partner ingest API (API Gateway HTTP API): receive-message and message status."""
+"""Partner ingest API (API Gateway HTTP API): receive-message, inbound webhooks and message status."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.api.http import (
     api_key,
+    body_bytes,
     body_limit,
     correlation_id,
     install_error_handlers,
@@ -21,9 +22,10 @@ from hub.api.http import (
 from hub.config import settings
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.message import InboundMessage
-from hub.errors import HubError
+from hub.errors import HubError, SignatureInvalid
+from hub.ingest.receive import ReceiveOutcome
 from hub.logs import configure as configure_logging
-from hub.wiring import ingestor
+from hub.wiring import ingestor, webhook_receiver
 
 logger = Logger()
 configure_logging(logger)
@@ -50,11 +52,31 @@ def receive_message() -> Response:
         idempotency_key=idempotency_key,
         correlation_id=correlation_id(event, event.request_context.request_id),
     )
+    return _answer(outcome)
+
+
+def _answer(outcome: ReceiveOutcome) -> Response:
     if outcome.deduplicated_by is None:
         metrics.add_metric(name="MessagesReceived", unit=MetricUnit.Count, value=1)
     else:
         metrics.add_metric(name="DuplicatesDropped", unit=MetricUnit.Count, value=1)
     return json_response(202 if outcome.created else 200, outcome.body())
+
+
+@app.post("/api/webhook/<integration_id>")
+def inbound_webhook(integration_id: str) -> Response:
+    event = app.current_event
+    try:
+        outcome = webhook_receiver().receive(
+            integration_id=integration_id,
+            headers={name.lower(): value for name, value in event.headers.items()},
+            body=body_bytes(event),
+            correlation_id=correlation_id(event, event.request_context.request_id),
+        )
+    except SignatureInvalid:
+        metrics.add_metric(name="SignatureFailures", unit=MetricUnit.Count, value=1)
+        raise
+    return _answer(outcome)
 
 
 @app.get("/api/edi-hub/messages/<message_id>")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 
-from hub.adapters.dynamodb import DynamoMessageRepository
+from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
 from hub.domain.redaction import MASK
+from hub.webhooks.config import InboundWebhook, StandardWebhooksVerification, WebhookAdapter
 from tests.destinations import Answer
 from tests.pipeline import configure, send, status
 
@@ -74,3 +75,21 @@ def test_the_integration_view_masks_every_credential(stack, tenancy, destination
     assert view.body["connection_gone_at"] is None
     missing = admin_api("GET", "/api/admin/integrations/int_nope")
     assert (missing.status, missing.body["error"]["code"]) == (404, "not_found")
+
+
+def test_the_integration_view_masks_inbound_webhook_secrets(stack, tenancy, admin_api):
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    config = DynamoConfigRepository(stack.table)
+    integration = config.get_integration(tenancy.integration_id)
+    assert integration is not None
+    inbound = InboundWebhook(
+        verification=StandardWebhooksVerification(secrets=(secret,)),
+        adapter=WebhookAdapter(message_type="order"),
+    )
+    config.put_integration(integration.model_copy(update={"inbound_webhook": inbound}))
+
+    view = admin_api("GET", f"/api/admin/integrations/{tenancy.integration_id}").body
+
+    assert view["inbound_webhook"]["verification"]["secrets"] == MASK
+    assert view["inbound_webhook"]["verification"]["scheme"] == "standard_webhooks"
+    assert secret not in json.dumps(view)

@@ -59,6 +59,36 @@ class Unauthorized(HubError):
         return {"WWW-Authenticate": "Bearer"}
 
 
+class MalformedXml(MalformedBody):
+    code = "malformed_xml"
+
+
+class SignatureInvalid(HubError):
+    """An inbound webhook whose signature or credential is missing or does not match."""
+
+    code = "signature_invalid"
+    http_status = 401
+
+
+class SignatureExpired(SignatureInvalid):
+    """A correctly signed webhook whose timestamp is outside the tolerance (a replay or a
+    badly skewed clock)."""
+
+    code = "signature_expired"
+
+
+class UnprocessableEvent(HubError):
+    """A verified webhook whose payload lacks a field the integration's adapter requires, or
+    names an event type it does not know; `details.field` names it."""
+
+    code = "missing_field"
+    http_status = 422
+
+
+class UnknownEventType(UnprocessableEvent):
+    code = "unknown_event_type"
+
+
 class NotFound(HubError):
     code = "not_found"
     http_status = 404

@@ -76,13 +76,14 @@ class ConfigRepository(Protocol):
 class MessageRepository(Protocol):
     def lookup_for_ingest(
         self,
-        key_hash: str,
+        key_hash: str | None,
         integration_id: str,
         idempotency_key_hash: str | None,
         fingerprint: str,
         now: datetime,
     ) -> IngestLookup:
-        """API key, integration and live claims, read consistently in one call."""
+        """API key, integration and live claims, read consistently in one call. Without a key
+        hash (the caller authenticated otherwise and holds the integration) only the claims."""
         ...
 
     def create(self, new: NewMessage, now: datetime) -> None:

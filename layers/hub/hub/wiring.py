@@ -33,6 +33,7 @@ from hub.ingest.receive import Ingestor
 from hub.pipeline.retries import RetryOrchestrator
 from hub.pipeline.worker import PipelineWorker
 from hub.ports import AlertChannel
+from hub.webhooks.receive import WebhookReceiver
 
 
 @lru_cache(maxsize=1)
@@ -41,6 +42,11 @@ def ingestor() -> Ingestor:
     return Ingestor(
         config_repository(), DynamoMessageRepository(s.table_name), SqsStepQueue(s.pipeline_queue_url), s
     )
+
+
+@lru_cache(maxsize=1)
+def webhook_receiver() -> WebhookReceiver:
+    return WebhookReceiver(config_repository(), ingestor())
 
 
 @lru_cache(maxsize=1)
@@ -150,6 +156,7 @@ def config_repository() -> DynamoConfigRepository:
 def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
+    webhook_receiver.cache_clear()
     pipeline_worker.cache_clear()
     operations.cache_clear()
     alert_notifier.cache_clear()

@@ -68,6 +68,7 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
     assert {route.route_key for route in stack.model.routes} == {
         "POST /api/edi-hub/receive-message",
         "GET /api/edi-hub/messages/{message_id}",
+        "POST /api/webhook/{integration_id}",
     }
     assert stack.outputs["HubTableName"] == stack.resources["HubTable"]
 

@@ -289,17 +289,15 @@ class DynamoMessageRepository:
 
     def lookup_for_ingest(
         self,
-        key_hash: str,
+        key_hash: str | None,
         integration_id: str,
         idempotency_key_hash: str | None,
         fingerprint: str,
         now: datetime,
     ) -> IngestLookup:
-        keys = [
-            api_key_key(key_hash),
-            integration_key(integration_id),
-            fingerprint_claim_key(integration_id, fingerprint),
-        ]
+        keys = [fingerprint_claim_key(integration_id, fingerprint)]
+        if key_hash is not None:
+            keys += [api_key_key(key_hash), integration_key(integration_id)]
         if idempotency_key_hash is not None:
             keys.append(idempotency_claim_key(integration_id, idempotency_key_hash))
         items = self._batch_get(keys)
@@ -313,8 +311,8 @@ class DynamoMessageRepository:
         fp_claim = _claim_from(fp, DedupKind.FINGERPRINT, now) if fp else None
         if fp_claim:
             claims.append(fp_claim)
-        api_item = items.get(api_key_key(key_hash)["PK"])
-        integration_item = items.get(integration_key(integration_id)["PK"])
+        api_item = items.get(api_key_key(key_hash)["PK"]) if key_hash is not None else None
+        integration_item = items.get(integration_key(integration_id)["PK"]) if key_hash is not None else None
         return IngestLookup(
             api_key=_api_key_from(api_item) if api_item else None,
             integration=_integration_from(integration_item) if integration_item else None,

@@ -7,6 +7,8 @@ into responses. Error bodies never echo request values (they may carry payload d
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import json
@@ -97,6 +99,19 @@ def body_limit(max_bytes: Callable[[], int]) -> Callable[[ApiGatewayResolver, Ne
         return next_middleware(app)
 
     return middleware
+
+
+def body_bytes(event: BaseProxyEvent) -> bytes:
+    """The body exactly as the client sent it: base64-decoded when the gateway encoded it (a
+    non-text content type), else the UTF-8 text the gateway passed on. Signatures are computed
+    over these bytes, so nothing may parse or re-serialize them first."""
+    body = event.body or ""
+    if event.is_base64_encoded:
+        try:
+            return base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise MalformedBody("request body is not valid base64") from exc
+    return body.encode("utf-8")
 
 
 def parse_body(event: BaseProxyEvent, model: type[M]) -> M:

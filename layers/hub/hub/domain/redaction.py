@@ -20,7 +20,18 @@ MASK = "***"
 #: Configuration keys that hold secrets (connections, inbound webhook verification), and header
 #: names whose values are credentials.
 CREDENTIAL_FIELDS = frozenset(
-    {"token", "password", "api_key", "client_secret", "secret", "secrets", "signing_secret", "credentials"}
+    {
+        "token",
+        "password",
+        "api_key",
+        "client_secret",
+        "secret",
+        "secrets",
+        "signing_secret",
+        "credentials",
+        "credentials_sha256",
+        "keys_sha256",
+    }
 )
 _CREDENTIAL_HEADERS = re.compile(r"authorization|api[-_]?key|token|secret|cookie|password", re.I)
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hub.domain.retry import RetryPolicy
 from hub.mapping.spec import MappingSpec
+from hub.webhooks.config import InboundWebhook
 
 
 class DuplicateHandling(StrEnum):
@@ -133,7 +134,8 @@ class Tenant(BaseModel):
 
 
 class Integration(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # Validation errors never repeat the input: it holds secrets (webhook and destination).
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
     integration_id: str
     tenant_id: str
@@ -144,6 +146,8 @@ class Integration(BaseModel):
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
     #: Set by the hub when the destination answered 410 Gone; saving the integration clears it.
     connection_gone_at: datetime | None = None
+    #: `POST /api/webhook/{integration_id}`: how deliveries are verified and adapted; None = closed.
+    inbound_webhook: InboundWebhook | None = None
 
     def message_type_config(self, message_type: str) -> MessageTypeConfig:
         """The rules for `message_type`; an undeclared type gets the defaults (accept)."""

@@ -32,7 +32,7 @@ from hub.domain.message import (
     StepMessage,
 )
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import ApiKey, hash_api_key
+from hub.domain.tenancy import ApiKey, Integration, hash_api_key
 from hub.errors import (
     ClaimTaken,
     IdempotencyKeyReused,
@@ -123,38 +123,46 @@ class Ingestor:
         correlation_id: str,
     ) -> ReceiveOutcome:
         key_hash = require_key(raw_key)
+        return self._ingest(inbound, idempotency_key, correlation_id, key_hash=key_hash)
+
+    def receive_verified(
+        self,
+        integration: Integration,
+        inbound: InboundMessage,
+        idempotency_key: str | None,
+        correlation_id: str,
+    ) -> ReceiveOutcome:
+        """receive-message for a caller already authenticated for `integration` (an inbound
+        webhook whose signature was verified): the same claims, answers and guarantees."""
+        return self._ingest(inbound, idempotency_key, correlation_id, integration=integration)
+
+    def _ingest(
+        self,
+        inbound: InboundMessage,
+        idempotency_key: str | None,
+        correlation_id: str,
+        *,
+        key_hash: str | None = None,
+        integration: Integration | None = None,
+    ) -> ReceiveOutcome:
         now = self._clock()
         idem_hash = idempotency.idempotency_key_hash(idempotency_key) if idempotency_key else None
         payload_bytes = idempotency.canonical_payload(inbound.payload)
         payload_sha = idempotency.sha256_hex(payload_bytes)
 
-        # The fingerprint needs the message type's duplicate-key fields, which live in the
-        # integration, read in the same round trip as the claims. Guess them from the last
-        # integration this instance saw (they rarely change); read again only on a wrong guess.
-        cache_key = (inbound.integration_id, inbound.message_type)
-        guessed_fields = self._key_fields.get(cache_key, ())
-        guessed_fp = idempotency.fingerprint(
-            inbound.message_type,
-            idempotency.duplicate_key_values(inbound.payload, guessed_fields),
-            payload_sha,
-        )
-        lookup = self._messages.lookup_for_ingest(
-            key_hash, inbound.integration_id, idem_hash, guessed_fp, now
-        )
-        api_key = _check_key(lookup.api_key)
-        integration = lookup.integration
-        if integration is None or not api_key.may_use(integration):
-            # Same answer whether it does not exist or belongs to someone else.
-            raise NotFound("integration not found")
-        fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
-        self._key_fields[cache_key] = fields
-        key_values = idempotency.duplicate_key_values(inbound.payload, fields)
-        fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
-        claims = lookup.claims
-        if fp != guessed_fp:
-            claims = self._messages.lookup_for_ingest(
-                key_hash, inbound.integration_id, idem_hash, fp, now
-            ).claims
+        if integration is not None:
+            # Already read and authenticated: only the claims are left to read.
+            if inbound.integration_id != integration.integration_id:
+                raise NotFound("integration not found")
+            fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
+            key_values = idempotency.duplicate_key_values(inbound.payload, fields)
+            fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
+            claims = self._messages.lookup_for_ingest(None, inbound.integration_id, idem_hash, fp, now).claims
+        else:
+            assert key_hash is not None, "an API key or an authenticated integration"
+            integration, key_values, fp, claims = self._authorized_lookup(
+                key_hash, inbound, idem_hash, payload_sha, now
+            )
 
         request_sha = idempotency.request_hash(
             inbound.message_type, payload_sha, inbound.external_id, inbound.occurred_at
@@ -219,6 +227,41 @@ class Ingestor:
             },
         )
         return ReceiveOutcome(record)
+
+    def _authorized_lookup(
+        self, key_hash: str, inbound: InboundMessage, idem_hash: str | None, payload_sha: str, now: datetime
+    ) -> tuple[Integration, list[str], str, tuple[Claim, ...]]:
+        """API key, integration and claims in one round trip (two on a wrong guess of the type's
+        duplicate-key fields): the integration the key may use, its key values, fingerprint and
+        the live claims."""
+        # The fingerprint needs the message type's duplicate-key fields, which live in the
+        # integration, read in the same round trip as the claims. Guess them from the last
+        # integration this instance saw (they rarely change); read again only on a wrong guess.
+        cache_key = (inbound.integration_id, inbound.message_type)
+        guessed_fields = self._key_fields.get(cache_key, ())
+        guessed_fp = idempotency.fingerprint(
+            inbound.message_type,
+            idempotency.duplicate_key_values(inbound.payload, guessed_fields),
+            payload_sha,
+        )
+        lookup = self._messages.lookup_for_ingest(
+            key_hash, inbound.integration_id, idem_hash, guessed_fp, now
+        )
+        api_key = _check_key(lookup.api_key)
+        integration = lookup.integration
+        if integration is None or not api_key.may_use(integration):
+            # Same answer whether it does not exist or belongs to someone else.
+            raise NotFound("integration not found")
+        fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
+        self._key_fields[cache_key] = fields
+        key_values = idempotency.duplicate_key_values(inbound.payload, fields)
+        fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
+        claims = lookup.claims
+        if fp != guessed_fp:
+            claims = self._messages.lookup_for_ingest(
+                key_hash, inbound.integration_id, idem_hash, fp, now
+            ).claims
+        return integration, key_values, fp, claims
 
     def _winner(self, claims: tuple[Claim, ...], request_sha: str) -> Claim | None:
         """The claim that answers this request, idempotency key first. The same key sent with

@@ -85,6 +85,11 @@ def _check_expression(expression: str) -> str:
     return expression
 
 
+def check_expression(expression: str) -> str:
+    """`expression` when it is a valid JMESPath expression; ValueError naming the problem."""
+    return _check_expression(expression)
+
+
 def _expand_shorthand(transforms: Any) -> Any:
     # "trim" is short for {"name": "trim"}.
     if isinstance(transforms, list | tuple):

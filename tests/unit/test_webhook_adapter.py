@@ -1,0 +1,154 @@
+"""The per-integration adapter: a verified partner payload becomes the internal event."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from pydantic import ValidationError
+
+from hub.domain.tenancy import Integration
+from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
+from hub.webhooks.adapter import adapt
+from hub.webhooks.config import WebhookAdapter
+
+PAYLOAD = {
+    "type": "order.created",
+    "id": "evt_42",
+    "created": "2026-11-29T11:59:58-03:00",
+    "tenant_id": "someone-else",
+    "data": {"object": {"po_number": "PO-1"}},
+}
+
+MAPPED = WebhookAdapter(
+    message_type_path="type",
+    known_types=frozenset({"order.created", "order.cancelled"}),
+    event_id_path="id",
+    occurred_at_path="created",
+    data_path="data.object",
+)
+
+
+def body(**changes: object) -> bytes:
+    return json.dumps({**PAYLOAD, **changes}).encode()
+
+
+def test_jmespath_picks_type_event_id_occurred_at_and_data():
+    event = adapt(MAPPED, body())
+
+    assert event.message_type == "order.created"
+    assert event.event_id == "evt_42"
+    assert event.occurred_at == datetime(2026, 11, 29, 11, 59, 58, tzinfo=timezone(timedelta(hours=-3)))
+    assert event.payload == {"po_number": "PO-1"}
+
+
+def test_defaults_fixed_type_and_the_whole_payload():
+    event = adapt(WebhookAdapter(message_type="partner_event"), body())
+
+    assert (event.message_type, event.event_id, event.occurred_at) == ("partner_event", None, None)
+    assert event.payload == PAYLOAD
+
+
+def test_numeric_ids_and_unix_timestamps():
+    event = adapt(MAPPED, body(id=1234, created=1795953600))
+
+    assert event.event_id == "1234"
+    assert event.occurred_at == datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def test_an_unknown_type_is_422_naming_the_field():
+    with pytest.raises(UnknownEventType) as refused:
+        adapt(MAPPED, body(type="order.shipped"))
+
+    assert refused.value.http_status == 422
+    assert refused.value.details == {"field": "message_type"}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"type": None}, "message_type"),
+        ({"id": None}, "event_id"),
+        ({"id": ""}, "event_id"),
+        ({"created": None}, "occurred_at"),
+        ({"created": "2026-11-29T12:00:00"}, "occurred_at"),  # no offset
+        ({"data": {}}, "data"),
+        ({"data": {"object": [1, 2]}}, "data"),
+        ({"type": "has spaces"}, "message_type"),
+    ],
+    ids=["type", "id", "empty-id", "occurred-at", "naive-occurred-at", "data", "data-not-object", "bad-type"],
+)
+def test_missing_or_unusable_required_fields_are_422_naming_the_field(changes, field):
+    with pytest.raises(UnprocessableEvent) as refused:
+        adapt(MAPPED, body(**changes))
+
+    assert refused.value.http_status == 422
+    assert refused.value.details["field"] == field
+
+
+def test_malformed_json_is_400():
+    with pytest.raises(MalformedBody) as refused:
+        adapt(MAPPED, b'{"type": "order.created",')
+    assert (refused.value.http_status, refused.value.code) == (400, "malformed_json")
+    with pytest.raises(MalformedBody):
+        adapt(MAPPED, b"\xff\xfe not utf-8")
+
+
+def test_xml_is_checked_and_kept_as_text():
+    adapter = WebhookAdapter(body_format="xml", message_type="orders05")
+    xml = '<?xml version="1.0"?><ORDERS05><IDOC><BELNR>4711</BELNR></IDOC></ORDERS05>'
+
+    event = adapt(adapter, xml.encode())
+
+    assert event.payload == xml
+    assert event.message_type == "orders05"
+    for bad in (b"<ORDERS05><IDOC></ORDERS05>", b'<!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>'):
+        with pytest.raises(MalformedXml) as refused:
+            adapt(adapter, bad)
+        assert (refused.value.http_status, refused.value.code) == (400, "malformed_xml")
+
+
+def test_text_is_kept_as_received():
+    event = adapt(WebhookAdapter(body_format="text", message_type="csv_batch"), b"a;b\n1;2\n")
+
+    assert event.payload == "a;b\n1;2\n"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"message_type": "a", "message_type_path": "type"},
+        {"body_format": "xml", "message_type_path": "type"},
+        {"body_format": "text", "message_type": "a", "data_path": "data"},
+        {"message_type": "a", "event_id_path": "id["},
+        {"message_type": "a", "known_types": ["b"]},
+        {"message_type": "a", "unknown": 1},
+    ],
+    ids=["no-type", "both-types", "xml-path", "text-path", "bad-jmespath", "fixed-not-known", "extra"],
+)
+def test_adapter_configuration_is_validated(config):
+    with pytest.raises(ValidationError):
+        WebhookAdapter.model_validate(config)
+
+
+def test_an_integration_round_trips_its_inbound_webhook_through_json():
+    integration = Integration.model_validate(
+        {
+            "integration_id": "int_x",
+            "tenant_id": "t1",
+            "name": "x",
+            "inbound_webhook": {
+                "verification": {"scheme": "hmac_sha256_hex", "prefix": "sha256=", "secrets": ["s3cr3t"]},
+                "adapter": MAPPED.model_dump(mode="json"),
+            },
+        }
+    )
+
+    again = Integration.model_validate_json(integration.model_dump_json())
+
+    assert again == integration
+    assert again.inbound_webhook is not None
+    assert again.inbound_webhook.verification.scheme == "hmac_sha256_hex"
+    assert "s3cr3t" not in repr(integration)
