@@ -125,6 +125,29 @@ def test_a_slack_failure_fails_the_run_and_the_alert_goes_out_on_the_retry(
     assert run_daily()["alerted"] == []
 
 
+def test_a_claim_left_by_a_run_that_died_before_sending_is_taken_over_later(
+    admin_api, pki: Pki, slack, clock, run_daily, stack
+):
+    not_after = not_after_of(upload(admin_api, pki.client_pfx))
+    now = not_after - timedelta(days=3)
+    # A run claimed bucket 7 and died before sending (no sent_at).
+    boto3.client("dynamodb").put_item(
+        TableName=stack.table,
+        Item={
+            "PK": {"S": f"CERTALERT#{CONNECTION}#{not_after:%Y-%m-%dT%H:%M:%SZ}#7"},
+            "SK": {"S": "ALERT"},
+            "created_at": {"S": f"{now:%Y-%m-%dT%H:%M:%S.%fZ}"},
+        },
+    )
+    clock(now + timedelta(minutes=5))
+    assert run_daily()["alerted"] == []  # it might still be sending
+
+    clock(now + timedelta(minutes=20))
+
+    assert [a["bucket"] for a in run_daily()["alerted"]] == [7]
+    assert len(slack.requests) == 1
+
+
 def test_days_to_expiry_is_reported_per_connection(
     admin_api, pki: Pki, slack, clock, run_daily, capsys: pytest.CaptureFixture[str]
 ):

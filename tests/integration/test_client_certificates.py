@@ -256,3 +256,24 @@ class TestMtlsDelivery:
         final = status(stack, message_id)
         assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "tls")
         assert mtls_server.requests == []
+
+
+def test_a_certificate_record_copied_under_another_connection_is_never_presented(
+    stack, tenancy, admin_api, ingest_api, worker, mtls_server, pki, monkeypatch, tmp_path
+):
+    ca = tmp_path / "trust.pem"
+    ca.write_bytes(pki.ca.cert_pem)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    assert upload(admin_api, pki.client_pfx).status == 201
+    dynamodb = boto3.client("dynamodb")
+    [item] = [i for i in stack.scan() if i["PK"]["S"] == f"CERT#{CONNECTION}"]
+    # Someone with write access to the table copies the record under another connection's key.
+    dynamodb.put_item(TableName=stack.table, Item={**item, "PK": {"S": "CERT#conn_copy"}})
+    configure(stack, tenancy, mtls_server, client_certificate_id="conn_copy")
+    message_id = send(ingest_api, tenancy, {"po_number": "PO-COPY"})
+
+    worker()
+
+    final = status(stack, message_id)
+    assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "tls")
+    assert mtls_server.requests == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
@@ -91,3 +92,19 @@ def test_log_records_leave_with_personal_data_masked():
 
     assert record.getMessage() == f"answer: cpf {MASK}"
     assert record.detail == {"text": f"mail {MASK}", "n": 1}
+
+
+def test_an_exception_logged_with_a_traceback_leaves_redacted():
+    try:
+        raise ValueError("bad buyer ana@x.io")
+    except ValueError:
+        args: tuple[object, ...] = ()
+        record = logging.LogRecord("hub.x", logging.ERROR, __file__, 1, "failed", args, sys.exc_info())
+
+    RedactingFilter().filter(record)
+
+    assert record.exc_info is None
+    assert record.exception_name == "ValueError"
+    assert "ana@x.io" not in record.exception
+    assert f"ValueError: bad buyer {MASK}" in record.exception
+    assert "Traceback" in record.exception

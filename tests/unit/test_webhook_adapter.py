@@ -140,7 +140,11 @@ def test_an_integration_round_trips_its_inbound_webhook_through_json():
             "tenant_id": "t1",
             "name": "x",
             "inbound_webhook": {
-                "verification": {"scheme": "hmac_sha256_hex", "prefix": "sha256=", "secrets": ["s3cr3t"]},
+                "verification": {
+                    "scheme": "hmac_sha256_hex",
+                    "prefix": "sha256=",
+                    "secrets": ["s3cr3t-partner-key-0001"],
+                },
                 "adapter": MAPPED.model_dump(mode="json"),
             },
         }

@@ -144,12 +144,15 @@ class TestHmacSha256Hex:
             verify_hmac_sha256_hex(config, {"x-hub-signature-256": f"sha256={expected}"}, b"Hello, World")
 
     def test_configured_header_and_second_secret(self):
-        config = HmacSha256HexVerification(header="X-Partner-Signature", secrets=("old", "new"))
+        old, new = "old-partner-secret-0001", "new-partner-secret-0002"
+        config = HmacSha256HexVerification(header="X-Partner-Signature", secrets=(old, new))
         body = b"<order id='1'/>"
 
-        verify_hmac_sha256_hex(config, {"x-partner-signature": hex_hmac("new", body).upper()}, body)
+        verify_hmac_sha256_hex(config, {"x-partner-signature": hex_hmac(new, body).upper()}, body)
         with pytest.raises(SignatureInvalid):
-            verify_hmac_sha256_hex(config, {"x-partner-signature": hex_hmac("other", body)}, body)
+            verify_hmac_sha256_hex(
+                config, {"x-partner-signature": hex_hmac("other-secret-000003", body)}, body
+            )
         with pytest.raises(SignatureInvalid):
             verify_hmac_sha256_hex(config, {}, body)
 
@@ -217,3 +220,19 @@ def test_verify_dispatches_on_the_scheme_and_returns_the_delivery_id():
     assert verify(api_key, {"x-webhook-key": "k"}, BODY, at(TIMESTAMP)) is None
     with pytest.raises(SignatureInvalid):
         verify(api_key, sw_headers(), BODY, at(TIMESTAMP))
+
+
+@pytest.mark.parametrize("secret", ["", "   ", "short"])
+@pytest.mark.parametrize("model", [HmacSha256HexVerification, StripeStyleVerification])
+def test_blank_or_short_hmac_secrets_are_refused_at_save(model, secret):
+    # An empty key would let anyone compute a valid signature.
+    with pytest.raises(ValidationError) as refused:
+        model(secrets=(secret,))
+    assert "at least 16" in str(refused.value)
+
+
+@pytest.mark.parametrize("timestamp", ["\u00b2", "1e9", "-1614265330", "16142653300000"])
+def test_a_timestamp_that_is_not_ascii_digits_is_a_401_not_a_crash(timestamp):
+    headers = {**sw_headers(), "webhook-timestamp": timestamp}
+    with pytest.raises(SignatureInvalid):
+        verify_standard_webhooks(sw(), headers, BODY, at(TIMESTAMP))

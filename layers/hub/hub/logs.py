@@ -6,6 +6,7 @@ The hub never logs payloads or credentials in the first place; this is the secon
 from __future__ import annotations
 
 import logging
+import traceback
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -28,6 +29,14 @@ class RedactingFilter(logging.Filter):
         for name, value in list(vars(record).items()):
             if name not in _STANDARD:
                 setattr(record, name, _redacted(value))
+        if isinstance(record.exc_info, tuple) and record.exc_info[0] is not None:
+            # An exception's text may quote data too: the traceback leaves formatted and
+            # redacted, under the keys Powertools uses for it.
+            kind = record.exc_info[0].__name__
+            record.exception = redact_text("".join(traceback.format_exception(*record.exc_info)))
+            record.exception_name = kind
+            record.exc_info = None
+            record.exc_text = None
         return True
 
 

@@ -48,6 +48,10 @@ def cert_alert_key(connection_id: str, not_after: datetime, bucket: int) -> dict
     return {"PK": f"CERTALERT#{connection_id}#{iso(not_after)}#{bucket}", "SK": "ALERT"}
 
 
+#: Longer than the expiry function's timeout: an unsent claim this old belongs to a dead run.
+UNSENT_CLAIM_TAKEOVER = timedelta(minutes=15)
+
+
 def _unavailable(operation: str) -> StorageUnavailable:
     return StorageUnavailable(
         "certificate storage is temporarily unavailable", details={"operation": operation}
@@ -199,8 +203,14 @@ class KmsCertificateStore:
         if not connection_id:
             return None
         stored = self._repository.get(connection_id)
-        # Another tenant's certificate is never presented: the same answer as none at all.
-        if stored is None or (tenant_id is not None and stored.metadata.tenant_id != tenant_id):
+        # Another tenant's certificate is never presented: the same answer as none at all. A
+        # record whose own connection id is not the one asked for (copied under another key) is
+        # refused too: its encryption context names the connection it was sealed for.
+        if (
+            stored is None
+            or stored.metadata.connection_id != connection_id
+            or (tenant_id is not None and stored.metadata.tenant_id != tenant_id)
+        ):
             raise DeliveryFailed(ErrorClass.TLS, "no client certificate uploaded for this connection")
         version = stored.sealed.encrypted_data_key
         with self._lock:
@@ -235,7 +245,14 @@ class DynamoCertAlertClaims:
         }
         try:
             client("dynamodb").put_item(
-                TableName=self._table, Item=encode(item), ConditionExpression="attribute_not_exists(PK)"
+                TableName=self._table,
+                Item=encode(item),
+                # A claim whose run died before sending (no sent_at, older than any run can
+                # last) is taken over: the alert is late, never lost.
+                ConditionExpression=(
+                    "attribute_not_exists(PK) OR (attribute_not_exists(sent_at) AND created_at < :stale)"
+                ),
+                ExpressionAttributeValues=encode({":stale": format_ts(now - UNSENT_CLAIM_TAKEOVER)}),
             )
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":

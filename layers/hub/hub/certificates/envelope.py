@@ -3,8 +3,9 @@
 with AES-256-GCM under it, and only the KMS-encrypted data key kept beside them.
 
 The encryption context ({tenant_id, connection_id}) is both KMS's context (Decrypt fails under
-any other) and the GCM associated data, so a sealed certificate copied onto another connection
-or tenant does not open. Plaintext data keys live in memory for one call only.
+any other) and the GCM associated data: a sealed certificate opens only for the tenant and
+connection it was sealed for (the store also refuses a record filed under another connection's
+key). Plaintext data keys live in memory for one call only.
 """
 
 from __future__ import annotations

@@ -34,9 +34,21 @@ def _lower_header(value: str) -> str:
     return value.lower()
 
 
+_MIN_SECRET_CHARS = 16
+
+
 def _check_hashes(values: tuple[str, ...]) -> tuple[str, ...]:
     if not all(_SHA256_HEX.fullmatch(v) for v in values):
         raise ValueError("each entry is the lowercase hex SHA-256 of the expected credential")
+    return values
+
+
+def _check_secrets(values: tuple[str, ...]) -> tuple[str, ...]:
+    """HMAC keys: at least 16 characters each, not blank. An empty key (an unset variable
+    rendered as "") would make every signature computable by anyone."""
+    if not all(len(v.strip()) >= _MIN_SECRET_CHARS for v in values):
+        # Never echo the secret: the message names the rule only.
+        raise ValueError(f"each secret is at least {_MIN_SECRET_CHARS} non-blank characters")
     return values
 
 
@@ -71,6 +83,11 @@ class HmacSha256HexVerification(_Frozen):
     prefix: str = ""
     secrets: tuple[str, ...] = Field(min_length=1, repr=False)
 
+    @field_validator("secrets")
+    @classmethod
+    def _secrets_valid(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_secrets(values)
+
     @field_validator("header")
     @classmethod
     def _header_valid(cls, value: str) -> str:
@@ -84,6 +101,11 @@ class StripeStyleVerification(_Frozen):
     header: str = "stripe-signature"
     secrets: tuple[str, ...] = Field(min_length=1, repr=False)
     tolerance_seconds: int = Field(default=300, ge=1, le=3600)
+
+    @field_validator("secrets")
+    @classmethod
+    def _secrets_valid(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return _check_secrets(values)
 
     @field_validator("header")
     @classmethod

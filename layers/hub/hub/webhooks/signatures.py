@@ -12,6 +12,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
@@ -31,6 +32,9 @@ Headers = Mapping[str, str]
 """Request headers with lowercase names (API Gateway HTTP API lowercases them)."""
 
 
+_DIGITS = re.compile(r"[0-9]{1,12}")
+
+
 def _hmac(key: bytes, content: bytes) -> bytes:
     return hmac.new(key, content, hashlib.sha256).digest()
 
@@ -45,7 +49,8 @@ def _any_equal(presented: Iterable[bytes], expected: Iterable[bytes]) -> bool:
 
 
 def _timestamp(raw: str | None, what: str) -> int:
-    if raw is None or not raw.isdigit() or len(raw) > 12:
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+    if raw is None or not _DIGITS.fullmatch(raw):
         raise SignatureInvalid(f"missing or malformed {what}")
     return int(raw)
 
