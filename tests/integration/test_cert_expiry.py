@@ -185,4 +185,4 @@ def test_the_template_schedules_the_check_daily_at_07_utc_and_provisions_the_key
     key = boto3.client("kms").describe_key(KeyId=stack.env["HUB_CERTIFICATE_KEY_ID"])["KeyMetadata"]
     assert (key["KeyUsage"], key["KeySpec"], key["Enabled"]) == ("ENCRYPT_DECRYPT", "SYMMETRIC_DEFAULT", True)
     aliases = boto3.client("kms").list_aliases(KeyId=key["KeyId"])["Aliases"]
-    assert [a["AliasName"] for a in aliases] == ["alias/integration-hub-dev-certificates"]
+    assert [a["AliasName"] for a in aliases] == ["alias/hub-test-certificates"]  # per stack
