@@ -8,7 +8,7 @@ import binascii
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hub.mapping.spec import check_expression
 
@@ -52,6 +52,14 @@ def _check_secrets(values: tuple[str, ...]) -> tuple[str, ...]:
     return values
 
 
+#: A header name, stored lowercase (HTTP API events carry lowercase header names).
+HeaderName = Annotated[str, AfterValidator(_lower_header)]
+#: HMAC keys (several while rotating), never shown in reprs.
+HmacSecrets = Annotated[tuple[str, ...], Field(min_length=1, repr=False), AfterValidator(_check_secrets)]
+#: SHA-256 (hex) of the expected credentials (several while rotating).
+CredentialHashes = Annotated[tuple[str, ...], Field(min_length=1, repr=False), AfterValidator(_check_hashes)]
+
+
 class StandardWebhooksVerification(_Frozen):
     """standardwebhooks.com: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<b64> ...`
     over `{id}.{timestamp}.{body}`. Several secrets at once while rotating: any may match."""
@@ -79,38 +87,18 @@ class HmacSha256HexVerification(_Frozen):
     `X-Hub-Signature-256: sha256=<hex>`)."""
 
     scheme: Literal["hmac_sha256_hex"] = "hmac_sha256_hex"
-    header: str = "x-hub-signature-256"
+    header: HeaderName = "x-hub-signature-256"
     prefix: str = ""
-    secrets: tuple[str, ...] = Field(min_length=1, repr=False)
-
-    @field_validator("secrets")
-    @classmethod
-    def _secrets_valid(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        return _check_secrets(values)
-
-    @field_validator("header")
-    @classmethod
-    def _header_valid(cls, value: str) -> str:
-        return _lower_header(value)
+    secrets: HmacSecrets
 
 
 class StripeStyleVerification(_Frozen):
     """`<header>: t=<unix ts>,v1=<hex>[,v1=<hex>...]`, hex HMAC-SHA256 over `{t}.{body}`."""
 
     scheme: Literal["stripe_style"] = "stripe_style"
-    header: str = "stripe-signature"
-    secrets: tuple[str, ...] = Field(min_length=1, repr=False)
+    header: HeaderName = "stripe-signature"
+    secrets: HmacSecrets
     tolerance_seconds: int = Field(default=300, ge=1, le=3600)
-
-    @field_validator("secrets")
-    @classmethod
-    def _secrets_valid(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        return _check_secrets(values)
-
-    @field_validator("header")
-    @classmethod
-    def _header_valid(cls, value: str) -> str:
-        return _lower_header(value)
 
 
 class BasicVerification(_Frozen):
@@ -119,30 +107,15 @@ class BasicVerification(_Frozen):
     safe, as for API keys). Several entries while rotating."""
 
     scheme: Literal["basic"] = "basic"
-    credentials_sha256: tuple[str, ...] = Field(min_length=1, repr=False)
-
-    @field_validator("credentials_sha256")
-    @classmethod
-    def _hashes_valid(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        return _check_hashes(values)
+    credentials_sha256: CredentialHashes
 
 
 class ApiKeyVerification(_Frozen):
     """A static key in a header, for partners that cannot sign. Only its SHA-256 (hex) is stored."""
 
     scheme: Literal["api_key"] = "api_key"
-    header: str = "x-webhook-key"
-    keys_sha256: tuple[str, ...] = Field(min_length=1, repr=False)
-
-    @field_validator("header")
-    @classmethod
-    def _header_valid(cls, value: str) -> str:
-        return _lower_header(value)
-
-    @field_validator("keys_sha256")
-    @classmethod
-    def _hashes_valid(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        return _check_hashes(values)
+    header: HeaderName = "x-webhook-key"
+    keys_sha256: CredentialHashes
 
 
 Verification = Annotated[
