@@ -204,3 +204,18 @@ def run_with_retries(stack: Any, worker: Callable[[], Any]) -> None:
     worker()
     while fire_all(stack):
         worker()
+
+
+def wait_for_status(api: Any, message_id: str, wanted: str, timeout: float = 30) -> dict[str, Any]:
+    """Polls the partner API (an httpx client of a local stack) until `message_id` is in status
+    `wanted`; its public view then."""
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + timeout
+    seen: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        seen = api.get(f"/api/edi-hub/messages/{message_id}").json()
+        if seen.get("pipeline_status") == wanted:
+            return seen
+        time.sleep(0.2)
+    raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never {wanted!r}")

@@ -19,6 +19,7 @@ from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from tests.destinations import Answer, HttpDestination
+from tests.pipeline import wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-failures")]
 
@@ -56,17 +57,6 @@ def post(api: httpx.Client, integration_id: str) -> str:
     return str(answer.json()["message_id"])
 
 
-def wait_for(api: httpx.Client, message_id: str, wanted: str, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    seen: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        seen = api.get(f"/api/edi-hub/messages/{message_id}").json()
-        if seen.get("pipeline_status") == wanted:
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never {wanted!r}")
-
-
 def retry_schedules(local_stack, message_id: str) -> list[str]:
     """Names of the retry schedules waiting for `message_id`."""
     group = local_stack.resources["HubScheduleGroup"]
@@ -83,14 +73,14 @@ def test_scenario_d_auto_retry_off_stays_in_error_until_the_operator_reprocesses
     destination.script(Answer(503), Answer(200))
     message_id = post(api, integration(local_stack, destination, RetryPolicy()))
 
-    failed = wait_for(api, message_id, "error")
+    failed = wait_for_status(api, message_id, "error")
     assert failed["last_retry_error_class"] == "http_5xx"
     assert retry_schedules(local_stack, message_id) == []
 
     answer = admin.post("/api/edi-hub/reprocess-message", json={"message_id": message_id})
 
     assert answer.status_code == 202, answer.text
-    assert wait_for(api, message_id, "sent")["dest_status"] == "200"
+    assert wait_for_status(api, message_id, "sent")["dest_status"] == "200"
     assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
 
 
@@ -98,7 +88,7 @@ def test_scenario_e_a_4xx_is_never_retried_even_with_auto_retry_on(api, local_st
     destination.script(Answer(400, '{"error": "invalid cnpj"}'))
     message_id = post(api, integration(local_stack, destination, AUTO))
 
-    failed = wait_for(api, message_id, "error")
+    failed = wait_for_status(api, message_id, "error")
 
     assert (failed["last_retry_error_class"], failed["dest_status"]) == ("http_4xx", "400")
     assert failed["retry_count"] == 0
@@ -111,7 +101,7 @@ def test_scenario_e_a_401_is_retried(api, local_stack, destination):
     destination.script(Answer(401), Answer(200))
     message_id = post(api, integration(local_stack, destination, AUTO))
 
-    final = wait_for(api, message_id, "sent")
+    final = wait_for_status(api, message_id, "sent")
 
     assert (final["retry_count"], final["last_retry_error_class"]) == (1, "http_401")
 
@@ -120,13 +110,13 @@ def test_scenario_e_a_429_waits_at_least_its_retry_after(api, admin, local_stack
     destination.script(Answer(429, "{}", {"Retry-After": "7"}), Answer(200))
     message_id = post(api, integration(local_stack, destination, AUTO))
 
-    pending = wait_for(api, message_id, "retry_pending")
+    pending = wait_for_status(api, message_id, "retry_pending")
 
     failed_at = datetime.fromisoformat(pending["updated_at"])
     assert datetime.fromisoformat(pending["next_retry_at"]) >= failed_at + timedelta(seconds=7)
     time.sleep(3)
     assert len(destination.requests) == 1  # the 1 s ladder did not win over Retry-After
-    final = wait_for(api, message_id, "sent", timeout=30)
+    final = wait_for_status(api, message_id, "sent", timeout=30)
     assert final["retry_count"] == 1
     assert len(destination.requests) == 2
 
@@ -135,7 +125,7 @@ def test_scenario_g_cancel_while_waiting_stops_the_retries(api, admin, local_sta
     destination.script(Answer(503))
     slow = AUTO.model_copy(update={"ladder_seconds": (4,)})
     message_id = post(api, integration(local_stack, destination, slow))
-    wait_for(api, message_id, "retry_pending")
+    wait_for_status(api, message_id, "retry_pending")
     [name] = retry_schedules(local_stack, message_id)
     assert name.startswith("retry-exe_")
 
@@ -145,7 +135,7 @@ def test_scenario_g_cancel_while_waiting_stops_the_retries(api, admin, local_sta
     assert answer.json()["pipeline_status"] == "cancelled"
     assert retry_schedules(local_stack, message_id) == []
     time.sleep(5)  # past the retry's time
-    cancelled = wait_for(api, message_id, "cancelled")
+    cancelled = wait_for_status(api, message_id, "cancelled")
     assert cancelled["next_retry_at"] is None
     assert len(destination.requests) == 1
     waiting = admin.get("/api/admin/queue", params={"tenant_id": DEMO_TENANT_ID, "tab": "waiting"}).json()
@@ -169,10 +159,10 @@ def test_a_timeout_is_retried_only_when_the_destination_honours_idempotency_keys
     )
 
     if idempotent_retries:
-        final = wait_for(api, message_id, "sent")
+        final = wait_for_status(api, message_id, "sent")
         assert (final["retry_count"], final["last_retry_error_class"]) == (1, "timeout")
     else:
-        final = wait_for(api, message_id, "error")
+        final = wait_for_status(api, message_id, "error")
         assert (final["last_retry_error_class"], final["uncertain"]) == ("timeout", True)
         time.sleep(1.5)
         assert len(destination.requests) == 1

@@ -16,19 +16,9 @@ from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from tests.destinations import Answer, HttpDestination
+from tests.pipeline import wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-pipeline")]
-
-
-def wait_for_status(api: httpx.Client, message_id: str, wanted: str, timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    seen: dict = {}
-    while time.monotonic() < deadline:
-        seen = api.get(f"/api/edi-hub/messages/{message_id}").json()
-        if seen.get("pipeline_status") == wanted:
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never {wanted!r}")
 
 
 def test_scenario_a_received_mapped_sent(api: httpx.Client, local_stack):

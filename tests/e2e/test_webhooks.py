@@ -19,22 +19,12 @@ from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from hub.mapping.engine import to_json
 from hub.webhooks.config import InboundWebhook
 from hub.webhooks.signatures import sign_standard_webhooks
+from tests.pipeline import wait_for_status
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-webhooks")]
 
 SECRET = "whsec_" + base64.b64encode(b"e2e webhook secret, local only!!").decode()
 INTEGRATION_ID = "int_e2e_webhooks"
-
-
-def wait_for_status(api: httpx.Client, message_id: str, wanted: str, timeout: float = 30) -> dict:
-    deadline = time.monotonic() + timeout
-    seen: dict = {}
-    while time.monotonic() < deadline:
-        seen = api.get(f"/api/edi-hub/messages/{message_id}").json()
-        if seen.get("pipeline_status") == wanted:
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never {wanted!r}")
 
 
 def test_a_signed_standard_webhook_is_sent_to_the_destination(api: httpx.Client, local_stack):

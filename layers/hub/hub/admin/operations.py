@@ -18,10 +18,11 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from hub.domain.ids import new_id
-from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PayloadFormat, PipelineStep, StepMessage
+from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PayloadFormat
 from hub.domain.redaction import redact_credentials, redact_payload, redact_text
 from hub.domain.status import PipelineStatus
 from hub.errors import Conflict, InvalidTransition, NotFound, ServiceUnavailable
+from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
 from hub.pipeline.worker import utcnow
@@ -149,17 +150,7 @@ class Operations:
                 dest_status_text=None,
                 uncertain=None,
             )
-            self._queue.publish(
-                StepMessage(
-                    message_id=record.message_id,
-                    tenant_id=record.tenant_id,
-                    integration_id=record.integration_id,
-                    step=PipelineStep.PROCESS,
-                    execution_id=execution_id,
-                    correlation_id=record.correlation_id,
-                    publish_id=new_id("pub"),
-                )
-            )
+            self._queue.publish(first_step(rerun))
         except InvalidTransition as moved:
             self._store.release_admission(message_id, PIPELINE_OPERATION, execution_id)
             raise ExecutionInFlight(
