@@ -109,7 +109,7 @@ def run(n: int, warmup: int) -> dict[str, Any]:
     with mock_aws():
         from hub import wiring  # noqa: PLC0415
         from hub.adapters.aws import client, reset_clients  # noqa: PLC0415
-        from hub.adapters.dynamodb import DynamoConfigRepository  # noqa: PLC0415
+        from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
         from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant, hash_api_key  # noqa: PLC0415
 
         reset_clients()

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from hub.adapters.aws import reset_clients
-from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import (
     ApiKey,
     Destination,

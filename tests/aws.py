@@ -98,6 +98,12 @@ class LambdaContext:
         return 10_000
 
 
+def function_names() -> list[str]:
+    """The logical ids of the template's functions."""
+    resources = load_template(TEMPLATE)["Resources"]
+    return [name for name, spec in resources.items() if spec.get("Type") == "AWS::Serverless::Function"]
+
+
 def local_stack_on_free_ports(**options: Any) -> LocalStack:
     """The project's template as a (not yet started) local stack on free ports, so parallel
     test workers never collide."""

@@ -137,6 +137,7 @@ def late_step(stack: Any, message_id: str, step: Any) -> Any:
         execution_id=record["execution_id"],
         correlation_id="late",
         publish_id=new_id("pub"),
+        seq=int(record["step_seq"]),
     )
 
 
@@ -153,7 +154,7 @@ def configure(
 ) -> None:
     """(Re)writes the tenancy's main integration: orchestration mode, `destination` (an
     HttpDestination, or None for no destination), purchase orders keyed by po_number."""
-    from hub.adapters.dynamodb import DynamoConfigRepository  # noqa: PLC0415
+    from hub import wiring  # noqa: PLC0415
     from hub.domain.retry import RetryPolicy  # noqa: PLC0415
     from hub.domain.tenancy import (  # noqa: PLC0415
         Destination,
@@ -163,7 +164,8 @@ def configure(
         MessageTypeConfig,
     )
 
-    DynamoConfigRepository(stack.table).put_integration(
+    # Through this process's configuration cache, which forgets what it held.
+    wiring.config_repository().put_integration(
         Integration(
             integration_id=tenancy.integration_id,
             tenant_id="t1",

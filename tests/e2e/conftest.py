@@ -9,7 +9,7 @@ import pytest
 
 from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_API_KEY, parameter_overrides, seed
 from devstack.stack import LocalStack
-from tests.aws import local_stack_on_free_ports
+from tests.aws import function_names, local_stack_on_free_ports
 from tests.destinations import HttpDestination
 
 ALERT_TO = "ops@example.com"
@@ -34,7 +34,12 @@ def local_stack(slack: HttpDestination) -> Iterator[LocalStack]:
         "AlertEmail": ALERT_TO,
         "AlertEmailFrom": ALERT_FROM,
     }
-    with local_stack_on_free_ports(stack_name="hub-e2e", parameter_overrides=overrides) as stack:
+    # These tests rewrite the demo integration between cases: no configuration cache, so each
+    # case sees its own at once (the cache itself is tested in the integration tier).
+    no_cache = {name: {"HUB_CONFIG_CACHE_SECONDS": "0"} for name in function_names()}
+    with local_stack_on_free_ports(
+        stack_name="hub-e2e", parameter_overrides=overrides, env_overrides=no_cache
+    ) as stack:
         # SES sends only from a verified identity (on moto as on AWS).
         stack.client("ses").verify_email_identity(EmailAddress=ALERT_FROM)
         seed(stack)

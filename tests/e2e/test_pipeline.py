@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from devstack.demo import DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body, pointed_at
-from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from tests.destinations import Answer, HttpDestination

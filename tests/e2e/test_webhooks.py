@@ -14,7 +14,7 @@ import pytest
 
 from devstack.demo import DEMO_TENANT_ID, pointed_at
 from devstack.send_webhook import demo_delivery, send
-from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
 from hub.mapping.engine import to_json
 from hub.webhooks.config import InboundWebhook

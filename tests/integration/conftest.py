@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from hub import wiring
 from hub.adapters.aws import reset_clients
-from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
 from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision
 from tests.destinations import HttpDestination

@@ -15,7 +15,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hub.adapters.aws import client
-from hub.adapters.dynamodb import DynamoConfigRepository
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
 from hub.webhooks.config import InboundWebhook
 from hub.webhooks.signatures import sign_standard_webhooks
@@ -155,8 +156,7 @@ def emf_metrics(out: str) -> dict[str, float]:
 
 
 def payload_of(stack, message_id: str) -> dict[str, Any]:
-    [item] = [i for i in stack.scan() if i["PK"]["S"] == f"MSG#{message_id}" and i["SK"]["S"] == "PAYLOAD"]
-    return json.loads(item["payload"]["S"])
+    return json.loads(DynamoMessageRepository(stack.table).get_payload(message_id) or "null")
 
 
 class TestAcceptedDelivery:
@@ -246,8 +246,7 @@ class TestAcceptedDelivery:
         [record] = stack.message_items()
         assert (record["tenant_id"]["S"], record["message_type"]["S"]) == ("t2", "orders05")
         assert record["payload_format"]["S"] == "text"
-        [payload] = [i for i in stack.scan() if i["SK"]["S"] == "PAYLOAD"]
-        assert payload["payload"]["S"] == IDOC
+        assert DynamoMessageRepository(stack.table).get_payload(record["message_id"]["S"]) == IDOC
 
     def test_concurrent_identical_deliveries_store_one_message(self, stack, webhooks, ingest_api):
         event = standard(raw(id="evt_burst"), msg_id="msg_burst")
@@ -389,7 +388,7 @@ def test_a_queue_failure_is_503_and_the_partners_retry_succeeds(stack, webhooks,
     assert len(stack.message_items()) == 1
 
 
-def test_one_read_for_the_integration_and_one_for_the_claims_a_refusal_only_the_first(
+def test_one_read_for_the_integration_then_one_transaction_a_refusal_only_the_read(
     stack, webhooks, ingest_api
 ):
     calls: list[str] = []
@@ -408,5 +407,6 @@ def test_one_read_for_the_integration_and_one_for_the_claims_a_refusal_only_the_
         events.unregister("before-call.dynamodb.*", unique_id="count-ops")
 
     assert (accepted.status, refused.status) == (202, 401)
-    assert accepted_calls == ["GetItem", "BatchGetItem", "TransactWriteItems"]
-    assert calls == ["GetItem"]
+    # The integration (cold cache), then the one transaction: claims are never read before it.
+    assert accepted_calls == ["GetItem", "TransactWriteItems"]
+    assert calls == []  # a warm instance knows the integration: a refusal costs no request

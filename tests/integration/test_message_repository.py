@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.adapters.sqs import SqsStepQueue
 from hub.config import settings
 from hub.domain.idempotency import DedupKind
@@ -23,21 +24,20 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 class BarrierRepository(DynamoMessageRepository):
-    """The real repository, except that every caller waits for the others after its
-    pre-check read: all of them then race for the conditional write."""
+    """The real repository, except that every caller waits for the others just before its
+    storing transaction: all of them then race for the conditional write."""
 
     def __init__(self, table: str, barrier: threading.Barrier) -> None:
         super().__init__(table)
         self._barrier = barrier
 
-    def lookup_for_ingest(self, *args, **kwargs):
-        found = super().lookup_for_ingest(*args, **kwargs)
+    def create(self, *args, **kwargs):
         self._barrier.wait(timeout=10)
-        return found
+        return super().create(*args, **kwargs)
 
 
 @pytest.mark.parametrize("idempotency_key", ["race-key", None], ids=["with-key", "fingerprint-only"])
-def test_concurrent_requests_past_the_pre_check_have_exactly_one_winner(stack, tenancy, idempotency_key):
+def test_concurrent_requests_have_exactly_one_winner(stack, tenancy, idempotency_key):
     racers = 4
     barrier = threading.Barrier(racers)
     ingestor = Ingestor(
@@ -193,9 +193,10 @@ class TestTransitions:
 
     def test_a_transition_outside_the_table_is_refused_before_any_write(self, stack):
         repo, record = self._created(stack)
+        sent = repo.transition(record, PipelineStatus.SENT, NOW)
         with pytest.raises(TransitionNotAllowed):
-            repo.transition(record, PipelineStatus.DEAD_LETTER, NOW)
-        assert stack.message_items()[0]["pipeline_status"]["S"] == "received"
+            repo.transition(sent, PipelineStatus.ERROR, NOW)  # a sent message only goes back to received
+        assert stack.message_items()[0]["pipeline_status"]["S"] == "sent"
 
     def test_identity_fields_cannot_be_changed_by_a_transition(self, stack):
         repo, record = self._created(stack)

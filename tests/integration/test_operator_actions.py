@@ -10,8 +10,10 @@ import boto3
 import pytest
 
 from hub import wiring
-from hub.adapters.dynamodb import DynamoConfigRepository, decode, integration_key
-from hub.adapters.pipeline_store import DynamoPipelineStore
+from hub.adapters.dynamo.executions import DynamoExecutions
+from hub.adapters.dynamo.keys import integration_key
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer
 from tests.pipeline import configure, expire_visibility, fire_all, schedules, send, status
@@ -20,12 +22,8 @@ AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=5)
 
 
 def audit_events(stack, message_id: str) -> list[dict]:
-    items = boto3.client("dynamodb").query(
-        TableName=stack.table,
-        KeyConditionExpression="PK = :pk AND begins_with(SK, :log)",
-        ExpressionAttributeValues={":pk": {"S": f"MSG#{message_id}"}, ":log": {"S": "LOG#"}},
-    )["Items"]
-    return [entry for entry in map(decode, items) if "event" in entry]
+    """Operator actions in the message's log (kept on the message item)."""
+    return [e for e in DynamoMessageRepository(stack.table).message_log(message_id) if "event" in e]
 
 
 def reprocess(admin_api, message_id: str):
@@ -145,7 +143,7 @@ class TestCancelRetry:
         assert status(stack, message_id)["pipeline_status"] == "cancelled"
         assert len(destination.requests) == 1
         # The execution is closed: the operator may still reprocess it later.
-        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
+        assert DynamoExecutions(stack.table).live_execution(message_id) is None
 
     def test_a_dead_lettered_message_can_be_cancelled_but_a_sent_one_cannot(
         self, stack, tenancy, ingest_api, worker, destination, admin_api
@@ -218,8 +216,9 @@ class TestCancelRaces:
 def lock_held(stack) -> bool:
     items = boto3.client("dynamodb").scan(
         TableName=stack.table,
-        FilterExpression="begins_with(PK, :lock)",
-        ExpressionAttributeValues={":lock": {"S": "LOCK#"}},
+        # A running step holds its message's lease.
+        FilterExpression="begins_with(PK, :msg) AND attribute_exists(lease_owner)",
+        ExpressionAttributeValues={":msg": {"S": "MSG#"}},
     )["Items"]
     return bool(items)
 
@@ -296,6 +295,7 @@ def poison_into_the_dlq(stack, tenancy, ingest_api, worker) -> tuple[str, object
         UpdateExpression="SET config_json = :broken",
         ExpressionAttributeValues={":broken": {"S": "{not json"}},
     )
+    wiring.reset()  # a new worker instance: nothing of the integration cached
     receives = 0
     while receives < 20 and not dlq_depth(stack):
         receives += worker(settle=False, max_batches=1)
@@ -314,7 +314,7 @@ class TestDeadLetterRedrive:
         message_id, good = poison_into_the_dlq(stack, tenancy, ingest_api, worker)
 
         assert status(stack, message_id)["pipeline_status"] == "received"  # the DLQ never changes it
-        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
+        assert DynamoExecutions(stack.table).live_execution(message_id) is None
         assert destination.requests == []
 
         DynamoConfigRepository(stack.table).put_integration(good)  # the cause is fixed

@@ -11,8 +11,9 @@ import boto3
 import pytest
 
 from hub import wiring
-from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
-from hub.adapters.pipeline_store import DynamoPipelineStore
+from hub.adapters.dynamo.executions import DynamoExecutions
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.adapters.sqs import SqsStepQueue
 from hub.delivery.http import HttpConnector
 from hub.delivery.port import ClientCertificate
@@ -179,7 +180,7 @@ def test_a_missing_required_field_names_the_field(stack, tenancy, ingest_api, de
     final = status(stack, message_id)
     assert final["last_retry_error_class"] == "syntax"
     assert "order_number" in final["dest_status_text"]
-    log = DynamoPipelineStore(stack.table).message_log(message_id)
+    log = DynamoMessageRepository(stack.table).message_log(message_id)
     assert log[-1]["field"] == "order_number"
 
 
@@ -199,8 +200,7 @@ def test_json_is_mapped_to_an_nfe_soap_call_over_mtls(stack, tenancy, ingest_api
     certificates = FixedCertificates(ClientCertificate(pfx=pki.client_pfx, password=PFX_PASSWORD))
     worker = PipelineWorker(
         DynamoConfigRepository(stack.table),
-        DynamoMessageRepository(stack.table),
-        DynamoPipelineStore(stack.table),
+        DynamoExecutions(stack.table),
         SqsStepQueue(stack.queue_url),
         {
             DestinationProtocol.HTTP: HttpConnector(certificates),

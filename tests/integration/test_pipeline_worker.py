@@ -13,10 +13,12 @@ from botocore.exceptions import ClientError
 
 from hub import wiring
 from hub.adapters.aws import client
-from hub.adapters.dynamodb import DynamoConfigRepository
-from hub.adapters.pipeline_store import DynamoPipelineStore
+from hub.adapters.dynamo.executions import DynamoExecutions
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.ids import new_id
 from hub.domain.message import PipelineStep, StepMessage
+from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import (
     Destination,
     DuplicateHandling,
@@ -26,11 +28,20 @@ from hub.domain.tenancy import (
 from hub.pipeline import rules
 from tests.aws import load_handler
 from tests.destinations import Answer
-from tests.pipeline import configure, direct_handler, expire_visibility, late_step, pump, send, status
+from tests.pipeline import (
+    configure,
+    direct_handler,
+    expire_visibility,
+    fire_all,
+    late_step,
+    pump,
+    send,
+    status,
+)
 
 
 def log_of(stack, message_id: str) -> list[dict[str, Any]]:
-    return DynamoPipelineStore(stack.table).message_log(message_id)
+    return DynamoMessageRepository(stack.table).message_log(message_id)
 
 
 class TestScenarioA:
@@ -52,7 +63,7 @@ class TestScenarioA:
         steps = [(e["step"], e["status"]) for e in log_of(stack, message_id)]
         assert steps == [("process", "success"), ("sent", "success")]
         # The execution is closed: nothing live, completion recorded.
-        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
+        assert DynamoExecutions(stack.table).live_execution(message_id) is None
 
 
 class TestObservability:
@@ -100,15 +111,29 @@ class TestDuplicateHandling:
     def test_overwrite_never_sends_a_superseded_version_after_the_newer_one(
         self, stack, tenancy, ingest_api, worker, destination
     ):
-        configure(stack, tenancy, destination, handling=DuplicateHandling.OVERWRITE)
+        """PO-10 v1 waits for a retry when v2 arrives and is sent: v1's retry finds itself
+        superseded and is cancelled, never sent after v2."""
+        configure(
+            stack,
+            tenancy,
+            destination,
+            handling=DuplicateHandling.OVERWRITE,
+            retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=2),
+        )
+        destination.script(Answer(503, "{}"), Answer(200, "{}"))
         first = send(ingest_api, tenancy, {"po_number": "PO-10", "qty": 1})
+        worker()
+        assert status(stack, first)["pipeline_status"] == "retry_pending"
         second = send(ingest_api, tenancy, {"po_number": "PO-10", "qty": 2})
-        worker()  # both processed before either is delivered
+        worker()
+        fire_all(stack)  # v1's retry is due
+        worker()
 
         assert status(stack, first)["pipeline_status"] == "cancelled"
         assert status(stack, first)["dest_status_text"] == f"superseded by {second}"
         assert status(stack, second)["pipeline_status"] == "sent"
-        assert [json.loads(r.body)["qty"] for r in destination.requests] == [2]
+        # v1's first (failed) attempt came before v2; nothing of v1 after it.
+        assert [json.loads(r.body)["qty"] for r in destination.requests] == [1, 2]
 
     def test_accept_lets_both_through(self, stack, tenancy, ingest_api, worker, destination):
         configure(stack, tenancy, destination, handling=DuplicateHandling.ACCEPT)
@@ -195,29 +220,86 @@ class TestGuarantees:
         assert report.reason == "duplicate_step"
         assert len(destination.requests) == 1
 
-    def test_a_step_rerun_after_a_crash_publishes_the_same_next_step_once(
+    def test_a_step_redelivered_after_its_finish_is_dropped(
         self, stack, tenancy, ingest_api, worker, destination
     ):
-        """The worker died after publishing `deliver` but before recording `process` as done:
-        the rerun publishes a copy with the same step id, which step dedup drops."""
+        """The worker died after the finishing update but before SQS got the ack: the copy SQS
+        redelivers finds the step sequence moved on and sends nothing."""
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-RERUN"})
         [first] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url, VisibilityTimeout=0)[
             "Messages"
         ]
         process = StepMessage.model_validate_json(first["Body"])
-        worker(include_delayed=False, max_batches=1, settle=False)  # process only
-        boto3.client("dynamodb").delete_item(
-            TableName=stack.table, Key={"PK": {"S": f"STEP#{process.step_id}"}, "SK": {"S": "DONE"}}
-        )
-        assert status(stack, message_id)["pipeline_status"] == "mapped"
-
-        wiring.pipeline_worker().run(process, datetime.now(UTC))  # the rerun
-        handled = worker()
-
-        assert handled == 2  # both deliver copies were taken from the queue...
-        assert len(destination.requests) == 1  # ...and only one was run
+        wiring.pipeline_worker().run(process, datetime.now(UTC))  # the run that died before its ack
         assert status(stack, message_id)["pipeline_status"] == "sent"
+
+        handled = worker()  # SQS redelivers the same step
+
+        assert handled == 1
+        assert len(destination.requests) == 1
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+
+    def test_two_workers_taking_the_same_step_have_one_effect(self, stack, tenancy, ingest_api, destination):
+        """Two copies of one step (SQS delivered it twice) run at the same time: the first takes
+        the message's lease; the other finds it busy, and once rescheduled finds the step done."""
+        import threading  # noqa: PLC0415
+
+        configure(stack, tenancy, destination)
+        destination.script(Answer(200, "{}", delay_seconds=0.5))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-TWIN"})
+        [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
+        step = StepMessage.model_validate_json(queued["Body"])
+        reports = []
+        workers = [wiring.build_pipeline_worker() for _ in range(2)]
+        threads = [
+            threading.Thread(target=lambda w=w: reports.append(w.run(step, datetime.now(UTC))))
+            for w in workers
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+
+        assert sorted(r.reason for r in reports) == ["entity_busy", "sent"]
+        again = StepMessage.model_validate(_peek_delayed(stack))
+        assert wiring.pipeline_worker().run(again, datetime.now(UTC)).reason == "duplicate_step"
+        assert len(destination.requests) == 1
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+
+    def test_a_lease_that_expired_mid_delivery_does_not_let_the_old_owner_finish(
+        self, stack, tenancy, ingest_api, destination
+    ):
+        """A run's lease ran out while it waited on the destination and another run took the
+        message over and finished it. The old run's finishing update is refused (the lease is not
+        its own): it writes nothing, and the destination saw the message twice, with the same
+        Idempotency-Key - what `uncertain` and idempotent destinations exist for."""
+        import threading  # noqa: PLC0415
+        import time  # noqa: PLC0415
+
+        configure(stack, tenancy, destination)
+        destination.script(Answer(200, "{}", delay_seconds=0.6))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-LEASE"})
+        [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
+        step = StepMessage.model_validate_json(queued["Body"])
+        now = datetime.now(UTC)
+        later = now + rules.LOCK_LEASE + timedelta(seconds=1)  # the slow run's lease has run out
+        slow, fast = wiring.build_pipeline_worker(), wiring.build_pipeline_worker()
+        slow._clock = lambda: now
+        fast._clock = lambda: later
+        reports: dict[str, str] = {}
+        thread = threading.Thread(target=lambda: reports.update(slow=slow.run(step, now).reason))
+        thread.start()
+        time.sleep(0.2)  # the slow run now waits on the destination
+        reports["fast"] = fast.run(step, later).reason
+        thread.join(timeout=30)
+
+        assert reports == {"slow": "lease_lost", "fast": "sent"}
+        assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "sent"
+        assert "lease_owner" not in final
+        assert final["step_seq"] == "1"
 
     def test_a_failure_after_delivery_retries_with_the_same_idempotency_key(
         self, stack, tenancy, ingest_api, worker, destination, monkeypatch
@@ -253,7 +335,7 @@ class TestGuarantees:
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-LOCK"})
         record = status(stack, message_id)
-        store = DynamoPipelineStore(stack.table)
+        store = DynamoExecutions(stack.table)
         assert store.acquire_lock(record["entity_key"], "exe_other", datetime.now(UTC), rules.LOCK_LEASE)
 
         steps = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
@@ -321,13 +403,13 @@ class TestGuarantees:
         message_id = send(ingest_api, tenancy, {"po_number": "PO-DEAD"})
         entity = status(stack, message_id)["entity_key"]
         # A worker died holding the lock 6 minutes ago (lease 5 minutes): no finally ran.
-        DynamoPipelineStore(stack.table).acquire_lock(
+        DynamoExecutions(stack.table).acquire_lock(
             entity, "exe_dead:run_1", datetime.now(UTC) - timedelta(minutes=6), rules.LOCK_LEASE
         )
 
         handled = worker()
 
-        assert handled == 2  # process and deliver, no busy reschedule
+        assert handled == 1  # one step (process and deliver), no busy reschedule
         assert status(stack, message_id)["pipeline_status"] == "sent"
 
     def test_after_thirty_waits_the_message_ends_in_lock_timeout(
@@ -336,7 +418,7 @@ class TestGuarantees:
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-STUCK"})
         record = status(stack, message_id)
-        DynamoPipelineStore(stack.table).acquire_lock(
+        DynamoExecutions(stack.table).acquire_lock(
             record["entity_key"], "exe_other", datetime.now(UTC), rules.LOCK_LEASE
         )
         handled = worker(max_batches=200)  # fast-forwarded: lock waits 0..30
@@ -355,8 +437,11 @@ class TestGuarantees:
         message_id = send(ingest_api, tenancy, {"po_number": "PO-STALE"})
         worker()
         # Past the recent-completion window, a late deliver step of the same execution arrives.
-        boto3.client("dynamodb").delete_item(
-            TableName=stack.table, Key={"PK": {"S": f"RECENT#{message_id}#ingest"}, "SK": {"S": "DONE"}}
+        boto3.client("dynamodb").update_item(
+            TableName=stack.table,
+            Key={"PK": {"S": f"MSG#{message_id}"}, "SK": {"S": "STATUS"}},
+            UpdateExpression="SET completed_at = :long_ago",
+            ExpressionAttributeValues={":long_ago": {"S": "2026-01-01T00:00:00.000000Z"}},
         )
         late = late_step(stack, message_id, PipelineStep.DELIVER)
 
@@ -385,26 +470,32 @@ class TestGuarantees:
         message_id = send(ingest_api, tenancy, {"po_number": "PO-DLQ"})
         [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
         step = StepMessage.model_validate_json(queued["Body"])
-        original = client("dynamodb").put_item
+        original = client("dynamodb").update_item
 
-        def storage_down_for_mapped_bodies(**kwargs: Any) -> Any:
-            if kwargs["Item"]["SK"] == {"S": "MAPPED"}:
-                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "PutItem")
+        def storage_down_for_outcomes(**kwargs: Any) -> Any:
+            if '"sent"' in json.dumps(kwargs.get("ExpressionAttributeValues", {})):
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "UpdateItem")
             return original(**kwargs)
 
-        monkeypatch.setattr(client("dynamodb"), "put_item", storage_down_for_mapped_bodies)
+        monkeypatch.setattr(client("dynamodb"), "update_item", storage_down_for_outcomes)
         with pytest.raises(Exception, match="pipeline storage"):
             wiring.pipeline_worker().run(step, datetime.now(UTC), last_delivery=last_delivery)
 
-        live = DynamoPipelineStore(stack.table).live_execution(message_id, "ingest")
+        live = DynamoExecutions(stack.table).live_execution(message_id)
         assert (live is None) is last_delivery
         assert status(stack, message_id)["pipeline_status"] == "received"  # the DLQ never changes state
 
-    def test_a_failed_publish_releases_admission_and_the_step_comes_back(
+    def test_a_failed_reschedule_gives_the_lease_back_and_the_step_comes_back(
         self, stack, tenancy, ingest_api, worker, destination, monkeypatch
     ):
+        """The entity is busy and the busy reschedule cannot be published: the step fails (SQS
+        redelivers it), the message's lease is given back and the execution stays alive for the
+        redelivered step, which runs once the entity is free."""
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-PUB"})
+        entity = status(stack, message_id)["entity_key"]
+        store = DynamoExecutions(stack.table)
+        assert store.acquire_lock(entity, "exe_other", datetime.now(UTC), rules.LOCK_LEASE)
         [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
         step = StepMessage.model_validate_json(queued["Body"])
 
@@ -417,9 +508,11 @@ class TestGuarantees:
             wiring.pipeline_worker().run(step, datetime.now(UTC))
         monkeypatch.setattr(client("sqs"), "send_message", original)
 
-        assert DynamoPipelineStore(stack.table).live_execution(message_id, "ingest") is None
-        assert status(stack, message_id)["pipeline_status"] == "mapped"
-        # SQS redelivers the step (its visibility runs out): it resumes from `mapped`.
+        assert "lease_owner" not in status(stack, message_id)
+        assert store.live_execution(message_id) == step.execution_id
+        assert status(stack, message_id)["pipeline_status"] == "received"
+        # SQS redelivers the step (its visibility runs out); the entity is free by then.
+        store.release_lock(entity, "exe_other")
         assert expire_visibility(stack.queue_url) == 1
         worker()
 
@@ -431,19 +524,19 @@ class TestGuarantees:
     ):
         configure(stack, tenancy, destination)
         message_id = send(ingest_api, tenancy, {"po_number": "PO-ADM"})
-        store = DynamoPipelineStore(stack.table)
+        store = DynamoExecutions(stack.table)
         now = datetime.now(UTC)
         # The message was admitted with its first execution: no other one gets in meanwhile...
-        assert not store.admit(message_id, "ingest", "exe_operator", now, rules.ADMISSION_ABANDONED_AFTER)
+        assert not store.admit(message_id, "exe_operator", now, rules.ADMISSION_ABANDONED_AFTER)
         # ...until that one is idle for over 24 h (abandoned) and another takes it over.
         later = now + timedelta(hours=25)
-        assert store.admit(message_id, "ingest", "exe_operator", later, rules.ADMISSION_ABANDONED_AFTER)
+        assert store.admit(message_id, "exe_operator", later, rules.ADMISSION_ABANDONED_AFTER)
 
         worker()
 
         assert status(stack, message_id)["pipeline_status"] == "received"
         assert destination.requests == []
-        assert store.live_execution(message_id, "ingest") == "exe_operator"
+        assert store.live_execution(message_id) == "exe_operator"
 
     def test_an_orphan_step_is_rechecked_for_a_minute_then_dropped(self, stack, worker, destination):
         ghost = StepMessage(

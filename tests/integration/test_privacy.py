@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.redaction import MASK
 from hub.webhooks.config import InboundWebhook, StandardWebhooksVerification, WebhookAdapter
 from tests.destinations import Answer

@@ -10,7 +10,7 @@ from cfnlint.api import lint_all
 
 from devstack.cfn import load_template
 from devstack.validate import transform_template
-from hub.adapters.dynamodb import QUEUE_ROW_FIELDS
+from hub.adapters.dynamo.status_index import QUEUE_ROW_FIELDS
 from tests.aws import ROOT, TEMPLATE
 
 

@@ -21,8 +21,9 @@ def test_thirty_waits_take_about_fifty_minutes():
 
 
 def test_entity_key_is_the_business_key_when_there_is_one():
-    a = rules.entity_key("int_1", "order", ['"PO-1"'], "msg_a")
-    b = rules.entity_key("int_1", "order", ['"PO-1"'], "msg_b")
-    assert a == b
-    assert a != rules.entity_key("int_2", "order", ['"PO-1"'], "msg_a")
-    assert rules.entity_key("int_1", "order", [], "msg_a") == "message:msg_a"
+    a = rules.entity_key("int_1", "order", ['"PO-1"'])
+    assert a == rules.entity_key("int_1", "order", ['"PO-1"'])
+    assert a != rules.entity_key("int_2", "order", ['"PO-1"'])
+    assert a != rules.entity_key("int_1", "order", ['"PO-2"'])
+    # No business key: the message is its own entity (its own lease is the lock).
+    assert rules.entity_key("int_1", "order", []) == ""

@@ -55,6 +55,9 @@ class Settings(BaseModel):
     alert_email_from: str | None = None
     #: The KMS key of client certificates' envelope encryption (admin API, worker, expiry check).
     certificate_key_id: str | None = None
+    #: How long a warm instance keeps an API key or an integration it read (seconds; 0: never).
+    #: A revoked key or a changed integration takes effect within this time.
+    config_cache_seconds: int = Field(default=30, ge=0, le=3600)
 
     @field_validator(
         "stage",
@@ -93,6 +96,7 @@ _ENV = {
     "alert_email_to": "HUB_ALERT_EMAIL",
     "alert_email_from": "HUB_ALERT_EMAIL_FROM",
     "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
+    "config_cache_seconds": "HUB_CONFIG_CACHE_SECONDS",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

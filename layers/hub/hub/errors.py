@@ -112,6 +112,12 @@ class InvalidTransition(Conflict):
     code = "invalid_transition"
 
 
+class LeaseHeld(Conflict):
+    """A step of the message runs now (it holds the message's lease)."""
+
+    code = "delivery_in_progress"
+
+
 class TransitionNotAllowed(HubError):
     """A move the transition table forbids: a bug in the caller, never retried into success."""
 

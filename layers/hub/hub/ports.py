@@ -24,6 +24,8 @@ class Claim:
     fingerprint: str
     #: The request the claim was made by (see idempotency.request_hash).
     request_sha256: str
+    #: When it was written: a claim written after a request began is that request's race winner.
+    claimed_at: datetime | None = None
 
 
 @dataclass(frozen=True)

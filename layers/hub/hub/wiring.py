@@ -11,10 +11,12 @@ from hub.adapters.certificates import (
     KmsCertificateStore,
     NoCertificateStore,
 )
-from hub.adapters.dynamodb import DynamoConfigRepository, DynamoMessageRepository, DynamoStatusIndex
+from hub.adapters.dynamo.executions import DynamoExecutions
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.status_index import DynamoStatusIndex
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.adapters.kms import KmsDataKeys
 from hub.adapters.metrics import EmfMetrics
-from hub.adapters.pipeline_store import DynamoPipelineStore
 from hub.adapters.scheduler import EventBridgeRetryScheduler
 from hub.adapters.ses import SesEmailChannel
 from hub.adapters.slack import SlackWebhook
@@ -24,6 +26,7 @@ from hub.alerts.notifier import AlertNotifier
 from hub.certificates.expiry import CertExpiryAlerter
 from hub.certificates.service import CertificateService
 from hub.config import settings
+from hub.config_cache import CachedConfig
 from hub.delivery.http import HttpConnector
 from hub.delivery.port import CertificateStore
 from hub.delivery.soap import SoapConnector
@@ -66,7 +69,6 @@ def retry_scheduler() -> EventBridgeRetryScheduler:
 def build_pipeline_worker() -> PipelineWorker:
     """A new worker with its own connectors (one per Lambda instance)."""
     s = settings()
-    messages = DynamoMessageRepository(s.table_name)
     certificates: CertificateStore = NoCertificateStore()
     if s.certificate_key_id:
         certificates = KmsCertificateStore(
@@ -74,8 +76,7 @@ def build_pipeline_worker() -> PipelineWorker:
         )
     return PipelineWorker(
         config_repository(),
-        messages,
-        DynamoPipelineStore(s.table_name),
+        DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
         {
             DestinationProtocol.HTTP: HttpConnector(certificates),
@@ -94,7 +95,7 @@ def operations() -> Operations:
     return Operations(
         DynamoMessageRepository(s.table_name),
         DynamoStatusIndex(s.table_name),
-        DynamoPipelineStore(s.table_name),
+        DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
         config=config_repository(),
         scheduler=retry_scheduler(),
@@ -149,8 +150,10 @@ def cert_expiry_alerter() -> CertExpiryAlerter:
 
 
 @lru_cache(maxsize=1)
-def config_repository() -> DynamoConfigRepository:
-    return DynamoConfigRepository(settings().table_name)
+def config_repository() -> CachedConfig:
+    """Tenants, integrations and API keys, remembered for HUB_CONFIG_CACHE_SECONDS."""
+    s = settings()
+    return CachedConfig(DynamoConfigRepository(s.table_name), s.config_cache_seconds)
 
 
 def reset() -> None:

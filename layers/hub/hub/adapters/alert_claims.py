@@ -16,7 +16,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
-from hub.adapters.dynamodb import decode, encode, epoch, format_ts
+from hub.adapters.dynamo.table import decode, encode, epoch, format_ts
 from hub.alerts.model import ALERT_RETENTION, Alert, AlertGroup, AlertKind
 from hub.errors import StorageUnavailable
 from hub.ports import AlertClaim

@@ -23,7 +23,7 @@ from boto3.dynamodb.types import Binary
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
-from hub.adapters.dynamodb import decode, encode, epoch, format_ts
+from hub.adapters.dynamo.table import decode, encode, epoch, format_ts
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys, SealedSecret
 from hub.certificates.model import CertificateExpiry, CertificateMetadata, iso, parse_iso
 from hub.certificates.service import StoredCertificate, open_certificate

@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Protocol
 
+from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
-from hub.domain.message import PIPELINE_OPERATION, MessageRecord, PayloadFormat
+from hub.domain.message import MessageRecord, PayloadFormat
 from hub.domain.redaction import redact_credentials, redact_payload, redact_text
 from hub.domain.status import PipelineStatus
-from hub.errors import Conflict, InvalidTransition, NotFound, ServiceUnavailable
+from hub.errors import Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
 from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
-from hub.pipeline.worker import utcnow
-from hub.ports import ConfigRepository, MessageRepository, QueuePage, StepQueue
+from hub.ports import ConfigRepository, QueuePage, StepQueue
 
 logger = logging.getLogger(__name__)
 
@@ -59,15 +59,27 @@ class QueueTab(StrEnum):
         }[self]
 
 
-class AdmissionStore(Protocol):
-    def admit(
-        self, message_id: str, operation: str, execution_id: str, now: datetime, abandoned_after: Any
-    ) -> bool: ...
-    def release_admission(self, message_id: str, operation: str, execution_id: str) -> None: ...
-    def acquire_lock(self, entity: str, owner: str, now: datetime, lease: Any) -> bool: ...
-    def release_lock(self, entity: str, owner: str) -> None: ...
-    def append_log(self, message_id: str, now: datetime, entry: dict[str, Any]) -> None: ...
+class OperatorMoves(Protocol):
+    """The message moves an operator makes, each one conditional update of the message item."""
+
+    def get(self, message_id: str) -> MessageRecord | None: ...
+    def get_payload(self, message_id: str) -> str | None: ...
     def message_log(self, message_id: str) -> list[dict[str, Any]]: ...
+    def restart(
+        self,
+        record: MessageRecord,
+        execution_id: str,
+        now: datetime,
+        abandoned_after: timedelta,
+        log: Sequence[Mapping[str, Any]] = (),
+    ) -> MessageRecord | None: ...
+    def cancel(
+        self, record: MessageRecord, now: datetime, log: Sequence[Mapping[str, Any]] = ()
+    ) -> MessageRecord: ...
+
+
+class Admissions(Protocol):
+    def release_admission(self, message_id: str, execution_id: str, now: datetime) -> None: ...
 
 
 class StatusIndex(Protocol):
@@ -96,9 +108,9 @@ class Lane:
 class Operations:
     def __init__(
         self,
-        messages: MessageRepository,
+        messages: OperatorMoves,
         index: StatusIndex,
-        store: AdmissionStore,
+        executions: Admissions,
         queue: StepQueue,
         *,
         config: ConfigRepository,
@@ -109,7 +121,7 @@ class Operations:
     ) -> None:
         self._messages = messages
         self._index = index
-        self._store = store
+        self._executions = executions
         self._queue = queue
         self._scheduler = scheduler
         self._config = config
@@ -124,55 +136,43 @@ class Operations:
         return record
 
     def reprocess(self, message_id: str, actor: str) -> MessageRecord:
-        """Re-runs the message's pipeline from the start as a new execution (seed 000, D). The
-        admission record is taken first: while another execution is alive - a click a moment
-        ago, a pending retry - this raises ExecutionInFlight and nothing is published."""
+        """Re-runs the message's pipeline from the start as a new execution (seed 000, D). One
+        conditional update admits the execution and moves the message to `received`: while
+        another execution is alive - a click a moment ago, a pending retry - this raises
+        ExecutionInFlight and nothing is published."""
         record = self._record(message_id)
         now = self._clock()
         execution_id = new_id("exe")
-        if not self._store.admit(
-            message_id, PIPELINE_OPERATION, execution_id, now, rules.ADMISSION_ABANDONED_AFTER
-        ):
+        audit = {"event": "message.reprocessed", "actor": actor, "execution_id": execution_id}
+        try:
+            rerun = self._messages.restart(
+                record, execution_id, now, rules.ADMISSION_ABANDONED_AFTER, [audit]
+            )
+        except InvalidTransition as moved:
+            raise ExecutionInFlight(
+                "the message changed while reprocessing was requested; try again", details=moved.details
+            ) from moved
+        if rerun is None:
             raise ExecutionInFlight(
                 "an execution of this message is in flight; wait for it to finish",
                 details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
             )
         try:
-            rerun = self._messages.transition(
-                record,
-                PipelineStatus.RECEIVED,
-                now,
-                execution_id=execution_id,
-                execution_started_at=now,
-                retry_count=0,
-                next_retry_at=None,
-                dest_status=None,
-                dest_status_text=None,
-                uncertain=None,
-            )
             self._queue.publish(first_step(rerun))
-        except InvalidTransition as moved:
-            self._store.release_admission(message_id, PIPELINE_OPERATION, execution_id)
-            raise ExecutionInFlight(
-                "the message changed while reprocessing was requested; try again",
-                details=moved.details,
-            ) from moved
         except Exception:
-            # Not published: free the message so the operator's next click can run it. If the
-            # status already moved to `received`, that click moves it there again.
-            self._store.release_admission(message_id, PIPELINE_OPERATION, execution_id)
+            # Not published: free the message so the operator's next click can run it.
+            self._executions.release_admission(message_id, execution_id, now)
             raise
-        self._audit(rerun, now, "message.reprocessed", actor, execution_id=execution_id)
         logger.info("message reprocessed", extra={"message_id": message_id, "execution_id": execution_id})
         return rerun
 
     def cancel_retry(self, message_id: str, actor: str) -> MessageRecord:
         """Stops a waiting or dead-lettered message for good (seed 000, G): `cancelled`, no next
-        retry, its pending schedule deleted and its execution closed. Taken under the message's
-        entity lock, which a delivery attempt holds while it calls the destination: during one,
-        this raises DeliveryInProgress (try again in a moment); after it, every step finds the
-        message cancelled and sends nothing. Idempotent: cancelling a cancelled message again
-        finishes any cleanup a failure left undone."""
+        retry, its pending schedule deleted and its execution closed - in one update that
+        requires no step to hold the message: during a delivery attempt this raises
+        DeliveryInProgress (try again in a moment); after it, every step finds the message
+        cancelled and sends nothing. Idempotent: cancelling a cancelled message again finishes
+        any cleanup a failure left undone."""
         record = self._record(message_id)
         if record.pipeline_status is PipelineStatus.CANCELLED:
             self._close(record)
@@ -183,34 +183,22 @@ class Operations:
                 details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
             )
         now = self._clock()
-        owner = f"cancel:{new_id('run')}"
-        if not self._store.acquire_lock(record.lock_entity, owner, now, rules.LOCK_LEASE):
+        audit = {"event": "message.retry_cancelled", "actor": actor, "previous": record.pipeline_status.value}
+        try:
+            cancelled = self._messages.cancel(record, now, [audit])
+        except LeaseHeld as running:
             raise DeliveryInProgress(
                 "a delivery attempt of this message is in progress; try again in a moment",
                 details={"message_id": message_id},
-            )
-        try:
-            current = self._record(message_id)  # as it is now, under the lock
-            if current.pipeline_status not in (PipelineStatus.RETRY_PENDING, PipelineStatus.DEAD_LETTER):
-                raise NotCancellable(
-                    "the message moved on; only waiting or dead-lettered messages can be cancelled",
-                    details={"message_id": message_id, "pipeline_status": current.pipeline_status.value},
-                )
-            try:
-                cancelled = self._messages.transition(
-                    current, PipelineStatus.CANCELLED, now, next_retry_at=None
-                )
-            except InvalidTransition as moved:
-                raise NotCancellable("the message moved on; reload it", details=moved.details) from moved
-        finally:
-            self._store.release_lock(record.lock_entity, owner)
-        self._audit(cancelled, now, "message.retry_cancelled", actor, previous=current.pipeline_status.value)
+            ) from running
+        except InvalidTransition as moved:
+            raise NotCancellable("the message moved on; reload it", details=moved.details) from moved
         self._close(cancelled)
         logger.info("retry cancelled", extra={"message_id": message_id})
         return cancelled
 
     def _close(self, cancelled: MessageRecord) -> None:
-        """Deletes the execution's pending schedule (if any) and frees the message."""
+        """Deletes the execution's pending schedule (if any)."""
         if cancelled.retry_count:
             name = retry_schedule_name(cancelled.execution_id, cancelled.retry_count)
             try:
@@ -218,7 +206,6 @@ class Operations:
             except ServiceUnavailable:
                 # Harmless if it stays: its step finds the message cancelled.
                 logger.warning("retry schedule not deleted", extra={"message_id": cancelled.message_id})
-        self._store.release_admission(cancelled.message_id, PIPELINE_OPERATION, cancelled.execution_id)
 
     def message_view(self, message_id: str) -> dict[str, Any]:
         """A message for the admin page: status, payload and log, every part through the
@@ -235,7 +222,7 @@ class Operations:
             "tenant_id": record.tenant_id,
             "execution_id": record.execution_id,
             "payload": redact_payload(payload, fields) if payload is not None else None,
-            "log": [_shown(entry) for entry in self._store.message_log(message_id)],
+            "log": [_shown(entry) for entry in self._messages.message_log(message_id)],
         }
         if isinstance(view.get("dest_status_text"), str):
             view["dest_status_text"] = redact_text(view["dest_status_text"])
@@ -261,13 +248,6 @@ class Operations:
         moved = self._mover.move(found.dead_letter_queue_url, found.work_queue_url, limit)
         logger.info("dead-letter queue redriven", extra={"lane": lane, "moved": moved, "actor": actor})
         return moved
-
-    def _audit(self, record: MessageRecord, now: datetime, event: str, actor: str, **extra: Any) -> None:
-        self._store.append_log(
-            record.message_id,
-            now,
-            {"event": event, "actor": actor, **extra},
-        )
 
 
 _LOG_KEYS = frozenset({"PK", "SK", "item_type"})

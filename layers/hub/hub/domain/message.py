@@ -51,11 +51,14 @@ class MessageRecord(BaseModel):
     external_id: str | None = None
     correlation_id: str
     execution_id: str
-    fingerprint: str
-    payload_sha256: str
+    #: The fingerprint and payload hash ingest computes; kept on its claims, not on the item.
+    fingerprint: str = ""
+    payload_sha256: str = ""
     payload_format: PayloadFormat
     payload_bytes: int
-    #: What the pipeline serializes steps on (see pipeline.rules.entity_key).
+    #: The business entity (see pipeline.rules.entity_key): steps of messages with the same one
+    #: run one at a time, under a lease on its business-key item. "" : the message is its own
+    #: entity, and its own lease is the lock.
     entity_key: str = ""
     idempotency_key: str | None = None
     dest_status: str | None = None
@@ -71,10 +74,21 @@ class MessageRecord(BaseModel):
     #: Set when a later message with the same business key replaced this one (overwrite).
     superseded_by: str | None = None
 
-    @property
-    def lock_entity(self) -> str:
-        """What steps of this message serialize on: its business entity, else itself."""
-        return self.entity_key or f"message:{self.message_id}"
+    # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
+    #: Bumped by every change of the item, exactly once per change (an event id later).
+    version: int = 0
+    #: The sequence number the next step of the execution must carry (step dedup).
+    step_seq: int = 0
+    #: Who runs a step of this message now, and until when (epoch seconds): the in-flight
+    #: marker, and the entity lock of a message without business keys.
+    lease_owner: str | None = None
+    lease_until: int | None = None
+    #: Last activity of the live execution (epoch seconds): admission is taken over after a day
+    #: without any.
+    active_at: int | None = None
+    #: When the current execution finished (admission released; recent completion counts
+    #: from here). None while it is alive.
+    completed_at: datetime | None = None
 
     def public_view(self) -> dict[str, Any]:
         """What the partner API shows its owner: status and timestamps, no internals."""
@@ -131,24 +145,26 @@ class StepMessage(BaseModel):
     publish_id: str
     #: How often this step found no message yet (an ingest may still be committing it).
     orphan_checks: int = 0
+    #: The message's `step_seq` this step expects: a step whose sequence has passed already ran.
+    seq: int = 0
 
     @property
     def step_id(self) -> str:
         """Unique per published step (seed 002, 8: message, operation, step, counters, publish
         id); recorded once the step succeeded, so a redelivery of a done step is dropped."""
-        parts = (self.message_id, self.operation, self.execution_id, self.step.value)
+        parts = (self.message_id, self.operation, self.execution_id, self.step.value, str(self.seq))
         return ":".join(
             (*parts, str(self.attempt), str(self.lock_wait), str(self.orphan_checks), self.publish_id)
         )
 
-    def next(self, step: PipelineStep) -> StepMessage:
-        """The following step of the same execution, counters reset. Its publish id derives from
-        this step's id, so a step run twice (redelivery, crash before the ack) publishes the same
-        next step id twice, and step dedup drops the second copy."""
-        derived = hashlib.sha256(f"{self.step_id}>{step.value}".encode()).hexdigest()[:26]
+    def next(self, step: PipelineStep, seq: int) -> StepMessage:
+        """A following step of the same execution (expecting `seq`), counters reset. Its publish
+        id derives from this step's id, so a step run twice publishes the same id twice."""
+        derived = hashlib.sha256(f"{self.step_id}>{step.value}:{seq}".encode()).hexdigest()[:26]
         return self.model_copy(
             update={
                 "step": step,
+                "seq": seq,
                 "attempt": 0,
                 "lock_wait": 0,
                 "orphan_checks": 0,

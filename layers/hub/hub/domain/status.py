@@ -37,6 +37,9 @@ ALLOWED_TRANSITIONS: MappingProxyType[PipelineStatus, frozenset[PipelineStatus]]
                 S.MAPPED,
                 S.SENT,
                 S.ERROR,
+                # Mapping and delivery run in one step: a failed first attempt goes straight on.
+                S.RETRY_PENDING,
+                S.DEAD_LETTER,
                 S.RECEIVED_OBSERVED,
                 S.DUPLICATE_REJECTED,
                 S.CANCELLED,

@@ -11,6 +11,10 @@ Any message a claim points to therefore already has its step on the queue, so a 
 never answered 2xx for a message that could still be lost. If the transaction then fails (or
 loses the race) the step is an orphan naming a message that does not exist; the pipeline worker
 drops such steps once they are older than the time a commit takes.
+
+A warm instance reads nothing before that transaction: the API key and the integration come
+from the in-memory configuration cache (hub.config_cache), and an earlier message holding a
+claim is learnt from the transaction's failed condition, which returns the claim.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from hub.config import Settings
 from hub.domain import idempotency
+from hub.domain.clock import utcnow
 from hub.domain.idempotency import DedupKind
 from hub.domain.ids import is_message_id, new_id
 from hub.domain.message import (
@@ -45,10 +50,6 @@ from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
 logger = logging.getLogger(__name__)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ def first_step(record: MessageRecord) -> StepMessage:
         execution_id=record.execution_id,
         correlation_id=record.correlation_id,
         publish_id=new_id("pub"),
+        seq=record.step_seq,
     )
 
 
@@ -112,8 +114,6 @@ class Ingestor:
         self._queue = queue
         self._settings = settings
         self._clock = clock
-        #: (integration, message type) -> duplicate-key fields last seen: saves a second read.
-        self._key_fields: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def receive(
         self,
@@ -150,26 +150,17 @@ class Ingestor:
         payload_bytes = idempotency.canonical_payload(inbound.payload)
         payload_sha = idempotency.sha256_hex(payload_bytes)
 
-        if integration is not None:
-            # Already read and authenticated: only the claims are left to read.
-            if inbound.integration_id != integration.integration_id:
-                raise NotFound("integration not found")
-            fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
-            key_values = idempotency.duplicate_key_values(inbound.payload, fields)
-            fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
-            claims = self._messages.lookup_for_ingest(None, inbound.integration_id, idem_hash, fp, now).claims
-        else:
+        if integration is None:
             assert key_hash is not None, "an API key or an authenticated integration"
-            integration, key_values, fp, claims = self._authorized_lookup(
-                key_hash, inbound, idem_hash, payload_sha, now
-            )
-
+            integration = self._authorized(key_hash, inbound.integration_id)
+        elif inbound.integration_id != integration.integration_id:
+            raise NotFound("integration not found")
+        fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
+        key_values = idempotency.duplicate_key_values(inbound.payload, fields)
+        fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
         request_sha = idempotency.request_hash(
             inbound.message_type, payload_sha, inbound.external_id, inbound.occurred_at
         )
-        existing = self._winner(claims, request_sha)
-        if existing is not None:
-            return self._deduplicated(existing, existing.kind)
 
         message_id = new_id("msg")
         record = MessageRecord(
@@ -188,7 +179,7 @@ class Ingestor:
             payload_sha256=payload_sha,
             payload_format=PayloadFormat.TEXT if isinstance(inbound.payload, str) else PayloadFormat.JSON,
             payload_bytes=len(payload_bytes),
-            entity_key=entity_key(integration.integration_id, inbound.message_type, key_values, message_id),
+            entity_key=entity_key(integration.integration_id, inbound.message_type, key_values),
             idempotency_key=idempotency_key,
         )
         new = NewMessage(
@@ -201,12 +192,15 @@ class Ingestor:
         )
         self._queue.publish(first_step(record))
         try:
-            self._messages.create(new, now)
+            self._messages.create(new, self._clock())
         except ClaimTaken as lost:
             winner = self._winner(tuple(c for c in lost.claims if isinstance(c, Claim)), request_sha)
             if winner is None:  # pragma: no cover - ClaimTaken always names a claim
                 raise
-            return self._deduplicated(winner, DedupKind.RACE_WINNER)
+            # Claimed before this request began: an earlier message (a re-delivery); after: a
+            # concurrent request won the race.
+            earlier = winner.claimed_at is not None and winner.claimed_at <= now
+            return self._deduplicated(winner, winner.kind if earlier else DedupKind.RACE_WINNER)
         except StorageUnavailable:
             # On DynamoDB a concurrent transaction on the same claim is cancelled as a
             # conflict, naming no claim: look once more for a winner before giving up.
@@ -228,40 +222,14 @@ class Ingestor:
         )
         return ReceiveOutcome(record)
 
-    def _authorized_lookup(
-        self, key_hash: str, inbound: InboundMessage, idem_hash: str | None, payload_sha: str, now: datetime
-    ) -> tuple[Integration, list[str], str, tuple[Claim, ...]]:
-        """API key, integration and claims in one round trip (two on a wrong guess of the type's
-        duplicate-key fields): the integration the key may use, its key values, fingerprint and
-        the live claims."""
-        # The fingerprint needs the message type's duplicate-key fields, which live in the
-        # integration, read in the same round trip as the claims. Guess them from the last
-        # integration this instance saw (they rarely change); read again only on a wrong guess.
-        cache_key = (inbound.integration_id, inbound.message_type)
-        guessed_fields = self._key_fields.get(cache_key, ())
-        guessed_fp = idempotency.fingerprint(
-            inbound.message_type,
-            idempotency.duplicate_key_values(inbound.payload, guessed_fields),
-            payload_sha,
-        )
-        lookup = self._messages.lookup_for_ingest(
-            key_hash, inbound.integration_id, idem_hash, guessed_fp, now
-        )
-        api_key = _check_key(lookup.api_key)
-        integration = lookup.integration
+    def _authorized(self, key_hash: str, integration_id: str) -> Integration:
+        """The integration the presented key may use (both from the configuration cache)."""
+        api_key = _check_key(self._config.get_api_key(key_hash))
+        integration = self._config.get_integration(integration_id)
         if integration is None or not api_key.may_use(integration):
             # Same answer whether it does not exist or belongs to someone else.
             raise NotFound("integration not found")
-        fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
-        self._key_fields[cache_key] = fields
-        key_values = idempotency.duplicate_key_values(inbound.payload, fields)
-        fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)
-        claims = lookup.claims
-        if fp != guessed_fp:
-            claims = self._messages.lookup_for_ingest(
-                key_hash, inbound.integration_id, idem_hash, fp, now
-            ).claims
-        return integration, key_values, fp, claims
+        return integration
 
     def _winner(self, claims: tuple[Claim, ...], request_sha: str) -> Claim | None:
         """The claim that answers this request, idempotency key first. The same key sent with

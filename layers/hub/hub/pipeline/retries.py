@@ -11,11 +11,11 @@ from datetime import datetime
 from typing import Protocol
 
 from hub.domain.ids import new_id
-from hub.domain.message import MessageRecord, StepMessage
+from hub.domain.message import MessageRecord, PipelineStep, StepMessage
 from hub.domain.retry import RetryOutcome, decide, is_retryable
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import IntegrationMode
-from hub.pipeline.worker import FailedDelivery, FailurePlan
+from hub.pipeline.ports import FailedDelivery, FailurePlan
 
 logger = logging.getLogger(__name__)
 
@@ -37,9 +37,19 @@ def retry_schedule_name(execution_id: str, retry_count: int) -> str:
     return f"retry-{execution_id}-{retry_count}"
 
 
-def retry_step(step: StepMessage) -> StepMessage:
-    """The step a retry runs: the same deliver step, one attempt on."""
-    return step.rescheduled(new_id("pub"), attempt=step.attempt + 1, lock_wait=0)
+def retry_step(step: StepMessage, seq: int) -> StepMessage:
+    """The step a retry runs: a deliver step one attempt on, expecting the message's step
+    sequence `seq` (the one the failed attempt's update left)."""
+    return step.model_copy(
+        update={
+            "step": PipelineStep.DELIVER,
+            "seq": seq,
+            "attempt": step.attempt + 1,
+            "lock_wait": 0,
+            "orphan_checks": 0,
+            "publish_id": new_id("pub"),
+        }
+    )
 
 
 class RetryOrchestrator:
@@ -96,7 +106,7 @@ class RetryOrchestrator:
         if at is None:
             return
         name = retry_schedule_name(record.execution_id, record.retry_count)
-        self._scheduler.schedule(retry_step(step), at, name)
+        self._scheduler.schedule(retry_step(step, record.step_seq), at, name)
         logger.info(
             "retry scheduled",
             extra={

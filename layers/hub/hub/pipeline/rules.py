@@ -33,10 +33,11 @@ def lock_wait_delay(lock_wait: int, rand: Callable[[], float] = random.random) -
     return max(1, round(base * factor))
 
 
-def entity_key(integration_id: str, message_type: str, key_values: list[str], message_id: str) -> str:
-    """What one step at a time is serialized on: the business entity when the message type
-    declares duplicate-key fields (two versions of PO-1 never interleave), else the message."""
+def entity_key(integration_id: str, message_type: str, key_values: list[str]) -> str:
+    """What one step at a time is serialized on, and what duplicate rules compare: the business
+    entity when the message type declares duplicate-key fields and the payload has them (two
+    versions of PO-1 never interleave); "" when the message is its own entity."""
     if not key_values:
-        return f"message:{message_id}"
-    digest = hashlib.sha256("\x1f".join([integration_id, message_type, *key_values]).encode()).hexdigest()
-    return f"entity:{digest}"
+        return ""
+    digest = hashlib.sha256(chr(31).join(key_values).encode()).hexdigest()
+    return f"{integration_id}#{message_type}#{digest}"

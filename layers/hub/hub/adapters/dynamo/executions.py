@@ -1,0 +1,201 @@
+"""The pipeline's guards (seed 002, section 8) as conditional updates of the message item and,
+for messages with business keys, of their business-key item.
+
+- take: one UpdateItem (ReturnValues ALL_NEW) that requires the step's execution to be the live
+  one, its sequence to be the next, and no other run to hold the lease; a refusal is read from
+  the item as it was (ALL_OLD), never from a second read;
+- finish: one UpdateItem conditioned on the lease still being ours and the status still the
+  one taken: the outcome, the log entries, the sequence moved on, the lease released and, when
+  the execution ends, `completed_at` (admission released, recent completion from then on);
+- the entity lock of a message with business keys is a lease on its `BK#` item, which also
+  says which message the key belongs to (duplicate rules) - one update to take, one to give back.
+"""
+
+from __future__ import annotations
+
+import zlib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.messages import admission, append_log, record_from, status_update
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update, epoch, format_ts
+from hub.domain.message import MessageRecord, StepMessage
+from hub.pipeline import rules
+from hub.pipeline.ports import EntityHold, LeaseLost, Outcome, Refusal, Refused, Taken
+
+
+def _lease_free(update: Update, now: datetime) -> str:
+    owner = update.name("lease_owner")
+    return f"attribute_not_exists({owner}) OR {update.name('lease_until')} < {update.value(epoch(now))}"
+
+
+class DynamoExecutions:
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "pipeline storage")
+
+    # --- a step's hold on its message ---------------------------------------------------------
+
+    def take(self, step: StepMessage, owner: str, now: datetime, lease: timedelta) -> Taken | Refusal:
+        update = Update().set(lease_owner=owner, lease_until=epoch(now + lease), active_at=epoch(now))
+        update.add("version")
+        update.where(f"attribute_exists({update.name('PK')})")
+        update.where(f"{update.name('tenant_id')} = {update.value(step.tenant_id)}")
+        update.where(f"{update.name('execution_id')} = {update.value(step.execution_id)}")
+        update.where(f"attribute_not_exists({update.name('completed_at')})")
+        update.where(f"{update.name('step_seq')} = {update.value(step.seq)}")
+        update.where(_lease_free(update, now))
+        try:
+            item = self._table.update(keys.message_key(step.message_id), update)
+        except ConditionFailed as failed:
+            return _refusal(step, failed.old, now)
+        return Taken(
+            record=record_from(item),
+            owner=owner,
+            inline_payload=item.get("payload"),
+            log=tuple(item.get("log", ())),
+        )
+
+    def finish(self, taken: Taken, outcome: Outcome, now: datetime) -> MessageRecord:
+        record = taken.record
+        update = Update()
+        if outcome.target is not None:
+            status_update(update, record, outcome.target, now, outcome.changes)
+        else:
+            update.add("version")
+        update.where(f"{update.name('lease_owner')} = {update.value(taken.owner)}")
+        update.remove("lease_owner", "lease_until")
+        update.add("step_seq")
+        if outcome.closes:
+            update.set(completed_at=_iso(now))
+        append_log(update, taken.log, outcome.log, now)
+        try:
+            return record_from(self._table.update(keys.message_key(record.message_id), update))
+        except ConditionFailed as failed:
+            raise LeaseLost(record_from(failed.old) if failed.old else None) from failed
+
+    def release(self, taken: Taken, now: datetime) -> None:
+        update = Update().remove("lease_owner", "lease_until").add("version")
+        update.where(f"{update.name('lease_owner')} = {update.value(taken.owner)}")
+        try:
+            self._table.update(keys.message_key(taken.record.message_id), update)
+        except ConditionFailed:
+            return  # not ours any more: nothing to give back
+
+    def release_admission(self, message_id: str, execution_id: str, now: datetime) -> None:
+        update = Update().set(active_at=0).remove("lease_owner", "lease_until").add("version")
+        update.where(f"{update.name('execution_id')} = {update.value(execution_id)}")
+        update.where(f"attribute_not_exists({update.name('completed_at')})")
+        try:
+            self._table.update(keys.message_key(message_id), update)
+        except ConditionFailed:
+            return  # finished meanwhile, or another execution now
+
+    def fail_unleased(
+        self, step: StepMessage, current: MessageRecord, outcome: Outcome, now: datetime
+    ) -> MessageRecord | None:
+        update = Update()
+        if outcome.target is None:
+            raise ValueError("an unleased outcome must move the status")
+        status_update(update, current, outcome.target, now, outcome.changes)
+        update.where(f"{update.name('execution_id')} = {update.value(step.execution_id)}")
+        update.where(f"{update.name('step_seq')} = {update.value(step.seq)}")
+        update.add("step_seq")
+        if outcome.closes:
+            update.set(completed_at=_iso(now))
+        append_log(update, [], outcome.log, now)
+        try:
+            return record_from(self._table.update(keys.message_key(current.message_id), update))
+        except ConditionFailed:
+            return None
+
+    def payload(self, message_id: str) -> str | None:
+        item = self._table.get(keys.payload_key(message_id))
+        return zlib.decompress(item["payload_z"]).decode() if item else None
+
+    # --- operator admission (tests and reprocess use it through the message repository) ----
+
+    def live_execution(self, message_id: str, now: datetime | None = None) -> str | None:
+        """The execution that holds the message's admission, if any."""
+        item = self._table.get(keys.message_key(message_id))
+        stale = epoch((now or datetime.now(UTC)) - rules.ADMISSION_ABANDONED_AFTER)
+        if item is None or "completed_at" in item or int(item.get("active_at", 0)) < stale:
+            return None
+        return str(item["execution_id"])
+
+    def admit(self, message_id: str, execution_id: str, now: datetime, abandoned_after: timedelta) -> bool:
+        """Makes `execution_id` the message's live execution, unless another one is alive
+        (finished, or idle for `abandoned_after`: taken over)."""
+        update = Update().set(execution_id=execution_id).add("version")
+        admission(update, now, abandoned_after)
+        try:
+            self._table.update(keys.message_key(message_id), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    # --- the business-key item: entity lock and duplicate rules --------------------------------
+
+    def take_entity(
+        self, entity: str, owner: str, message_id: str, now: datetime, lease: timedelta
+    ) -> EntityHold | None:
+        update = Update().set(lease_owner=owner, lease_until=epoch(now + lease), item_type="business_key")
+        alias = update.name("message_id")
+        update.set_expression(f"{alias} = if_not_exists({alias}, {update.value(message_id)})")
+        update.where(_lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
+        try:
+            item = self._table.update(keys.business_key(entity), update)
+        except ConditionFailed:
+            return None
+        holder = str(item["message_id"])
+        return EntityHold(entity=entity, owner=owner, holder=None if holder == message_id else holder)
+
+    def release_entity(self, hold: EntityHold, current: str | None = None) -> None:
+        update = Update().remove("lease_owner", "lease_until")
+        if current is not None:
+            update.set(message_id=current)
+        update.where(f"{update.name('lease_owner')} = {update.value(hold.owner)}")
+        try:
+            self._table.update(keys.business_key(hold.entity), update)
+        except ConditionFailed:
+            return
+
+    def acquire_lock(self, entity: str, owner: str, now: datetime, lease: timedelta) -> bool:
+        """Takes the entity's lease without claiming its key (operators, tests)."""
+        update = Update().set(lease_owner=owner, lease_until=epoch(now + lease))
+        update.where(_lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
+        try:
+            self._table.update(keys.business_key(entity), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def release_lock(self, entity: str, owner: str) -> None:
+        self.release_entity(EntityHold(entity=entity, owner=owner, holder=None))
+
+    def mark_superseded(self, message_id: str, by_message_id: str) -> None:
+        update = Update().set(superseded_by=by_message_id).add("version")
+        update.where(f"attribute_exists({update.name('PK')})")
+        try:
+            self._table.update(keys.message_key(message_id), update)
+        except ConditionFailed:
+            return
+
+
+def _iso(now: datetime) -> str:
+    return format_ts(now)
+
+
+def _refusal(step: StepMessage, old: dict[str, Any] | None, now: datetime) -> Refusal:
+    """Why `take` failed, from the item as it was."""
+    if old is None or old.get("tenant_id") != step.tenant_id:
+        return Refusal(Refused.ORPHAN)
+    current = record_from(old)
+    if current.execution_id != step.execution_id:
+        return Refusal(Refused.STALE_EXECUTION, current)
+    if current.step_seq != step.seq:
+        return Refusal(Refused.DUPLICATE_STEP, current)
+    if current.completed_at is not None:
+        recent = now - current.completed_at < rules.RECENT_COMPLETION
+        return Refusal(Refused.RECENTLY_COMPLETED if recent else Refused.EXECUTION_FINISHED, current)
+    return Refusal(Refused.BUSY, current)

@@ -1,0 +1,408 @@
+"""The message item: what ingest stores in one transaction with its claims, what the partner
+API and the admin views read, and the status moves operators make (reprocess, cancel).
+
+The item is `MSG#<id>` / `STATUS` (hub.adapters.dynamo.keys): the status record, the execution
+state the worker keeps on it (hub.adapters.dynamo.executions), a bounded log of the last steps,
+and the payload itself when the whole item still fits in one write unit (else the payload is a
+`PAYLOAD` item of its own, compressed, written before the transaction).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import (
+    WRITE_UNIT_BYTES,
+    ConditionFailed,
+    Table,
+    TransactionCancelled,
+    Update,
+    epoch,
+    format_ts,
+    item_size,
+)
+from hub.adapters.dynamo.tenancy import api_key_from
+from hub.domain.idempotency import DedupKind
+from hub.domain.message import MessageRecord
+from hub.domain.status import PipelineStatus, can_transition
+from hub.domain.tenancy import ApiKey
+from hub.errors import (
+    ClaimTaken,
+    InvalidTransition,
+    LeaseHeld,
+    NotFound,
+    StorageUnavailable,
+    TransitionNotAllowed,
+)
+from hub.ports import Claim, IngestLookup, NewMessage
+
+#: The last log entries kept on the message item (older ones drop off).
+MAX_LOG_ENTRIES = 20
+#: Room left in the item's first write unit for the log entries of the happy path.
+_LOG_ROOM = 160
+#: What a transition may change besides the status; identity and keys never change.
+CHANGEABLE_FIELDS = frozenset(
+    {
+        "dest_status",
+        "dest_status_text",
+        "retry_count",
+        "next_retry_at",
+        "last_retry_error_class",
+        "uncertain",
+        "execution_id",
+        "execution_started_at",
+        "superseded_by",
+    }
+)
+_TIMESTAMPS = (
+    "received_at",
+    "updated_at",
+    "occurred_at",
+    "next_retry_at",
+    "execution_started_at",
+    "completed_at",
+)
+
+
+def record_item(record: MessageRecord) -> dict[str, Any]:
+    # Ingest-only values (on the claims) and defaults are not stored: every byte of the item
+    # is paid again by each update of it.
+    data = record.model_dump(
+        mode="python",
+        exclude={"lease_owner", "lease_until", "completed_at", "fingerprint", "payload_sha256"},
+    )
+    for name in ("uncertain", "retry_count", "entity_key"):
+        if not data.get(name):
+            data.pop(name, None)
+    for name, value in data.items():
+        if isinstance(value, datetime):
+            data[name] = format_ts(value)
+    data["pipeline_status"] = record.pipeline_status.value
+    data["payload_format"] = record.payload_format.value
+    item = {**keys.message_key(record.message_id), "item_type": "message", **data}
+    if record.pipeline_status in keys.LISTED_STATUSES:
+        item.update(
+            keys.status_index_keys(
+                record.tenant_id, record.pipeline_status.value, item["updated_at"], record.message_id
+            )
+        )
+    return item
+
+
+def record_from(item: Mapping[str, Any]) -> MessageRecord:
+    return MessageRecord.model_validate(item)
+
+
+def status_update(
+    update: Update, record: MessageRecord, target: PipelineStatus, now: datetime, changes: Mapping[str, Any]
+) -> None:
+    """Adds a status move to `update`: the transition table checked here, the stored status
+    (and tenant) checked by the condition, the index keys kept only for listed statuses."""
+    expected = record.pipeline_status
+    if not can_transition(expected, target):
+        raise TransitionNotAllowed(
+            f"pipeline_status cannot move from {expected.value} to {target.value}",
+            details={"message_id": record.message_id, "from": expected.value, "to": target.value},
+        )
+    unknown = set(changes) - CHANGEABLE_FIELDS
+    if unknown:
+        raise ValueError(f"not changeable through a transition: {sorted(unknown)}")
+    updated_at = format_ts(now)
+    update.set(pipeline_status=target.value, updated_at=updated_at)
+    update.set(**{name: format_ts(v) if isinstance(v, datetime) else v for name, v in changes.items()})
+    if target in keys.LISTED_STATUSES:
+        update.set(**keys.status_index_keys(record.tenant_id, target.value, updated_at, record.message_id))
+    else:
+        update.remove("GSI1PK", "GSI1SK")
+    update.add("version")
+    update.where(f"{update.name('tenant_id')} = {update.value(record.tenant_id)}")
+    update.where(f"{update.name('pipeline_status')} = {update.value(expected.value)}")
+
+
+def append_log(
+    update: Update, log: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]], now: datetime
+) -> None:
+    """Adds `entries` (stamped `at`) to the item's bounded log in `update`. `log` is the list as
+    stored now: when it is full, the trimmed list is written whole."""
+    stamped = [{"at": format_ts(now), **{k: v for k, v in e.items() if v is not None}} for e in entries]
+    if not stamped:
+        return
+    if len(log) + len(stamped) > MAX_LOG_ENTRIES:
+        update.set(log=[*log, *stamped][-MAX_LOG_ENTRIES:])
+        return
+    alias = update.name("log")
+    update.set_expression(
+        f"{alias} = list_append(if_not_exists({alias}, {update.value([])}), {update.value(stamped)})"
+    )
+
+
+def moved(record: MessageRecord, target: PipelineStatus, old: Mapping[str, Any] | None) -> Exception:
+    """What a failed status condition means: gone / another tenant's, or moved on."""
+    if not old or old.get("tenant_id") != record.tenant_id:
+        return NotFound("message not found")
+    return InvalidTransition(
+        f"pipeline_status is {old.get('pipeline_status')}, no longer {record.pipeline_status.value}",
+        details={"message_id": record.message_id, "from": old.get("pipeline_status"), "to": target.value},
+    )
+
+
+def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim | None:
+    # TTL deletes lazily (up to days late): an expired claim no longer counts.
+    if int(item["expires_at"]) <= epoch(now):
+        return None
+    return Claim(
+        kind=kind,
+        message_id=item["message_id"],
+        fingerprint=item["fingerprint"],
+        request_sha256=item["request_sha256"],
+        claimed_at=datetime.fromisoformat(item["claimed_at"]) if item.get("claimed_at") else None,
+    )
+
+
+class DynamoMessageRepository:
+    """Message items, payloads and ingest claims."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "message storage")
+
+    # --- ingest --------------------------------------------------------------------------
+
+    def lookup_for_ingest(
+        self,
+        key_hash: str | None,
+        integration_id: str,
+        idempotency_key_hash: str | None,
+        fingerprint: str,
+        now: datetime,
+    ) -> IngestLookup:
+        """The live claims (read only to find a winner after an ambiguous failure)."""
+        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(integration_id, fingerprint))]
+        if idempotency_key_hash is not None:
+            wanted.insert(
+                0,
+                (DedupKind.IDEMPOTENCY_KEY, keys.idempotency_claim_key(integration_id, idempotency_key_hash)),
+            )
+        found = self._table.batch_get([key for _, key in wanted])
+        claims = [
+            claim
+            for kind, key in wanted
+            if (item := found.get((key["PK"], key["SK"]))) is not None
+            for claim in [_claim_from(item, kind, now)]
+            if claim is not None
+        ]
+        return IngestLookup(api_key=None, integration=None, claims=tuple(claims))
+
+    def _claim_items(self, new: NewMessage) -> list[tuple[DedupKind, dict[str, Any]]]:
+        record = new.record
+        base = {
+            "item_type": "claim",
+            "tenant_id": record.tenant_id,
+            "message_id": record.message_id,
+            "fingerprint": record.fingerprint,
+            "request_sha256": new.request_sha256,
+        }
+        claims: list[tuple[DedupKind, dict[str, Any]]] = []
+        if new.idempotency_key_hash is not None:
+            claims.append(
+                (
+                    DedupKind.IDEMPOTENCY_KEY,
+                    {
+                        **keys.idempotency_claim_key(record.integration_id, new.idempotency_key_hash),
+                        **base,
+                        "expires_at": epoch(new.idempotency_expires_at),
+                    },
+                )
+            )
+        claims.append(
+            (
+                DedupKind.FINGERPRINT,
+                {
+                    **keys.fingerprint_claim_key(record.integration_id, record.fingerprint),
+                    **base,
+                    "expires_at": epoch(new.fingerprint_expires_at),
+                },
+            )
+        )
+        return claims
+
+    def create(self, new: NewMessage, now: datetime) -> None:
+        """One transaction: the message item (payload inline when the item stays within one
+        write unit) and its claims. A larger payload is written apart first, compressed; if the
+        transaction then fails it is left unreferenced (no message points to it)."""
+        record = new.record
+        item = {**record_item(record), "active_at": epoch(now), "version": 1}
+        if item_size(item) + len(new.payload_text.encode()) + len("payload") + _LOG_ROOM <= WRITE_UNIT_BYTES:
+            item["payload"] = new.payload_text
+        else:
+            item["payload_apart"] = True
+            self._table.put(
+                {
+                    **keys.payload_key(record.message_id),
+                    "item_type": "payload",
+                    "payload_z": zlib.compress(new.payload_text.encode(), 6),
+                }
+            )
+        claims = self._claim_items(new)
+        for _, claim in claims:
+            claim["claimed_at"] = format_ts(now)
+        # A claim whose TTL passed but is not yet deleted may be taken over.
+        entries = [
+            self._table.put_entry(
+                claim, "attribute_not_exists(PK) OR expires_at <= :now", {":now": epoch(now)}
+            )
+            for _, claim in claims
+        ]
+        entries.append(self._table.put_entry(item, "attribute_not_exists(PK)"))
+        try:
+            self._table.transact(entries)
+        except TransactionCancelled as cancelled:
+            taken = [
+                claim
+                for (kind, _), (code, old) in zip(claims, cancelled.reasons, strict=False)
+                if code == "ConditionalCheckFailed" and old
+                for claim in [_claim_from(old, kind, now)]
+                if claim is not None
+            ]
+            if not taken:
+                # Cancelled for another reason (a concurrent transaction on the same claim,
+                # throttling): nothing was written, so the caller may simply resend.
+                raise StorageUnavailable(
+                    "message storage is busy", details={"operation": "TransactWriteItems"}
+                ) from cancelled
+            raise ClaimTaken("another message holds this claim", claims=tuple(taken)) from cancelled
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, message_id: str) -> MessageRecord | None:
+        item = self._table.get(keys.message_key(message_id))
+        return record_from(item) if item else None
+
+    def get_for_key(self, key_hash: str, message_id: str) -> tuple[ApiKey | None, MessageRecord | None]:
+        """API key and message, in one call."""
+        api_key, message = keys.api_key_key(key_hash), keys.message_key(message_id)
+        found = self._table.batch_get([api_key, message])
+        api_item = found.get((api_key["PK"], api_key["SK"]))
+        msg_item = found.get((message["PK"], message["SK"]))
+        return (api_key_from(api_item) if api_item else None, record_from(msg_item) if msg_item else None)
+
+    def get_payload(self, message_id: str) -> str | None:
+        item = self._table.get(keys.message_key(message_id))
+        if item is None:
+            return None
+        if "payload" in item:
+            return str(item["payload"])
+        apart = self._table.get(keys.payload_key(message_id))
+        return zlib.decompress(apart["payload_z"]).decode() if apart else None
+
+    def message_log(self, message_id: str) -> list[dict[str, Any]]:
+        """The message's last log entries, oldest first."""
+        item = self._table.get(keys.message_key(message_id))
+        return list(item.get("log", [])) if item else []
+
+    # --- operator moves --------------------------------------------------------------------
+
+    def transition(
+        self,
+        record: MessageRecord,
+        target: PipelineStatus,
+        now: datetime,
+        *,
+        log: Sequence[Mapping[str, Any]] = (),
+        **changes: Any,
+    ) -> MessageRecord:
+        """Moves the message from `record.pipeline_status` to `target` in one conditional
+        update; where several actors meet (a move to the same status, out of `retry_pending`)
+        the item must also be unchanged since `record` was read."""
+        update = Update()
+        status_update(update, record, target, now, changes)
+        if target is record.pipeline_status or record.pipeline_status is PipelineStatus.RETRY_PENDING:
+            update.where(f"{update.name('version')} = {update.value(record.version)}")
+        append_log(update, [], log, now)
+        try:
+            return record_from(self._table.update(keys.message_key(record.message_id), update))
+        except ConditionFailed as failed:
+            raise moved(record, target, failed.old) from failed
+
+    def cancel(
+        self, record: MessageRecord, now: datetime, log: Sequence[Mapping[str, Any]] = ()
+    ) -> MessageRecord:
+        """`cancelled`, no next retry, the execution closed and its pending step dropped (the
+        sequence moves on): only while no step holds the message's lease. Raises
+        InvalidTransition when the status moved, LeaseHeld while a step runs."""
+        update = Update()
+        status_update(update, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
+        update.where(f"{update.name('version')} = {update.value(record.version)}")
+        owner = update.name("lease_owner")
+        update.where(
+            f"attribute_not_exists({owner}) OR {update.name('lease_until')} < {update.value(epoch(now))}"
+        )
+        update.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
+        append_log(update, [], log, now)
+        try:
+            return record_from(self._table.update(keys.message_key(record.message_id), update))
+        except ConditionFailed as failed:
+            old = failed.old
+            if (
+                old
+                and old.get("tenant_id") == record.tenant_id
+                and old.get("pipeline_status") == record.pipeline_status.value
+                and old.get("lease_owner")
+                and int(old.get("lease_until", 0)) >= epoch(now)
+            ):
+                raise LeaseHeld("a step holds the message") from failed
+            raise moved(record, PipelineStatus.CANCELLED, old) from failed
+
+    def restart(
+        self,
+        record: MessageRecord,
+        execution_id: str,
+        now: datetime,
+        abandoned_after: timedelta,
+        log: Sequence[Mapping[str, Any]] = (),
+    ) -> MessageRecord | None:
+        """Admits a new execution and moves the message back to `received` in one update: only
+        while no other execution is alive (finished, or idle for `abandoned_after`). None when
+        one is; InvalidTransition / NotFound when the status moved."""
+        update = Update()
+        status_update(
+            update,
+            record,
+            PipelineStatus.RECEIVED,
+            now,
+            {
+                "execution_id": execution_id,
+                "execution_started_at": now,
+                "retry_count": 0,
+                "next_retry_at": None,
+                "dest_status": None,
+                "dest_status_text": None,
+                "uncertain": None,
+            },
+        )
+        admission(update, now, abandoned_after)
+        append_log(update, [], log, now)
+        try:
+            return record_from(self._table.update(keys.message_key(record.message_id), update))
+        except ConditionFailed as failed:
+            old = failed.old
+            if (
+                old
+                and old.get("tenant_id") == record.tenant_id
+                and old.get("pipeline_status") == record.pipeline_status.value
+            ):
+                return None  # another execution is alive
+            raise moved(record, PipelineStatus.RECEIVED, old) from failed
+
+
+def admission(update: Update, now: datetime, abandoned_after: timedelta) -> None:
+    """Adds admission control to `update`: the current execution must have finished, or been
+    idle for `abandoned_after` (taken over); the update then starts a new one."""
+    stale = update.value(epoch(now - abandoned_after))
+    update.where(f"attribute_exists({update.name('completed_at')}) OR {update.name('active_at')} < {stale}")
+    update.set(active_at=epoch(now))
+    update.remove("completed_at", "lease_owner", "lease_until")
+    update.add("step_seq")

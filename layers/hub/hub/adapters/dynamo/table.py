@@ -1,0 +1,305 @@
+"""The one DynamoDB client wrapper: codecs, an update-expression builder, and every call with
+one translation of AWS errors.
+
+- a failed condition is an answer, not a failure: `ConditionFailed` carries the item as it was
+  (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), so callers never read again to learn why;
+- a cancelled transaction is `TransactionCancelled` with each item's reason and old item;
+- anything else AWS or botocore raises becomes `StorageUnavailable` (retryable: a 5xx for an
+  API, a redelivery for a step), naming the operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from hub.adapters.aws import client, error_code
+from hub.errors import StorageUnavailable
+
+_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+_ser = TypeSerializer()
+_deser = TypeDeserializer()
+_MAX_BATCH_ROUNDS = 5
+#: DynamoDB bills a standard write per started KB of the item.
+WRITE_UNIT_BYTES = 1024
+
+
+def format_ts(value: datetime) -> str:
+    """Fixed-width UTC timestamp: sorts lexically in sort keys."""
+    return value.astimezone(UTC).strftime(_TS_FORMAT)
+
+
+def epoch(value: datetime) -> int:
+    return int(value.timestamp())
+
+
+def encode(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in item.items() if v is not None}
+
+
+def decode(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _plain(_deser.deserialize(v)) for k, v in item.items()}
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB numbers as int (or float), binaries as bytes, recursively."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, Binary):
+        return bytes(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return {_plain(v) for v in value}
+    return value
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """The item's size as DynamoDB bills it (attribute names plus values; numbers about one
+    byte per two digits), for plain Python values as `encode` takes them."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items() if value is not None)
+
+
+def _value_size(value: Any) -> int:  # noqa: PLR0911 - one exit per DynamoDB type
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float | Decimal):
+        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
+    if isinstance(value, Mapping):
+        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return 3 + sum(_value_size(v) + 1 for v in value)
+    return len(str(value).encode())
+
+
+class ConditionFailed(Exception):
+    """The write's condition did not hold; `old` is the item as it was (None: no item)."""
+
+    def __init__(self, old: dict[str, Any] | None) -> None:
+        super().__init__("condition failed")
+        self.old = old
+
+
+class TransactionCancelled(Exception):
+    """A transaction was cancelled. `reasons` has one entry per item in order: its code
+    ("None", "ConditionalCheckFailed", "TransactionConflict", ...) and old item (if returned)."""
+
+    def __init__(self, reasons: list[tuple[str, dict[str, Any] | None]]) -> None:
+        super().__init__("transaction cancelled")
+        self.reasons = reasons
+
+
+@dataclass
+class Update:
+    """Builds one UpdateItem expression: SET, REMOVE and ADD clauses with generated names and
+    values, and a condition. `names` is shared by all clauses and the condition."""
+
+    sets: dict[str, Any] = field(default_factory=dict)
+    removes: list[str] = field(default_factory=list)
+    adds: dict[str, int] = field(default_factory=dict)
+    raw_sets: list[str] = field(default_factory=list)
+    conditions: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def name(self, attribute: str) -> str:
+        alias = f"#{attribute}"
+        self.names[alias] = attribute
+        return alias
+
+    def value(self, value: Any) -> str:
+        alias = f":v{len(self.values)}"
+        self.values[alias] = value
+        return alias
+
+    def set(self, **fields: Any) -> Update:
+        """SET each field; a None value REMOVEs it instead."""
+        for attribute, value in fields.items():
+            if value is None:
+                self.remove(attribute)
+            else:
+                self.sets[attribute] = value
+        return self
+
+    def remove(self, *attributes: str) -> Update:
+        self.removes += [a for a in attributes if a not in self.removes]
+        return self
+
+    def add(self, attribute: str, amount: int = 1) -> Update:
+        self.adds[attribute] = amount
+        return self
+
+    def set_expression(self, expression: str) -> Update:
+        """A SET clause written by hand (e.g. list_append); use `name` and `value` for it."""
+        self.raw_sets.append(expression)
+        return self
+
+    def where(self, condition: str) -> Update:
+        """ANDs `condition` (use `name` / `value` for its names and values)."""
+        self.conditions.append(f"({condition})")
+        return self
+
+    def expression(self) -> str:
+        sets = [f"{self.name(a)} = {self.value(v)}" for a, v in self.sets.items()] + self.raw_sets
+        parts = []
+        if sets:
+            parts.append("SET " + ", ".join(sets))
+        if self.removes:
+            parts.append("REMOVE " + ", ".join(self.name(a) for a in self.removes))
+        if self.adds:
+            parts.append("ADD " + ", ".join(f"{self.name(a)} {self.value(n)}" for a, n in self.adds.items()))
+        return " ".join(parts)
+
+    def condition(self) -> str | None:
+        return " AND ".join(self.conditions) or None
+
+
+class Table:
+    """One DynamoDB table. `what` names the storage in errors ("message storage")."""
+
+    def __init__(self, name: str, what: str = "storage") -> None:
+        self.name = name
+        self._what = what
+
+    def _unavailable(self, operation: str, exc: Exception) -> StorageUnavailable:
+        error = StorageUnavailable(
+            f"{self._what} is temporarily unavailable", details={"operation": operation}
+        )
+        error.__cause__ = exc
+        return error
+
+    def get(self, key: Mapping[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
+        try:
+            answer = client("dynamodb").get_item(
+                TableName=self.name, Key=encode(key), ConsistentRead=consistent
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise self._unavailable("GetItem", exc) from exc
+        found = answer.get("Item")
+        return decode(found) if found else None
+
+    def batch_get(self, keys: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Consistent BatchGetItem, following UnprocessedKeys; items by (PK, SK)."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        request: dict[str, Any] = {self.name: {"Keys": [encode(k) for k in keys], "ConsistentRead": True}}
+        try:
+            for _ in range(_MAX_BATCH_ROUNDS):
+                answer = client("dynamodb").batch_get_item(RequestItems=request)
+                for raw in answer.get("Responses", {}).get(self.name, []):
+                    item = decode(raw)
+                    found[(item["PK"], item["SK"])] = item
+                request = answer.get("UnprocessedKeys") or {}
+                if not request:
+                    return found
+        except (BotoCoreError, ClientError) as exc:
+            raise self._unavailable("BatchGetItem", exc) from exc
+        raise StorageUnavailable(f"{self._what} is throttling reads", details={"operation": "BatchGetItem"})
+
+    def put(
+        self,
+        item: Mapping[str, Any],
+        condition: str | None = None,
+        values: Mapping[str, Any] | None = None,
+        names: Mapping[str, str] | None = None,
+    ) -> None:
+        """Raises ConditionFailed (with the old item) when `condition` does not hold."""
+        request: dict[str, Any] = {"TableName": self.name, "Item": encode(item)}
+        if condition:
+            request["ConditionExpression"] = condition
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            if values:
+                request["ExpressionAttributeValues"] = encode(values)
+            if names:
+                request["ExpressionAttributeNames"] = dict(names)
+        self._write("put_item", "PutItem", request)
+
+    def update(self, key: Mapping[str, str], update: Update) -> dict[str, Any]:
+        """Applies `update`; the item as it is afterwards. Raises ConditionFailed (with the old
+        item, None when there was none) when its condition does not hold."""
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": encode(key),
+            "UpdateExpression": update.expression(),
+            "ReturnValues": "ALL_NEW",
+        }
+        condition = update.condition()
+        if condition:
+            request["ConditionExpression"] = condition
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if update.names:
+            request["ExpressionAttributeNames"] = update.names
+        if update.values:
+            request["ExpressionAttributeValues"] = encode(update.values)
+        answer = self._write("update_item", "UpdateItem", request)
+        return decode(answer.get("Attributes") or {})
+
+    def delete(
+        self, key: Mapping[str, str], condition: str | None = None, values: Mapping[str, Any] | None = None
+    ) -> None:
+        request: dict[str, Any] = {"TableName": self.name, "Key": encode(key)}
+        if condition:
+            request["ConditionExpression"] = condition
+            if values:
+                request["ExpressionAttributeValues"] = encode(values)
+        self._write("delete_item", "DeleteItem", request)
+
+    def _write(self, method: str, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            answer: dict[str, Any] = getattr(client("dynamodb"), method)(**request)
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                old = exc.response.get("Item")
+                raise ConditionFailed(decode(old) if old else None) from exc
+            raise self._unavailable(operation, exc) from exc
+        except BotoCoreError as exc:
+            raise self._unavailable(operation, exc) from exc
+        return answer
+
+    def put_entry(
+        self, item: Mapping[str, Any], condition: str | None = None, values: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One Put of a transaction (see `transact`); a failed condition returns the old item."""
+        put: dict[str, Any] = {"TableName": self.name, "Item": encode(item)}
+        if condition:
+            put["ConditionExpression"] = condition
+            put["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            if values:
+                put["ExpressionAttributeValues"] = encode(values)
+        return {"Put": put}
+
+    def transact(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """TransactWriteItems: all or nothing. Raises TransactionCancelled with each entry's
+        reason and old item."""
+        try:
+            client("dynamodb").transact_write_items(TransactItems=list(entries))
+        except ClientError as exc:
+            if error_code(exc) != "TransactionCanceledException":
+                raise self._unavailable("TransactWriteItems", exc) from exc
+            reasons = [
+                (str(r.get("Code", "None")), decode(r["Item"]) if r.get("Item") else None)
+                for r in exc.response.get("CancellationReasons", [])
+            ]
+            raise TransactionCancelled(reasons) from exc
+        except BotoCoreError as exc:
+            raise self._unavailable("TransactWriteItems", exc) from exc
+
+    def query(self, **request: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """One Query page: decoded items and the decoded LastEvaluatedKey (None on the last)."""
+        try:
+            answer = client("dynamodb").query(TableName=self.name, **request)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._unavailable("Query", exc) from exc
+        last = answer.get("LastEvaluatedKey")
+        return [decode(i) for i in answer.get("Items", [])], decode(last) if last else None
