@@ -34,11 +34,6 @@ for _path in (str(ROOT), str(ROOT / "layers" / "hub")):
 
 RESULTS = Path(__file__).with_name("results") / "latest.json"
 
-#: Lambda's log format puts a process's own lines between START, END and REPORT lines; with the
-#: text format these are about 60 + 50 + 150 bytes per invocation (REPORT carries durations,
-#: memory and, on a cold start, the init duration). An estimate, not a measurement.
-LAMBDA_PLATFORM_LOG_BYTES = 260
-
 
 def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -62,7 +57,8 @@ def purchase_order(run_id: str, index: int) -> dict[str, Any]:
     """A realistic purchase order of about 1 KiB as compact JSON (``json.dumps(...,
     separators=(",", ":"))``): buyer and ship-to blocks, four lines with sku, description,
     quantity and price. Every index gives the same size (fixed-width numbers), so sizes and
-    capacity units do not drift with the run."""
+    capacity units do not drift with the run; ``run_id``'s first 8 characters make the po_number
+    unique across runs."""
     po = f"PO-{run_id[:8]:0>8}-{index:06d}"
     lines = [
         ("HB-M8X40-100", "Stainless steel hex bolt M8x40, box of 100", "BOX", "12.50"),
@@ -189,6 +185,17 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
     return found
 
 
+def _without_nan(value: Any) -> Any:
+    """NaN (a median of nothing) becomes null: strict JSON readers refuse NaN."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _without_nan(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nan(item) for item in value]
+    return value
+
+
 def merge_results(update: Mapping[str, Any], path: Path = RESULTS) -> dict[str, Any]:
     """Merges ``update`` into the results file, recomputes ``targets`` and ``as_of``, writes
     it atomically and returns the whole."""
@@ -197,7 +204,7 @@ def merge_results(update: Mapping[str, Any], path: Path = RESULTS) -> dict[str, 
     if path.exists():
         with contextlib.suppress(ValueError):
             current = json.loads(path.read_text())
-    current.update(update)
+    current.update(_without_nan(update))
     current["as_of"] = now_iso()
     current["targets"] = {target.key: target.as_json() for target in targets(current)}
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as file:
@@ -213,7 +220,7 @@ def _figure(value: float | None, unit: str) -> str:
     if unit == "USD":
         return f"${value:.2f}"
     if unit == "x":
-        return f"{value:.2f}x"
+        return f"{value:.2f}x" if value >= 0.1 else f"{value:.4f}x"
     return f"{value:.2f} {unit}"
 
 
