@@ -29,8 +29,10 @@ Per variant, per delivered message, priced at bench/aws_prices.toml:
   measured time minus the time its AWS requests took against the emulator, plus a documented AWS
   latency per request (``[aws_latency_ms]``), rounded up to the ms. Both the raw local figure and
   the modeled one are printed; the modeled one is priced. (bench/_instrument.py measures each
-  invocation inside its instance process.) The delivery's HTTP call to the local destination
-  stays in the handler's time as measured (a real destination is slower);
+  invocation inside its instance process.) The model assumes AWS calls are made one at a time,
+  as the hub makes them. The delivery's HTTP call to the local destination stays in the
+  handler's time as measured (a real destination is slower). Init (cold starts) is not included:
+  warm instances serve the counted windows;
 - CloudWatch Logs: the bytes each function wrote to stdout/stderr during the window, plus an
   estimated 260 bytes of Lambda platform lines (START/END/REPORT) per invocation;
 - API Gateway (HTTP API requests) and EventBridge Scheduler (invocations: fired retry schedules).
