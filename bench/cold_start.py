@@ -24,7 +24,9 @@ interest to the end of the work (handler import + the event; baseline import + c
 interpreter's own start-up (the same for both) is left out of the ratio; the wall clock of the
 whole subprocess, start-up included, is reported beside it. Runs are paired and alternate
 (function, baseline / baseline, function), ``--pairs`` per function after one untimed warm-up run
-(bytecode caches filled, as a deployed package ships them). Reported per function: the median
+(.pyc caches filled for both sides: pip-installed dependencies ship theirs; on Lambda the read-only
+task root keeps uncompiled code of ours from caching, which is not measured). Reported per
+function: the median
 ratio and its spread (min-max over pairs), the import alone (Lambda's init phase) and peak RSS
 of both (VmHWM of the child: see bench/_cold_child.py for why not ru_maxrss). A replay that does
 not follow its tape stops that function's measurement (reported). Targets: IngestApiFunction
