@@ -1,31 +1,56 @@
-"""End-to-end benchmark: messages through the local stack, from the partner API to `sent`.
+"""End-to-end cost per delivered message: messages through the local stack, partner API to `sent`.
 
-Starts the local stack (devstack) of template.yaml on free ports with the demo tenant, whose
-integration delivers to the stack's echo destination. After a warm-up (every function instance
-started), it posts N unique messages from a few threads and waits, bounded, until the echo
-destination has received every one and the stack is quiet again. Then it reads each message's
-status (GET, after the counting stopped) and prints:
+Starts the local stack (devstack) of template.yaml on free ports with the demo tenant and two
+bench-seeded integrations of that tenant:
 
-- messages/s end to end (first POST -> last `sent`), ingest latency, time to `sent`;
-- Lambda invocations and AWS requests per delivered message, by caller and operation, counted
-  by devstack.request_counter in front of the embedded moto (each function's SDK calls carry
-  its logical id as SDK app id; calls without one come from the local runtime);
-- the cost per million messages at the list prices in bench/aws_prices.toml.
+- ``int_bench_orders`` -> the stack's echo destination, message types ``purchase_order`` (no
+  duplicate-key fields: the happy path) and ``purchase_order_keyed`` (duplicate-key field
+  ``po_number``, duplicate handling ``accept``);
+- ``int_bench_retry`` -> a bench-only destination on 127.0.0.1 answering 503 to the first attempt
+  of each Idempotency-Key and 200 after, automatic retries on, first wait 1 s.
 
-Idle polling is not a per-message cost: an SQS ReceiveMessage is counted as per message only
-when it returned messages; empty ones are reported apart. Absolute speed is moto's and this
-machine's, not AWS's; request counts and the cost model are what this is for.
+After a warm-up (function instances started, not counted) it measures three variants in turn,
+each in its own counted window: (a) ``happy_path`` (``--n``), (b) ``duplicate_key_fields`` and
+(c) ``scheduled_retry`` (``--variant-n`` each; every message needs exactly one scheduled retry).
+Each message is a ~1 KiB JSON purchase order with its own po_number and Idempotency-Key. Waits
+are bounded by progress, not by a total time: a variant stops waiting when every message was
+delivered, or when nothing progressed (no delivery, no AWS work request) for ``--stall`` seconds;
+it then reports what it got (delivered k of n). A missed target never fails the run.
 
-    python -m bench.e2e [--n 200] [--concurrency 8] [--pollers 2] [--timeout 90]
+Per variant, per delivered message, priced at bench/aws_prices.toml:
+
+- AWS requests by caller and operation, counted by devstack.request_counter in front of the
+  embedded moto (each function's SDK calls carry its logical id as SDK app id; the local runtime's
+  SQS polling is Lambda's event source mapping; a fired retry schedule's SendMessage is
+  EventBridge Scheduler's); DynamoDB RRU/WRU from item sizes per DynamoDB's rules, GSI writes
+  included. Empty receives (idle polling) are reported apart, not per message;
+- Lambda: invocations, and compute at the template's MemorySize. Locally a handler's duration is
+  mostly moto's emulation time, so the billed duration is *modeled*: per invocation, the handler's
+  measured time minus the time its AWS requests took against the emulator, plus a documented AWS
+  latency per request (``[aws_latency_ms]``), rounded up to the ms. Both the raw local figure and
+  the modeled one are printed; the modeled one is priced. (bench/_instrument.py measures each
+  invocation inside its instance process.) The model assumes AWS calls are made one at a time,
+  as the hub makes them. The delivery's HTTP call to the local destination stays in the
+  handler's time as measured (a real destination is slower). Init (cold starts) is not included:
+  warm instances serve the counted windows;
+- CloudWatch Logs: the bytes each function wrote to stdout/stderr during the window, plus an
+  estimated 260 bytes of Lambda platform lines (START/END/REPORT) per invocation;
+- API Gateway (HTTP API requests) and EventBridge Scheduler (invocations: fired retry schedules).
+
+Also measured: ``e2e_messages_per_s`` (happy path, delivered / (last `sent` - first POST)) and
+``e2e_vs_raw_put_ratio``: that rate divided by how many ~1 KiB PutItem per second one thread gets
+from the same moto server in the same run (a tight loop for ``--raw-seconds``), a yardstick for
+this machine and emulator. Absolute speed is moto's and this machine's; request counts, units
+and the cost model are what this is for.
+
+    python -m bench.e2e [--n 200] [--variant-n 40] [--concurrency 8] [--pollers 2] [--stall 30]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -33,18 +58,16 @@ import time
 import tomllib
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# Only the standard library at module level: function instances are spawned processes that
-# import this module again as __mp_main__.
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "layers" / "hub"), str(ROOT)]
-PRICES = Path(__file__).with_name("aws_prices.toml")
+# Only the standard library (and bench modules that import only it) at module level: function
+# instances are spawned processes that import this module again as __mp_main__.
+from bench.common import median, merge_results, now_iso, payload_bytes, percentile, purchase_order
 
 if TYPE_CHECKING:
     import httpx
@@ -52,6 +75,7 @@ if TYPE_CHECKING:
     from devstack.request_counter import OperationStats, RequestKey
     from devstack.stack import LocalStack
 
+PRICES = Path(__file__).with_name("aws_prices.toml")
 ESM = "Lambda SQS pollers"  # the local runtime's SQS calls: what Lambda's event source mapping does on AWS
 BILLED_ESM_OPERATIONS = {
     "ReceiveMessage",
@@ -61,161 +85,151 @@ BILLED_ESM_OPERATIONS = {
     "ChangeMessageVisibilityBatch",
     "SendMessage",  # a fired retry schedule delivering to its queue: EventBridge Scheduler on AWS
 }
+ORDERS_INTEGRATION = "int_bench_orders"
+RETRY_INTEGRATION = "int_bench_retry"
+SERVICES = ("DynamoDB", "SQS", "Lambda", "API Gateway", "Scheduler", "CloudWatch Logs")
 
 
-def _percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    description: str
+    integration_id: str
+    message_type: str
+    destination: str  # "echo" | "flaky"
 
 
-# --- instrumentation -----------------------------------------------------------------------------
+VARIANTS = (
+    Variant(
+        "happy_path",
+        "purchase_order without duplicate-key fields, delivered at the first attempt",
+        ORDERS_INTEGRATION,
+        "purchase_order",
+        "echo",
+    ),
+    Variant(
+        "duplicate_key_fields",
+        "purchase_order_keyed: duplicate_key_fields=(po_number,), accept; every po_number new",
+        ORDERS_INTEGRATION,
+        "purchase_order_keyed",
+        "echo",
+    ),
+    Variant(
+        "scheduled_retry",
+        "destination answers 503 to the first attempt: one scheduled retry (1 s), then 200",
+        RETRY_INTEGRATION,
+        "purchase_order",
+        "flaky",
+    ),
+)
+
+
+# --- destinations ----------------------------------------------------------------------------
 
 
 class Deliveries:
-    """When the echo destination first received each message (its Idempotency-Key is the
-    message id). Wraps the echo server's ``record``; unlike its bounded deque, never forgets."""
+    """When each message was first delivered with a 2xx (its Idempotency-Key is the message id)."""
 
-    def __init__(self, echo: Any) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self.first: dict[str, float] = {}
-        original: Callable[[Any], None] = echo.record
 
-        def record(request: Any) -> None:
-            original(request)
-            message_id = request.headers.get("idempotency-key", "")
-            with self._lock:
-                self.first.setdefault(message_id, time.time())
-
-        setattr(echo, "record", record)  # noqa: B010 - instance attribute over the method
+    def delivered(self, message_id: str) -> None:
+        with self._lock:
+            self.first.setdefault(message_id, time.time())
 
     def count(self, message_ids: set[str]) -> int:
         with self._lock:
             return len(message_ids.intersection(self.first))
 
+    def watch_echo(self, echo: Any) -> None:
+        """Wraps the echo server's ``record`` (unlike its bounded deque, this never forgets)."""
+        original: Callable[[Any], None] = echo.record
 
-@dataclass
-class Invocations:
-    """Invocations per function and the time each took on its instance (bench-only wrapper
-    of ``FunctionPool._run``: the handler's run, without waiting for a free instance)."""
+        def record(request: Any) -> None:
+            original(request)
+            if 200 <= request.status < 300:
+                self.delivered(request.headers.get("idempotency-key", ""))
 
-    durations: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[Invocations]:
-        from devstack.lambda_runtime import FunctionPool  # noqa: PLC0415
-
-        original = FunctionPool._run
-
-        def run(pool: Any, instance: Any, event_json: str, request_id: str) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(pool, instance, event_json, request_id)
-            finally:
-                with self.lock:
-                    self.durations[pool.spec.logical_id].append(time.perf_counter() - started)
-
-        setattr(FunctionPool, "_run", run)  # noqa: B010
-        try:
-            yield self
-        finally:
-            setattr(FunctionPool, "_run", original)  # noqa: B010
-
-    def reset(self) -> None:
-        with self.lock:
-            self.durations.clear()
-
-    def snapshot(self) -> dict[str, list[float]]:
-        with self.lock:
-            return {name: list(values) for name, values in self.durations.items()}
+        setattr(echo, "record", record)  # noqa: B010 - instance attribute over the method
 
 
-@contextlib.contextmanager
-def _function_output_to(path: Path) -> Iterator[None]:
-    """Function instances inherit this process's stdout: their logs and EMF metrics (produced,
-    so part of the cost) go to a file instead of the report."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with path.open("wb") as log:
-        os.dup2(log.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
+class FlakyDestination:
+    """Bench-only destination: 503 to the first attempt of each Idempotency-Key, 200 after."""
+
+    def __init__(self, deliveries: Deliveries) -> None:
+        from devstack.http_server import AppHandler, BackgroundHttpServer  # noqa: PLC0415
+
+        seen: set[str] = set()
+        lock = threading.Lock()
+
+        class Handler(AppHandler[Any]):
+            def serve(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                if length:
+                    self.rfile.read(length)
+                key = self.headers.get("idempotency-key", "")
+                with lock:
+                    first = key not in seen
+                    seen.add(key)
+                status = 503 if first else 200
+                if not first:
+                    deliveries.delivered(key)
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.server = BackgroundHttpServer("flaky", "127.0.0.1", 0, Handler)
+
+    @property
+    def url(self) -> str:
+        return f"{self.server.base_url}/orders"
 
 
-@contextlib.contextmanager
-def _lean_transaction_snapshots() -> Iterator[None]:
-    """moto (5.2) rolls back a failed TransactWriteItems from a ``copy.deepcopy`` of each table
-    it touches, stream records included, taken once per item of every transaction. That cost
-    grows with the table, so a run slows down quadratically as messages pile up (DynamoDB's
-    latency does not depend on table size). Here the snapshot copies the table's key
-    structure and deep-copies only the items the transaction touches: the same rollback
-    (untouched items are not changed by it), at a cost that stays small. Bench only."""
-    import copy  # noqa: PLC0415
+def _seed_bench_integrations(stack: LocalStack, flaky_url: str) -> None:
+    from devstack.demo import DEMO_TENANT_ID, pointed_at  # noqa: PLC0415
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
+    from hub.domain.retry import RetryPolicy  # noqa: PLC0415
+    from hub.domain.tenancy import (  # noqa: PLC0415
+        Destination,
+        DuplicateHandling,
+        Integration,
+        IntegrationMode,
+        MessageTypeConfig,
+    )
 
-    from moto.dynamodb.models import DynamoDBBackend  # noqa: PLC0415
-    from moto.dynamodb.models.dynamo_type import DynamoType  # noqa: PLC0415
-    from moto.dynamodb.models.table import Table  # noqa: PLC0415
-
-    touched = threading.local()
-    original_transact = DynamoDBBackend.transact_write_items
-
-    def transact(backend: Any, transact_items: list[dict[str, Any]]) -> Any:
-        keys: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for entry in transact_items:
-            for operation in entry.values():
-                keys[str(operation.get("TableName"))].append(
-                    operation.get("Item") or operation.get("Key") or {}
-                )
-        touched.keys = keys
-        try:
-            return original_transact(backend, transact_items)
-        finally:
-            touched.keys = None
-
-    def snapshot(table: Any, memo: dict[int, Any]) -> Any:
-        keys = getattr(touched, "keys", None)
-        if not keys or table.name not in keys:  # any other deep copy: as before
-            clone = object.__new__(type(table))
-            memo[id(table)] = clone
-            for name, value in table.__dict__.items():
-                clone.__dict__[name] = copy.deepcopy(value, memo)
-            return clone
-        clone = copy.copy(table)
-        ranged = table.range_key_attr is not None
-        clone.items = defaultdict(dict, {h: dict(r) if ranged else r for h, r in table.items.items()})
-        for key in keys[table.name]:
-            if table.hash_key_attr not in key:
-                continue
-            hash_value = DynamoType(key[table.hash_key_attr])
-            if not ranged:
-                if hash_value in clone.items:
-                    clone.items[hash_value] = copy.deepcopy(clone.items[hash_value])
-                continue
-            if table.range_key_attr not in key:
-                continue
-            range_value = DynamoType(key[table.range_key_attr])
-            row = clone.items.get(hash_value)
-            if row is not None and range_value in row:
-                row[range_value] = copy.deepcopy(row[range_value])
-        if table.stream_shard is not None:
-            clone.stream_shard = copy.copy(table.stream_shard)
-            clone.stream_shard.items = list(table.stream_shard.items)
-        return clone
-
-    setattr(DynamoDBBackend, "transact_write_items", transact)  # noqa: B010
-    setattr(Table, "__deepcopy__", snapshot)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(DynamoDBBackend, "transact_write_items", original_transact)  # noqa: B010
-        delattr(Table, "__deepcopy__")
+    with pointed_at(stack):
+        config = DynamoConfigRepository(stack.resources["HubTable"])
+        config.put_integration(
+            Integration(
+                integration_id=ORDERS_INTEGRATION,
+                tenant_id=DEMO_TENANT_ID,
+                name="bench orders -> echo destination",
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url=stack.echo_url),
+                message_types={
+                    "purchase_order": MessageTypeConfig(),
+                    "purchase_order_keyed": MessageTypeConfig(
+                        duplicate_key_fields=("po_number",), duplicate_handling=DuplicateHandling.ACCEPT
+                    ),
+                },
+            )
+        )
+        config.put_integration(
+            Integration(
+                integration_id=RETRY_INTEGRATION,
+                tenant_id=DEMO_TENANT_ID,
+                name="bench orders -> flaky destination",
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url=flaky_url),
+                retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1.0,)),
+            )
+        )
 
 
-# --- load ----------------------------------------------------------------------------------------
+# --- load --------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -226,27 +240,26 @@ class Posted:
     status: int
 
 
-def _body(run_id: str, index: int) -> dict[str, Any]:
-    from devstack.demo import DEMO_INTEGRATION_ID, DEMO_MESSAGE_TYPE  # noqa: PLC0415
+def _post_all(api: httpx.Client, run_id: str, variant: Variant, count: int, concurrency: int) -> list[Posted]:
+    import httpx  # noqa: PLC0415
 
-    po = f"PO-{run_id}-{index}"
-    return {
-        "integration_id": DEMO_INTEGRATION_ID,
-        "message_type": DEMO_MESSAGE_TYPE,
-        "external_id": po,
-        "payload": {"po_number": po, "lines": [{"sku": "A-1", "qty": index % 7 + 1}]},
-    }
-
-
-def _post_all(api: httpx.Client, run_id: str, count: int, concurrency: int) -> list[Posted]:
     def post(index: int) -> Posted:
-        started = time.time()
-        clock = time.perf_counter()
-        answer = api.post(
-            "/api/edi-hub/receive-message",
-            json=_body(run_id, index),
-            headers={"Idempotency-Key": f"{run_id}-{index}"},
-        )
+        payload = purchase_order(run_id, index)
+        body = {
+            "integration_id": variant.integration_id,
+            "message_type": variant.message_type,
+            "external_id": payload["po_number"],
+            "payload": payload,
+        }
+        started, clock = time.time(), time.perf_counter()
+        try:
+            answer = api.post(
+                "/api/edi-hub/receive-message",
+                json=body,
+                headers={"Idempotency-Key": f"{run_id}-{variant.name}-{index}"},
+            )
+        except httpx.HTTPError:
+            return Posted("", started, time.perf_counter() - clock, 0)
         latency = time.perf_counter() - clock
         message_id = answer.json().get("message_id", "") if answer.status_code in (200, 202) else ""
         return Posted(message_id, started, latency, answer.status_code)
@@ -266,25 +279,29 @@ def _busy_requests(stack: LocalStack) -> int:
 
 
 def _wait_delivered(
-    stack: LocalStack, deliveries: Deliveries, message_ids: set[str], deadline: float, quiet: float = 1.0
+    stack: LocalStack, deliveries: Deliveries, message_ids: set[str], stall: float, quiet: float = 1.0
 ) -> bool:
-    """Until every message reached the echo destination and no work request came for ``quiet``
-    seconds (the worker's last status updates and the pollers' deletes come after delivery)."""
-    while deliveries.count(message_ids) < len(message_ids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    last, since = _busy_requests(stack), time.monotonic()
-    while time.monotonic() - since < quiet and time.monotonic() < deadline:
+    """Until every message was delivered and no work request came for ``quiet`` seconds (the
+    worker's last status updates and the pollers' deletes come after delivery). Gives up when
+    nothing progressed (no new delivery, no work request) for ``stall`` seconds; returns whether
+    every message was delivered."""
+    last = (deliveries.count(message_ids), _busy_requests(stack))
+    since = time.monotonic()
+    while True:
         time.sleep(0.1)
-        now = _busy_requests(stack)
+        now = (deliveries.count(message_ids), _busy_requests(stack))
         if now != last:
             last, since = now, time.monotonic()
-    return True
+        idle = time.monotonic() - since
+        if now[0] >= len(message_ids) and idle >= quiet:
+            return True
+        if idle >= stall:
+            return False
 
 
-def _statuses(api: httpx.Client, message_ids: list[str], concurrency: int, deadline: float) -> dict[str, Any]:
-    """Each message's public view, polling until `sent` (or the deadline)."""
+def _statuses(api: httpx.Client, message_ids: list[str], concurrency: int, patience: float) -> dict[str, Any]:
+    """Each message's public view, polling until `sent` (for at most ``patience`` seconds)."""
+    deadline = time.monotonic() + patience
 
     def read(message_id: str) -> dict[str, Any]:
         while True:
@@ -297,30 +314,127 @@ def _statuses(api: httpx.Client, message_ids: list[str], concurrency: int, deadl
         return dict(zip(message_ids, pool.map(read, message_ids), strict=True))
 
 
-# --- the run -------------------------------------------------------------------------------------
+# --- one counted window --------------------------------------------------------------------------
 
 
 @dataclass
 class Result:
+    variant: Variant
     n: int
-    concurrency: int
-    pollers: int
-    warmup: int
     statuses: Counter[str]
     delivered: int
+    complete: bool  # every message delivered before the wait gave up
     elapsed: float
     ingest_latency: list[float]
     time_to_sent: list[float]
     window: float  # seconds the counters ran
     requests: dict[RequestKey, OperationStats]
-    invocations: dict[str, list[float]]
+    invocations: list[dict[str, Any]]
+    log_bytes: dict[str, int]
     memory_mb: dict[str, int]
     post_statuses: Counter[int]
 
 
-def run(n: int, concurrency: int, pollers: int, warmup: int, timeout: float) -> Result:
+@dataclass
+class Bench:
+    """The running stack and what measures it."""
+
+    stack: LocalStack
+    api: httpx.Client
+    deliveries: Deliveries
+    window: Any  # bench._instrument.Window
+    concurrency: int
+    stall: float
+
+    def post_and_wait(self, variant: Variant, count: int) -> tuple[list[Posted], bool]:
+        """Posts ``count`` new messages (a fresh run id: new po_numbers and Idempotency-Keys, so
+        nothing is deduplicated against an earlier batch) and waits for their delivery."""
+        posted = _post_all(self.api, uuid.uuid4().hex[:8], variant, count, self.concurrency)
+        ids = {p.message_id for p in posted if p.message_id}
+        return posted, _wait_delivered(self.stack, self.deliveries, ids, self.stall)
+
+    def measure(self, variant: Variant, n: int) -> Result:
+        counter = self.stack.aws_requests
+        assert counter is not None
+        counter.reset()
+        self.window.start()
+        counted_from = time.monotonic()
+        posted, complete = self.post_and_wait(variant, n)
+        window = time.monotonic() - counted_from
+        requests = counter.snapshot()
+        log_bytes, invocations = self.window.read()
+        # Read after the snapshot: these GETs are not part of the cost of a message.
+        message_ids = [p.message_id for p in posted if p.message_id]
+        views = _statuses(self.api, message_ids, self.concurrency, 5 if complete else 1)
+        sent_at = {
+            message_id: datetime.fromisoformat(view["updated_at"]).timestamp()
+            for message_id, view in views.items()
+            if view.get("pipeline_status") == "sent"
+        }
+        started = {p.message_id: p.started for p in posted}
+        first_post = min(p.started for p in posted)
+        return Result(
+            variant=variant,
+            n=n,
+            statuses=Counter(str(view.get("pipeline_status")) for view in views.values()),
+            delivered=len(sent_at),
+            complete=complete,
+            elapsed=(max(sent_at.values()) - first_post) if sent_at else math.nan,
+            ingest_latency=[p.latency for p in posted],
+            time_to_sent=[sent_at[m] - started[m] for m in sent_at],
+            window=window,
+            requests=requests,
+            invocations=invocations,
+            log_bytes=log_bytes,
+            memory_mb={logical_id: spec.memory_mb for logical_id, spec in self.stack.model.specs.items()},
+            post_statuses=Counter(p.status for p in posted),
+        )
+
+
+def raw_put_rate(stack: LocalStack, seconds: float) -> float:
+    """PutItem/s of ~1 KiB items from one thread, a tight loop against the stack's moto server
+    (its own table: no stream, no index)."""
+    dynamodb = stack.client("dynamodb")
+    table = "hub-bench-raw-put"
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    body = {"S": "x" * 1000}
+    count = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        dynamodb.put_item(TableName=table, Item={"PK": {"S": f"raw#{count}"}, "body": body})
+        count += 1
+    return count / (time.perf_counter() - started)
+
+
+@dataclass
+class Run:
+    results: list[Result]
+    raw_puts_per_s: float
+    warmup_delivered: bool
+    concurrency: int
+    pollers: int
+    warmup: int
+
+
+def run(
+    *,
+    n: int,
+    variant_n: int,
+    concurrency: int,
+    pollers: int,
+    warmup: int,
+    stall: float,
+    raw_seconds: float,
+) -> Run:
     import httpx  # noqa: PLC0415
 
+    from bench import _instrument  # noqa: PLC0415
+    from bench.common import lean_transaction_snapshots  # noqa: PLC0415
     from devstack.cfn import load_template  # noqa: PLC0415
     from devstack.demo import DEMO_API_KEY, seed  # noqa: PLC0415
     from devstack.request_counter import index_specs  # noqa: PLC0415
@@ -329,74 +443,71 @@ def run(n: int, concurrency: int, pollers: int, warmup: int, timeout: float) -> 
     resources = load_template(TEMPLATE)["Resources"]
     functions = [name for name, spec in resources.items() if spec.get("Type") == "AWS::Serverless::Function"]
     tables = [name for name, spec in resources.items() if spec.get("Type") == "AWS::DynamoDB::Table"]
-    # Each function's SDK calls carry its logical id (User-Agent app/<id>) for the counter.
-    env_overrides = {logical_id: {"AWS_SDK_UA_APP_ID": logical_id} for logical_id in functions}
-    invocations = Invocations()
-    stack = local_stack_on_free_ports(
-        stack_name="hub-bench-e2e",
-        count_aws_requests=True,
-        sqs_pollers_per_source=pollers,
-        env_overrides=env_overrides,
-    )
-    with _lean_transaction_snapshots(), invocations.installed(), stack:
-        counter = stack.aws_requests
-        assert counter is not None
-        assert stack.echo is not None
-        seed(stack)
-        dynamodb = stack.client("dynamodb")
-        for logical_id in tables:
-            table = stack.resources[logical_id]
-            counter.watch_indexes(table, index_specs(dynamodb.describe_table(TableName=table)["Table"]))
-        deliveries = Deliveries(stack.echo)
-        headers = {"Authorization": f"Bearer {os.environ.get('HUB_LOCAL_DEMO_API_KEY', DEMO_API_KEY)}"}
-        limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2)
-        with httpx.Client(
-            base_url=stack.api_url, headers=headers, timeout=30, trust_env=False, limits=limits
-        ) as api:
-            run_id = uuid.uuid4().hex[:8]
-            # Warm-up: every function instance the load will use is started and imported.
-            warm = _post_all(api, f"warm-{run_id}", warmup, concurrency)
-            warm_ids = {posted.message_id for posted in warm if posted.message_id}
-            if not _wait_delivered(stack, deliveries, warm_ids, time.monotonic() + timeout):
-                raise SystemExit("warm-up messages were not delivered: is the pipeline worker working?")
-            counter.reset()
-            invocations.reset()
-            counted_from = time.monotonic()
-
-            posted = _post_all(api, run_id, n, concurrency)
-            message_ids = [p.message_id for p in posted if p.message_id]
-            delivered = _wait_delivered(stack, deliveries, set(message_ids), time.monotonic() + timeout)
-            window = time.monotonic() - counted_from
-            requests = counter.snapshot()
-            calls = invocations.snapshot()
-            # Read after the snapshot: these GETs are not part of the cost of a message.
-            views = _statuses(api, message_ids, concurrency, time.monotonic() + (5 if delivered else 1))
-    sent_at = {
-        message_id: datetime.fromisoformat(view["updated_at"]).timestamp()
-        for message_id, view in views.items()
-        if view.get("pipeline_status") == "sent"
-    }
-    started = {p.message_id: p.started for p in posted}
-    first_post = min(p.started for p in posted)
-    return Result(
-        n=n,
-        concurrency=concurrency,
-        pollers=pollers,
-        warmup=warmup,
-        statuses=Counter(str(view.get("pipeline_status")) for view in views.values()),
-        delivered=len(sent_at),
-        elapsed=(max(sent_at.values()) - first_post) if sent_at else float("nan"),
-        ingest_latency=[p.latency for p in posted],
-        time_to_sent=[sent_at[m] - started[m] for m in sent_at],
-        window=window,
-        requests=requests,
-        invocations=calls,
-        memory_mb={logical_id: spec.memory_mb for logical_id, spec in stack.model.specs.items()},
-        post_statuses=Counter(p.status for p in posted),
-    )
+    deliveries = Deliveries()
+    flaky = FlakyDestination(deliveries)
+    with tempfile.TemporaryDirectory(prefix="hub-bench-e2e-") as tmp:
+        directory = Path(tmp)
+        stack = local_stack_on_free_ports(
+            stack_name="hub-bench-e2e",
+            count_aws_requests=True,
+            sqs_pollers_per_source=pollers,
+            env_overrides=_instrument.env_overrides(directory, functions),
+        )
+        flaky.server.start()
+        try:
+            with lean_transaction_snapshots(), _instrument.installed(), stack:
+                counter = stack.aws_requests
+                assert counter is not None
+                assert stack.echo is not None
+                seed(stack)
+                _seed_bench_integrations(stack, flaky.url)
+                deliveries.watch_echo(stack.echo)
+                dynamodb = stack.client("dynamodb")
+                for logical_id in tables:
+                    table = stack.resources[logical_id]
+                    counter.watch_indexes(
+                        table, index_specs(dynamodb.describe_table(TableName=table)["Table"])
+                    )
+                headers = {
+                    "Authorization": f"Bearer {os.environ.get('HUB_LOCAL_DEMO_API_KEY', DEMO_API_KEY)}"
+                }
+                limits = httpx.Limits(
+                    max_connections=concurrency * 2, max_keepalive_connections=concurrency * 2
+                )
+                with httpx.Client(
+                    base_url=stack.api_url, headers=headers, timeout=60, trust_env=False, limits=limits
+                ) as api:
+                    bench = Bench(
+                        stack,
+                        api,
+                        deliveries,
+                        _instrument.Window(directory),
+                        concurrency,
+                        stall,
+                    )
+                    # Warm-up: every function instance the load will use is started and imported.
+                    _, warmed = bench.post_and_wait(VARIANTS[0], warmup)
+                    results = [bench.measure(VARIANTS[0], n)]
+                    raw = raw_put_rate(stack, raw_seconds)
+                    results += [bench.measure(variant, variant_n) for variant in VARIANTS[1:]]
+        finally:
+            flaky.server.stop()
+    return Run(results, raw, warmed, concurrency, pollers, warmup)
 
 
 # --- the cost model ------------------------------------------------------------------------------
+
+
+@dataclass
+class FunctionCompute:
+    """One function's invocations per message and their durations (ms, per invocation)."""
+
+    invocations: float
+    raw_ms: list[int] = field(default_factory=list)
+    local_aws_ms: list[float] = field(default_factory=list)
+    modeled_ms: list[int] = field(default_factory=list)
+    gb_s_raw: float = 0.0
+    gb_s_modeled: float = 0.0
 
 
 @dataclass
@@ -404,28 +515,72 @@ class PerMessage:
     """What one delivered message costs, in billed units."""
 
     requests: dict[str, dict[str, float]]  # caller -> service:operation -> requests per message
+    dynamodb_requests: float
     read_units: float
     write_units: float
     units_by_caller: dict[str, tuple[float, float]]  # caller -> (RRU, WRU) per message
     index_write_units: float
     sqs_requests: float  # billed (64 KB chunks), non-empty receives only
-    invocations: dict[str, float]
-    gb_seconds: float
+    compute: dict[str, FunctionCompute]
+    log_bytes: dict[str, float]  # function -> bytes written per message (platform lines included)
     api_requests: float
     schedules: float
     idle_receives: int
-    emulation: dict[str, int]  # requests with no AWS equivalent: scheduler emulation, ...
+    emulation: dict[str, int]  # requests with no AWS equivalent: scheduler emulation, stream reads
+    latency_defaulted: set[str]  # operations priced with the default latency
+
+    @property
+    def invocations(self) -> float:
+        return sum(c.invocations for c in self.compute.values())
+
+    @property
+    def gb_seconds(self) -> float:
+        return sum(c.gb_s_modeled for c in self.compute.values())
+
+    @property
+    def gb_seconds_raw(self) -> float:
+        return sum(c.gb_s_raw for c in self.compute.values())
 
 
-def per_message(result: Result) -> PerMessage:
+def _modeled_ms(invocation: Mapping[str, Any], latency: Mapping[str, Any], defaulted: set[str]) -> int:
+    """Billed ms of one invocation on AWS: our time (handler minus local AWS time) + modeled AWS
+    latency per HTTP attempt, rounded up to the ms."""
+    own_ms = max(0.0, (invocation["handler_s"] - invocation["aws_s"]) * 1000)
+    aws_ms = 0.0
+    for operation, (attempts, _) in invocation["calls"].items():
+        if operation not in latency:
+            defaulted.add(operation)
+        aws_ms += attempts * float(latency.get(operation, latency["default"]))
+    return math.ceil(own_ms + aws_ms)
+
+
+def _compute(
+    result: Result, count: int, prices: Mapping[str, Any], defaulted: set[str]
+) -> dict[str, FunctionCompute]:
+    by_function: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for invocation in result.invocations:
+        by_function[invocation["function"]].append(invocation)
+    compute = {}
+    for name, invocations in sorted(by_function.items()):
+        gb = result.memory_mb.get(name, 128) / 1024
+        entry = FunctionCompute(invocations=len(invocations) / count)
+        for invocation in invocations:
+            entry.raw_ms.append(math.ceil(invocation["handler_s"] * 1000))
+            entry.local_aws_ms.append(invocation["aws_s"] * 1000)
+            entry.modeled_ms.append(_modeled_ms(invocation, prices["aws_latency_ms"], defaulted))
+        entry.gb_s_raw = sum(entry.raw_ms) / 1000 * gb / count
+        entry.gb_s_modeled = sum(entry.modeled_ms) / 1000 * gb / count
+        compute[name] = entry
+    return compute
+
+
+def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
     from devstack.request_counter import INDEX_WRITE, request_units  # noqa: PLC0415
 
     count = max(result.delivered, 1)
     requests: dict[str, dict[str, float]] = defaultdict(dict)
     capacity: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
-    sqs_billed = 0
-    idle = 0
-    schedules = 0
+    sqs_billed = idle = schedules = dynamodb_requests = 0
     emulation: dict[str, int] = {}
     for key, stats in sorted(result.requests.items()):
         if key.caller:
@@ -442,46 +597,58 @@ def per_message(result: Result) -> PerMessage:
         capacity[caller].update(stats.capacity)
         if key.service == "sqs":
             sqs_billed += stats.sqs_billed_requests - stats.empty_receives
+        if key.service == "dynamodb":
+            dynamodb_requests += stats.requests
         if key.name == "scheduler:CreateSchedule":
             schedules += stats.requests - stats.errors
     total: Counter[tuple[str, int]] = sum(capacity.values(), Counter())
     reads, writes = request_units(total)
-    index_writes = sum(kb * n for (kind, kb), n in total.items() if kind == INDEX_WRITE)
     by_caller = {caller: request_units(units) for caller, units in sorted(capacity.items())}
-    gb_seconds = sum(
-        math.ceil(duration * 1000) / 1000 * result.memory_mb.get(name, 128) / 1024
-        for name, durations in result.invocations.items()
-        for duration in durations
-    )
+    defaulted: set[str] = set()
+    compute = _compute(result, count, prices, defaulted)
+    platform = prices["cloudwatch_logs"]["platform_bytes_per_invocation"]
+    log_bytes = {
+        name: (result.log_bytes.get(name, 0) + platform * len(c.raw_ms)) / count
+        for name, c in compute.items()
+    }
     return PerMessage(
         requests=dict(requests),
+        dynamodb_requests=dynamodb_requests / count,
         read_units=reads / count,
         write_units=writes / count,
-        units_by_caller={
-            caller: (rru / count, wru / count) for caller, (rru, wru) in by_caller.items() if rru or wru
-        },
-        index_write_units=index_writes / count,
+        units_by_caller={caller: (r / count, w / count) for caller, (r, w) in by_caller.items() if r or w},
+        index_write_units=sum(kb * k for (kind, kb), k in total.items() if kind == INDEX_WRITE) / count,
         sqs_requests=sqs_billed / count,
-        invocations={name: len(durations) / count for name, durations in sorted(result.invocations.items())},
-        gb_seconds=gb_seconds / count,
+        compute=compute,
+        log_bytes=log_bytes,
         api_requests=result.n / count,
         schedules=schedules / count,
         idle_receives=idle,
         emulation=emulation,
+        latency_defaulted=defaulted,
     )
 
 
-def cost_per_million(unit: PerMessage, prices: Mapping[str, Any]) -> dict[str, float]:
-    """USD per million delivered messages, by service."""
+def cost_per_million(
+    unit: PerMessage, prices: Mapping[str, Any], gb_seconds: float | None = None
+) -> dict[str, float]:
+    """USD per million delivered messages, by service (Lambda compute at the modeled duration
+    unless ``gb_seconds`` is given)."""
     million = 1_000_000
+    logs = prices["cloudwatch_logs"]
+    compute = unit.gb_seconds if gb_seconds is None else gb_seconds
     return {
         "DynamoDB": unit.read_units * prices["dynamodb"]["read_request_unit_per_million"]
         + unit.write_units * prices["dynamodb"]["write_request_unit_per_million"],
         "SQS": unit.sqs_requests * prices["sqs"]["standard_request_per_million"],
-        "Lambda": sum(unit.invocations.values()) * prices["lambda"]["request_per_million"]
-        + unit.gb_seconds * million * prices["lambda"]["arm64_gb_second"],
+        "Lambda": unit.invocations * prices["lambda"]["request_per_million"]
+        + compute * million * prices["lambda"]["arm64_gb_second"],
         "API Gateway": unit.api_requests * prices["apigateway"]["http_api_request_per_million"],
         "Scheduler": unit.schedules * prices["scheduler"]["invocation_per_million"],
+        "CloudWatch Logs": sum(unit.log_bytes.values())
+        * million
+        / logs["bytes_per_gb"]
+        * logs["ingestion_per_gb"],
     }
 
 
@@ -490,65 +657,110 @@ def load_prices(path: Path = PRICES) -> dict[str, Any]:
         return tomllib.load(file)
 
 
-# --- report --------------------------------------------------------------------------------------
+# --- results and report -----------------------------------------------------------------------
 
 
-def report(result: Result, prices: Mapping[str, Any]) -> list[str]:
-    unit = per_message(result)
+def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
+    unit = per_message(result, prices)
     costs = cost_per_million(unit, prices)
-    lat = [value * 1000 for value in result.ingest_latency]
-    tts = result.time_to_sent
-    worker_batches = {name: per for name, per in unit.invocations.items() if per and per < 1}
+    raw_costs = cost_per_million(unit, prices, gb_seconds=unit.gb_seconds_raw)
+    rate = result.delivered / result.elapsed if result.delivered and result.elapsed > 0 else None
+    return {
+        "description": result.variant.description,
+        "integration_id": result.variant.integration_id,
+        "message_type": result.variant.message_type,
+        "n": result.n,
+        "delivered": result.delivered,
+        "all_delivered_before_stall": result.complete,
+        "statuses": dict(result.statuses),
+        "post_statuses": {str(k): v for k, v in result.post_statuses.items()},
+        "messages_per_s": rate,
+        "ingest_latency_ms": {
+            "p50": median(result.ingest_latency) * 1000,
+            "p99": percentile(result.ingest_latency, 99) * 1000,
+        },
+        "time_to_sent_s": {"p50": median(result.time_to_sent), "p99": percentile(result.time_to_sent, 99)},
+        "cost_per_million_usd": {"total": sum(costs.values()), "breakdown": costs},
+        "cost_per_million_usd_with_raw_local_lambda_duration": sum(raw_costs.values()),
+        "dynamodb_requests_per_message": unit.dynamodb_requests,
+        "wru_per_message": unit.write_units,
+        "rru_per_message": unit.read_units,
+        "gsi_wru_per_message": unit.index_write_units,
+        "units_per_message_by_caller": {
+            c: {"rru": r, "wru": w} for c, (r, w) in unit.units_by_caller.items()
+        },
+        "requests_per_message": unit.requests,
+        "sqs_billed_requests_per_message": unit.sqs_requests,
+        "lambda": {
+            name: {
+                "invocations_per_message": c.invocations,
+                "raw_local_ms_p50": median([float(v) for v in c.raw_ms]),
+                "local_aws_ms_p50": median(c.local_aws_ms),
+                "modeled_ms_p50": median([float(v) for v in c.modeled_ms]),
+                "gb_ms_per_message_raw_local": c.gb_s_raw * 1000,
+                "gb_ms_per_message_modeled": c.gb_s_modeled * 1000,
+            }
+            for name, c in unit.compute.items()
+        },
+        "latency_defaulted_operations": sorted(unit.latency_defaulted),
+        "cloudwatch_logs_bytes_per_message": unit.log_bytes,
+        "idle_empty_receives": unit.idle_receives,
+        "emulation_requests": unit.emulation,
+        "window_s": result.window,
+    }
+
+
+def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, Any]) -> list[str]:
     lines = [
-        f"end-to-end benchmark: {result.n} messages, partner API -> IngestApiFunction -> PipelineQueue"
-        " -> PipelineWorkerFunction -> echo destination (local stack on moto)",
-        f"  delivered:            {result.delivered}/{result.n} sent {dict(result.statuses)}"
-        f" (POST answers {dict(result.post_statuses)}; concurrency {result.concurrency},"
-        f" {result.pollers} SQS pollers, {result.warmup} warm-up messages not counted)",
+        f"{name}: {summary['description']}",
+        f"  delivered:            {summary['delivered']} of {summary['n']} sent {summary['statuses']}"
+        f" (POST answers {summary['post_statuses']})"
+        + ("" if summary["all_delivered_before_stall"] else "; the wait gave up: no progress for --stall s"),
     ]
-    if result.delivered:
+    if summary["messages_per_s"]:
         lines += [
-            f"  throughput:           {result.delivered / result.elapsed:.1f} messages/s end to end"
-            f" (first POST -> last sent: {result.elapsed:.2f} s)",
-            f"  ingest latency:       p50 {statistics.median(lat):.0f} ms, p99 {_percentile(lat, 99):.0f} ms"
-            " (POST -> 202)",
-            f"  time to sent:         p50 {statistics.median(tts):.2f} s, p99 {_percentile(tts, 99):.2f} s"
-            " (POST -> pipeline_status sent)",
+            f"  throughput:           {summary['messages_per_s']:.2f} messages/s (first POST -> last sent)",
+            f"  ingest latency:       p50 {summary['ingest_latency_ms']['p50']:.0f} ms,"
+            f" p99 {summary['ingest_latency_ms']['p99']:.0f} ms; time to sent p50"
+            f" {summary['time_to_sent_s']['p50']:.2f} s, p99 {summary['time_to_sent_s']['p99']:.2f} s",
         ]
-    lines.append(
-        "  Lambda invocations:   "
-        + ", ".join(f"{name} {per:.2f}" for name, per in unit.invocations.items())
-        + " per message"
-        + "".join(f" ({1 / per:.1f} messages per {name} batch)" for name, per in worker_batches.items())
+    lines.append("  AWS requests per delivered message (billed; ReceiveMessage only when it got messages):")
+    for caller, operations in sorted(summary["requests_per_message"].items()):
+        lines.append(f"    {caller:<24}" + ", ".join(f"{op} {per:.2f}" for op, per in operations.items()))
+    by_caller = ", ".join(
+        f"{c} {u['rru']:.1f}/{u['wru']:.1f}" for c, u in summary["units_per_message_by_caller"].items()
     )
     lines.append(
-        "  AWS requests per delivered message (billed ones; ReceiveMessage only when it got messages):"
-    )
-    for caller, operations in sorted(unit.requests.items()):
-        ops = ", ".join(f"{name} {per:.2f}" for name, per in operations.items())
-        lines.append(f"    {caller:<24}{ops}")
-    callers = ", ".join(
-        f"{caller} {rru:.1f}/{wru:.1f}" for caller, (rru, wru) in unit.units_by_caller.items()
+        f"  DynamoDB per message: {summary['dynamodb_requests_per_message']:.2f} requests,"
+        f" {summary['rru_per_message']:.2f} RRU, {summary['wru_per_message']:.2f} WRU ({by_caller} RRU/WRU;"
+        f" {summary['gsi_wru_per_message']:.2f} WRU are GSI writes)"
     )
     lines.append(
-        f"  DynamoDB per message: {unit.read_units:.2f} RRU, {unit.write_units:.2f} WRU ({callers} RRU/WRU;"
-        f" {unit.index_write_units:.2f} WRU are GSI writes; item sizes per DynamoDB's rules)"
+        "  Lambda per message (ms per invocation, p50: raw local | of it AWS against moto | modeled):"
     )
-    emulation = ", ".join(f"{name} {count}" for name, count in sorted(unit.emulation.items())) or "none"
-    lines += [
-        f"  not per message:      {unit.idle_receives} empty ReceiveMessage in {result.window:.1f} s"
-        f" ({unit.idle_receives / result.window:.1f}/s idle long polling; on AWS Lambda's pollers poll"
-        " an idle queue too: a fixed cost per queue, left out here)",
-        f"                        local runtime only, no AWS bill: {emulation}",
-        f"  cost per million messages at AWS list prices ({prices['region']}, on-demand, no free tier;"
-        f" prices as of {prices['as_of']}, bench/aws_prices.toml):",
-    ]
-    lines += [f"    {service:<12}${cost:8.2f}" for service, cost in costs.items()]
-    lines.append(f"    {'total':<12}${sum(costs.values()):8.2f}")
+    for function, c in summary["lambda"].items():
+        lines.append(
+            f"    {function:<24}{c['invocations_per_message']:.2f} invocations, {c['raw_local_ms_p50']:.0f} |"
+            f" {c['local_aws_ms_p50']:.0f} | {c['modeled_ms_p50']:.0f} ms;"
+            f" {c['gb_ms_per_message_raw_local']:.1f} GB-ms raw,"
+            f" {c['gb_ms_per_message_modeled']:.1f} GB-ms modeled"
+        )
+    logs = ", ".join(f"{f} {b:.0f} B" for f, b in summary["cloudwatch_logs_bytes_per_message"].items())
     lines.append(
-        f"    (Lambda compute: {unit.gb_seconds * 1000:.2f} GB-ms per message from local run times,"
-        " moto and this machine's; on AWS expect less)"
+        f"  CloudWatch Logs per message: {logs} (each incl. ~260 B of START/END/REPORT per invocation)"
     )
+    costs = summary["cost_per_million_usd"]
+    lines.append(
+        "  cost per million delivered messages: "
+        + ", ".join(f"{service} ${costs['breakdown'][service]:.2f}" for service in SERVICES)
+        + f" = ${costs['total']:.2f} (with raw local Lambda durations:"
+        f" ${summary['cost_per_million_usd_with_raw_local_lambda_duration']:.2f})"
+    )
+    if summary["latency_defaulted_operations"]:
+        lines.append(
+            f"  (default latency {prices['aws_latency_ms']['default']} ms used for:"
+            f" {', '.join(summary['latency_defaulted_operations'])})"
+        )
     return lines
 
 
@@ -556,20 +768,70 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=200, help="messages measured")
+    parser.add_argument("--n", type=int, default=200, help="happy-path messages measured")
+    parser.add_argument("--variant-n", type=int, default=40, help="messages per other variant")
     parser.add_argument("--concurrency", type=int, default=8, help="threads posting")
     parser.add_argument("--pollers", type=int, default=2, help="concurrent SQS pollers per event source")
     parser.add_argument("--warmup", type=int, default=16, help="messages sent first and not measured")
-    parser.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for delivery")
+    parser.add_argument(
+        "--stall", type=float, default=30.0, help="give up after this many s without progress"
+    )
+    parser.add_argument("--raw-seconds", type=float, default=2.0, help="length of the raw PutItem loop")
     args = parser.parse_args()
     prices = load_prices()
-    log = Path(tempfile.gettempdir()) / "hub-bench-e2e-functions.log"
-    with _function_output_to(log):
-        result = run(args.n, args.concurrency, args.pollers, args.warmup, args.timeout)
-    for line in report(result, prices):
-        print(line)
-    print(f"  function logs: {log}")
-    return 0 if result.delivered == result.n else 1
+    measured = run(
+        n=args.n,
+        variant_n=args.variant_n,
+        concurrency=args.concurrency,
+        pollers=args.pollers,
+        warmup=args.warmup,
+        stall=args.stall,
+        raw_seconds=args.raw_seconds,
+    )
+    variants = {result.variant.name: variant_json(result, prices) for result in measured.results}
+    happy = variants["happy_path"]
+    rate = happy["messages_per_s"]
+    print(
+        f"end to end through the local stack (moto): partner API -> IngestApiFunction -> PipelineQueue ->"
+        f" PipelineWorkerFunction -> destination; ~{payload_bytes(purchase_order('x', 0))} B purchase"
+        f" orders; concurrency {measured.concurrency}, {measured.pollers} SQS pollers,"
+        f" {measured.warmup} warm-up messages"
+        + ("" if measured.warmup_delivered else " (warm-up not all delivered)")
+    )
+    print(
+        f"  prices: {prices['region']}, on-demand, no free tier, as of {prices['as_of']}"
+        " (bench/aws_prices.toml); Lambda compute priced at the modeled duration (see the module docstring)"
+    )
+    for name, summary in variants.items():
+        for line in report_variant(name, summary, prices):
+            print(line)
+    ratio = rate / measured.raw_puts_per_s if rate and measured.raw_puts_per_s else None
+    print(
+        f"raw moto PutItem (one thread, ~1 KiB items, same server): {measured.raw_puts_per_s:.0f}/s;"
+        f" end to end {rate or 0:.2f} messages/s = {ratio or 0:.4f} of it"
+    )
+    measured_any = happy["delivered"] > 0  # else per-message figures would be totals: not reported
+    merge_results(
+        {
+            "cost_per_million_usd": happy["cost_per_million_usd"] if measured_any else None,
+            "dynamodb_requests_per_message": happy["dynamodb_requests_per_message"] if measured_any else None,
+            "wru_per_message": happy["wru_per_message"] if measured_any else None,
+            "rru_per_message": happy["rru_per_message"] if measured_any else None,
+            "e2e_messages_per_s": rate,
+            "e2e_vs_raw_put_ratio": ratio,
+            "variants": variants,
+            "e2e": {
+                "measured_at": now_iso(),
+                "raw_put_items_per_s": measured.raw_puts_per_s,
+                "prices_as_of": prices["as_of"],
+                "concurrency": measured.concurrency,
+                "pollers": measured.pollers,
+                "warmup": measured.warmup,
+                "payload_bytes": payload_bytes(purchase_order("x", 0)),
+            },
+        }
+    )
+    return 0
 
 
 if __name__ == "__main__":
