@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from hub.adapters.aws import client
 from hub.adapters.dynamodb import DynamoConfigRepository
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
-from hub.webhooks.config import InboundWebhook
+from hub.domain.webhook_config import InboundWebhook
 from hub.webhooks.signatures import sign_standard_webhooks
 from tests.events import http_event, load_event
 
