@@ -27,7 +27,7 @@ from hub.domain.tenancy import (
     Tenant,
     hash_api_key,
 )
-from hub.webhooks.config import InboundWebhook
+from hub.domain.webhook_config import InboundWebhook
 
 DEMO_TENANT_ID = "tnt_demo"
 DEMO_INTEGRATION_ID = "int_demo_erp"

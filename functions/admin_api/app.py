@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -23,12 +23,12 @@ from hub.api.http import (
 from hub.certificates.model import decode_pkcs12_base64
 from hub.config import settings
 from hub.logs import configure as configure_logging
+from hub.observability import traced
 from hub.wiring import certificate_service, operations
 
 logger = Logger()
 configure_logging(logger)
 metrics = Metrics()
-tracer = Tracer()
 app = LambdaFunctionUrlResolver()
 install_error_handlers(app)
 
@@ -152,6 +152,6 @@ def describe_certificate(connection_id: str) -> Response:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes import DynamoDBStreamEvent, SNSEvent
@@ -14,12 +14,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.alerts.notifier import AlertOutcome
 from hub.logs import configure as configure_logging
+from hub.observability import traced
 from hub.wiring import alert_notifier
 
 logger = Logger()
 configure_logging(logger)
 metrics = Metrics()
-tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 
@@ -37,7 +37,7 @@ def _image(record: DynamoDBRecord) -> tuple[str, dict[str, Any]]:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> Any:
     records = event.get("Records") or []
     if records and records[0].get("EventSource") == "aws:sns":

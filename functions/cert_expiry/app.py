@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.logs import configure as configure_logging
+from hub.observability import traced
 from hub.wiring import cert_expiry_alerter
 
 logger = Logger()
 configure_logging(logger)
 metrics = Metrics()
-tracer = Tracer()
 
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = cert_expiry_alerter().run()
     return {"checked": run.checked, "alerted": [{"connection_id": c, "bucket": b} for c, b in run.alerted]}

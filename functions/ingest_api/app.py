@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
@@ -25,12 +25,12 @@ from hub.domain.message import InboundMessage
 from hub.errors import HubError, SignatureInvalid
 from hub.ingest.receive import ReceiveOutcome
 from hub.logs import configure as configure_logging
+from hub.observability import traced
 from hub.wiring import ingestor, webhook_receiver
 
 logger = Logger()
 configure_logging(logger)
 metrics = Metrics()
-tracer = Tracer()
 app = APIGatewayHttpResolver()
 app.use([body_limit(lambda: settings().max_body_bytes)])
 install_error_handlers(app)
@@ -87,6 +87,6 @@ def get_message(message_id: str) -> Response:
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return app.resolve(event, context)

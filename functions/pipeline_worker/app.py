@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -14,12 +14,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hub.config import settings
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
+from hub.observability import traced
 from hub.wiring import pipeline_worker
 
 logger = Logger()
 configure_logging(logger)
 metrics = Metrics()
-tracer = Tracer()
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
@@ -32,7 +32,7 @@ def record_handler(record: SQSRecord) -> None:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

@@ -16,8 +16,8 @@ from devstack.demo import DEMO_TENANT_ID, pointed_at
 from devstack.send_webhook import demo_delivery, send
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import Destination, Integration, IntegrationMode
+from hub.domain.webhook_config import InboundWebhook
 from hub.mapping.engine import to_json
-from hub.webhooks.config import InboundWebhook
 from hub.webhooks.signatures import sign_standard_webhooks
 from tests.pipeline import wait_for_status
 

@@ -33,7 +33,7 @@ def slack(stack: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpDestinati
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[datetime], None]:
     def set_to(when: datetime) -> None:
-        monkeypatch.setattr(expiry, "_utcnow", lambda: when)
+        monkeypatch.setattr(expiry, "utcnow", lambda: when)
 
     return set_to
 

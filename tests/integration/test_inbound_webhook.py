@@ -18,7 +18,7 @@ from hub.adapters.aws import client
 from hub.adapters.dynamo.messages import DynamoMessageRepository
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
-from hub.webhooks.config import InboundWebhook
+from hub.domain.webhook_config import InboundWebhook
 from hub.webhooks.signatures import sign_standard_webhooks
 from tests.events import http_event, load_event
 

@@ -8,7 +8,7 @@ import json
 from hub.adapters.dynamo.messages import DynamoMessageRepository
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.redaction import MASK
-from hub.webhooks.config import InboundWebhook, StandardWebhooksVerification, WebhookAdapter
+from hub.domain.webhook_config import InboundWebhook, StandardWebhooksVerification, WebhookAdapter
 from tests.destinations import Answer
 from tests.pipeline import configure, send, status
 

@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from hub.domain.tenancy import Integration
+from hub.domain.webhook_config import WebhookAdapter
 from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
 from hub.webhooks.adapter import adapt
-from hub.webhooks.config import WebhookAdapter
 
 PAYLOAD = {
     "type": "order.created",

@@ -10,8 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from hub.errors import SignatureExpired, SignatureInvalid
-from hub.webhooks.config import (
+from hub.domain.webhook_config import (
     ApiKeyVerification,
     BasicVerification,
     HmacSha256HexVerification,
@@ -19,6 +18,7 @@ from hub.webhooks.config import (
     StandardWebhooksVerification,
     StripeStyleVerification,
 )
+from hub.errors import SignatureExpired, SignatureInvalid
 from hub.webhooks.signatures import (
     sign_standard_webhooks,
     verify,

@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from hub.alerts.model import Alert, AlertGroup
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import MessageRecord, StepMessage
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import ApiKey, Integration, Tenant
+
+if TYPE_CHECKING:  # only the alert functions load the alert model
+    from hub.alerts.model import Alert, AlertGroup
 
 
 @dataclass(frozen=True)

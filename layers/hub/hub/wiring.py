@@ -1,46 +1,43 @@
-"""Builds use cases with their AWS adapters, once per process (lazily: nothing at import)."""
+"""Builds use cases with their AWS adapters, once per process (lazily: nothing at import).
+
+Each factory imports what it builds, so a function loads only the adapters and libraries its
+own routes use (the ingest API never imports zeep, cryptography or httpx; the worker imports a
+connector's libraries at its first delivery over that protocol). Keep new imports of adapters
+and use cases inside the factory that needs them, never at the top of this module;
+`tests/unit/test_architecture.py` checks what each handler loads.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from hub.adapters.alert_claims import DynamoAlertClaimStore
-from hub.adapters.certificates import (
-    DynamoCertAlertClaims,
-    DynamoCertificateRepository,
-    KmsCertificateStore,
-    NoCertificateStore,
-)
-from hub.adapters.dynamo.executions import DynamoExecutions
-from hub.adapters.dynamo.messages import DynamoMessageRepository
-from hub.adapters.dynamo.status_index import DynamoStatusIndex
-from hub.adapters.dynamo.tenancy import DynamoConfigRepository
-from hub.adapters.kms import KmsDataKeys
-from hub.adapters.metrics import EmfMetrics
-from hub.adapters.scheduler import EventBridgeRetryScheduler
-from hub.adapters.ses import SesEmailChannel
-from hub.adapters.slack import SlackWebhook
-from hub.adapters.sqs import SqsDeadLetterMover, SqsStepQueue
-from hub.admin.operations import Lane, Operations
-from hub.alerts.notifier import AlertNotifier
-from hub.certificates.expiry import CertExpiryAlerter
-from hub.certificates.service import CertificateService
-from hub.config import settings
-from hub.config_cache import CachedConfig
-from hub.delivery.http import HttpConnector
-from hub.delivery.port import CertificateStore
-from hub.delivery.soap import SoapConnector
-from hub.domain.tenancy import DestinationProtocol
+from hub.config import Settings, settings
 from hub.errors import ConfigurationError
-from hub.ingest.receive import Ingestor
-from hub.pipeline.retries import RetryOrchestrator
-from hub.pipeline.worker import PipelineWorker
-from hub.ports import AlertChannel
-from hub.webhooks.receive import WebhookReceiver
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from hub.adapters.scheduler import EventBridgeRetryScheduler
+    from hub.admin.operations import Operations
+    from hub.alerts.notifier import AlertNotifier
+    from hub.certificates.expiry import CertExpiryAlerter
+    from hub.certificates.service import CertificateService
+    from hub.config_cache import CachedConfig
+    from hub.delivery.port import CertificateStore, Connector
+    from hub.domain.tenancy import DestinationProtocol
+    from hub.ingest.receive import Ingestor
+    from hub.pipeline.worker import PipelineWorker
+    from hub.ports import AlertChannel
+    from hub.webhooks.receive import WebhookReceiver
 
 
 @lru_cache(maxsize=1)
 def ingestor() -> Ingestor:
+    from hub.adapters.dynamo.messages import DynamoMessageRepository
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.ingest.receive import Ingestor
+
     s = settings()
     return Ingestor(
         config_repository(), DynamoMessageRepository(s.table_name), SqsStepQueue(s.pipeline_queue_url), s
@@ -49,6 +46,8 @@ def ingestor() -> Ingestor:
 
 @lru_cache(maxsize=1)
 def webhook_receiver() -> WebhookReceiver:
+    from hub.webhooks.receive import WebhookReceiver
+
     return WebhookReceiver(config_repository(), ingestor())
 
 
@@ -58,6 +57,8 @@ def pipeline_worker() -> PipelineWorker:
 
 
 def retry_scheduler() -> EventBridgeRetryScheduler:
+    from hub.adapters.scheduler import EventBridgeRetryScheduler
+
     s = settings()
     if not (s.schedule_group and s.pipeline_queue_arn and s.scheduler_role_arn):
         raise ConfigurationError(
@@ -67,28 +68,74 @@ def retry_scheduler() -> EventBridgeRetryScheduler:
 
 
 def build_pipeline_worker() -> PipelineWorker:
-    """A new worker with its own connectors (one per Lambda instance)."""
+    """A new worker with its own connectors (one per Lambda instance). Each connector, and the
+    certificate store, is built at its first use (hub.delivery.lazy)."""
+    from hub.adapters.dynamo.executions import DynamoExecutions
+    from hub.adapters.metrics import EmfMetrics
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.delivery.lazy import LazyCertificateStore
+    from hub.pipeline.retries import RetryOrchestrator
+    from hub.pipeline.worker import PipelineWorker
+
     s = settings()
-    certificates: CertificateStore = NoCertificateStore()
-    if s.certificate_key_id:
-        certificates = KmsCertificateStore(
-            DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id)
-        )
     return PipelineWorker(
         config_repository(),
         DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
-        {
-            DestinationProtocol.HTTP: HttpConnector(certificates),
-            DestinationProtocol.SOAP: SoapConnector(certificates),
-        },
+        delivery_connectors(LazyCertificateStore(lambda: _certificate_store(s))),
         retries=RetryOrchestrator(retry_scheduler()),
         metrics=EmfMetrics(),
     )
 
 
+def delivery_connectors(certificates: CertificateStore) -> Mapping[DestinationProtocol, Connector]:
+    """A connector per protocol, each built at its first delivery: httpx loads with the first
+    REST delivery, zeep and lxml with the first SOAP one."""
+    from hub.delivery.lazy import LazyConnectors
+    from hub.domain.tenancy import DestinationProtocol
+
+    return LazyConnectors(
+        {
+            DestinationProtocol.HTTP: lambda: _http_connector(certificates),
+            DestinationProtocol.SOAP: lambda: _soap_connector(certificates),
+        }
+    )
+
+
+def _certificate_store(s: Settings) -> CertificateStore:
+    """Client certificates sealed under the stack's KMS key; none when it has no key."""
+    from hub.adapters.certificates import (
+        DynamoCertificateRepository,
+        KmsCertificateStore,
+        NoCertificateStore,
+    )
+    from hub.adapters.kms import KmsDataKeys
+
+    if not s.certificate_key_id:
+        return NoCertificateStore()
+    return KmsCertificateStore(DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id))
+
+
+def _http_connector(certificates: CertificateStore) -> Connector:
+    from hub.delivery.http import HttpConnector
+
+    return HttpConnector(certificates)
+
+
+def _soap_connector(certificates: CertificateStore) -> Connector:
+    from hub.delivery.soap import SoapConnector
+
+    return SoapConnector(certificates)
+
+
 @lru_cache(maxsize=1)
 def operations() -> Operations:
+    from hub.adapters.dynamo.executions import DynamoExecutions
+    from hub.adapters.dynamo.messages import DynamoMessageRepository
+    from hub.adapters.dynamo.status_index import DynamoStatusIndex
+    from hub.adapters.sqs import SqsDeadLetterMover, SqsStepQueue
+    from hub.admin.operations import Lane, Operations
+
     s = settings()
     if not s.pipeline_dlq_url:
         raise ConfigurationError("the admin API needs HUB_PIPELINE_DLQ_URL")
@@ -106,17 +153,29 @@ def operations() -> Operations:
     )
 
 
+def _slack(s: Settings) -> list[AlertChannel]:
+    """The Slack channel when a webhook URL is configured (httpx loads only then)."""
+    if not s.slack_alerts_webhook_url:
+        return []
+    from hub.adapters.slack import SlackWebhook
+
+    return [SlackWebhook(s.slack_alerts_webhook_url)]
+
+
 @lru_cache(maxsize=1)
 def alert_notifier() -> AlertNotifier:
     """Slack and email as configured (either may be off). Alarm notifications go to Slack only:
     the alert topic's own email subscription already mails them, and keeps doing so when this
     function is the thing that is broken."""
+    from hub.adapters.alert_claims import DynamoAlertClaimStore
+    from hub.alerts.notifier import AlertNotifier
+
     s = settings()
-    slack: list[AlertChannel] = (
-        [SlackWebhook(s.slack_alerts_webhook_url)] if s.slack_alerts_webhook_url else []
-    )
+    slack = _slack(s)
     email: list[AlertChannel] = []
     if s.alert_email_to and s.alert_email_from:
+        from hub.adapters.ses import SesEmailChannel
+
         email.append(SesEmailChannel(s.alert_email_from, s.alert_email_to))
     return AlertNotifier(
         DynamoAlertClaimStore(s.table_name),
@@ -128,6 +187,10 @@ def alert_notifier() -> AlertNotifier:
 
 @lru_cache(maxsize=1)
 def certificate_service() -> CertificateService:
+    from hub.adapters.certificates import DynamoCertificateRepository
+    from hub.adapters.kms import KmsDataKeys
+    from hub.certificates.service import CertificateService
+
     s = settings()
     if not s.certificate_key_id:
         raise ConfigurationError("client certificates need HUB_CERTIFICATE_KEY_ID")
@@ -137,14 +200,15 @@ def certificate_service() -> CertificateService:
 @lru_cache(maxsize=1)
 def cert_expiry_alerter() -> CertExpiryAlerter:
     """The daily expiry check: alerts to Slack when configured (else only logged)."""
+    from hub.adapters.certificates import DynamoCertAlertClaims, DynamoCertificateRepository
+    from hub.adapters.metrics import EmfMetrics
+    from hub.certificates.expiry import CertExpiryAlerter
+
     s = settings()
-    slack: list[AlertChannel] = (
-        [SlackWebhook(s.slack_alerts_webhook_url)] if s.slack_alerts_webhook_url else []
-    )
     return CertExpiryAlerter(
         DynamoCertificateRepository(s.table_name),
         DynamoCertAlertClaims(s.table_name),
-        slack,
+        _slack(s),
         EmfMetrics(),
     )
 
@@ -152,6 +216,9 @@ def cert_expiry_alerter() -> CertExpiryAlerter:
 @lru_cache(maxsize=1)
 def config_repository() -> CachedConfig:
     """Tenants, integrations and API keys, remembered for HUB_CONFIG_CACHE_SECONDS."""
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+    from hub.config_cache import CachedConfig
+
     s = settings()
     return CachedConfig(DynamoConfigRepository(s.table_name), s.config_cache_seconds)
 

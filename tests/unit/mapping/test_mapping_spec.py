@@ -3,9 +3,9 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from hub.domain.mapping_spec import ConstRule, EachRule, PathRule
+from hub.domain.mapping_transforms import DateFormat, Trim
 from hub.mapping import MappingSpec
-from hub.mapping.spec import ConstRule, EachRule, PathRule
-from hub.mapping.transforms import DateFormat, Trim
 
 SPEC = {
     "output": {

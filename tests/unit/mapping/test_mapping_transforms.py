@@ -3,7 +3,7 @@ from decimal import Decimal
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from hub.mapping.transforms import Transform, TransformFailed
+from hub.domain.mapping_transforms import Transform, TransformFailed
 
 _transform: TypeAdapter[Transform] = TypeAdapter(Transform)
 

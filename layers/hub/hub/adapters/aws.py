@@ -6,6 +6,7 @@ tests `AWS_ENDPOINT_URL` points every client at moto. Nothing here knows which.
 
 from __future__ import annotations
 
+import threading
 from functools import cache
 from typing import Any
 
@@ -23,15 +24,27 @@ _CONFIG = Config(
 )
 
 
+_SESSION_LOCK = threading.Lock()
+
+
+@cache
+def _session() -> boto3.session.Session:
+    return boto3.session.Session()
+
+
 @cache
 def client(service: str) -> Any:
-    """The shared client for `service` (thread-safe in boto3)."""
-    return boto3.session.Session().client(service, config=_CONFIG)
+    """The shared client for `service` (clients are thread-safe in boto3). All come from one
+    session per process: a session loads botocore's endpoint and model data, which a session per
+    client would load again for each. Sessions are not thread-safe, hence the lock."""
+    with _SESSION_LOCK:
+        return _session().client(service, config=_CONFIG)
 
 
 def reset_clients() -> None:
-    """Forget cached clients (tests that switch AWS endpoints between cases)."""
+    """Forget cached clients and their session (tests that switch AWS endpoints between cases)."""
     client.cache_clear()
+    _session.cache_clear()
 
 
 def error_code(exc: ClientError) -> str:

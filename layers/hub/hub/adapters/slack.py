@@ -33,12 +33,16 @@ class SlackWebhook:
 
     def __init__(self, url: SecretStr, http: httpx.Client | None = None) -> None:
         self._url = url
-        self._http = http or httpx.Client(timeout=_TIMEOUT, trust_env=False, follow_redirects=False)
+        #: Made at the first alert: an HTTPS client loads the CA bundle, and most runs of the
+        #: daily expiry check (and grouped dead letters) send nothing.
+        self._http = http
         # httpx logs every request with its full URL at INFO; for a webhook that is the secret.
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
     def send(self, alert: Alert) -> None:
         payload = {"text": slack_text(alert), "mrkdwn": False, "unfurl_links": False}
+        if self._http is None:
+            self._http = httpx.Client(timeout=_TIMEOUT, trust_env=False, follow_redirects=False)
         try:
             response = self._http.post(self._url.get_secret_value(), json=payload)
         except httpx.HTTPError as exc:

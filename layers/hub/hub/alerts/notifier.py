@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -27,6 +27,7 @@ from hub.alerts.model import (
     alarm_alert,
     dead_letter_alert,
 )
+from hub.domain.clock import utcnow
 from hub.errors import AlertChannelUnavailable, ValidationFailed
 from hub.ports import AlertChannel, AlertClaimStore
 
@@ -48,10 +49,6 @@ class AlertOutcome(StrEnum):
     IGNORED = "ignored"
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 def _ids(alert: Alert, owner: str) -> dict[str, Any]:
     return {
         "alert_kind": alert.group.kind.value,
@@ -71,7 +68,7 @@ class AlertNotifier:
         dead_letter_channels: Sequence[AlertChannel],
         alarm_channels: Sequence[AlertChannel],
         stage: str | None = None,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._claims = claims
         self._dead_letter_channels = tuple(dead_letter_channels)

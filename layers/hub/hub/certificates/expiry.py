@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from hub.alerts.model import PRODUCT, Alert, AlertGroup, AlertKind, hour_bucket
 from hub.certificates.model import CertificateExpiry, days_to_expiry, iso
+from hub.domain.clock import utcnow
 from hub.errors import AlertChannelUnavailable
 from hub.ports import AlertChannel
 
@@ -61,10 +62,6 @@ class ExpiryRun:
     checked: int
     alerted: tuple[tuple[str, int], ...]
     failed: tuple[tuple[str, int], ...]
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def expiry_alert(certificate: CertificateExpiry, bucket: int, days_left: int, now: datetime) -> Alert:
@@ -109,7 +106,7 @@ class CertExpiryAlerter:
         """One daily pass. Raises AlertChannelUnavailable after the pass when any alert could
         not be sent (those alerts stay pending for the next run or the scheduler's retry)."""
         # The default clock is looked up per run, so a test can move it under the real handler.
-        now = (self._clock or _utcnow)()
+        now = (self._clock or utcnow)()
         # Only certificates within the widest bucket are read (sorted by not_after on the index).
         certificates = self._certificates.expiring_before(now + timedelta(days=BUCKETS[0] + 1))
         alerted: list[tuple[str, int]] = []

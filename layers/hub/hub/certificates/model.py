@@ -15,9 +15,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.serialization import pkcs12
-
 from hub.errors import HubError
 
 #: Badge thresholds (seed 000, scenario F: yellow at 30 days or less, red at 7 or less).
@@ -119,6 +116,9 @@ def inspect_pkcs12(pfx: bytes, password: bytes, now: datetime) -> PublicCertific
     file), it holds a certificate and the private key of that certificate (else
     CertificateKeyMismatch), and it has not expired (else CertificateExpired, with `not_after`).
     CRL/OCSP and the chain are not checked: the counterpart does that at the handshake."""
+    # cryptography loads on the upload route only, not with the admin API's every cold start.
+    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
+
     try:
         key, leaf, chain = pkcs12.load_key_and_certificates(pfx, password or None)
     except (ValueError, TypeError):
@@ -148,6 +148,8 @@ def inspect_pkcs12(pfx: bytes, password: bytes, now: datetime) -> PublicCertific
 
 
 def _same_public_key(a: Any, b: Any) -> bool:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - see inspect_pkcs12
+
     spki = serialization.PublicFormat.SubjectPublicKeyInfo
     der = serialization.Encoding.DER
     return bool(a.public_bytes(der, spki) == b.public_bytes(der, spki))

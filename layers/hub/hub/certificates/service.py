@@ -10,11 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from hub.certificates.envelope import DataKeys, SealedSecret, open_sealed, seal
 from hub.certificates.model import CertificateExpiry, CertificateMetadata, inspect_pkcs12
+from hub.domain.clock import utcnow
 from hub.errors import NotFound
 
 logger = logging.getLogger(__name__)
@@ -45,16 +46,12 @@ def encryption_context(tenant_id: str, connection_id: str) -> dict[str, str]:
     return {"tenant_id": tenant_id, "connection_id": connection_id}
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 class CertificateService:
     def __init__(
         self,
         repository: CertificateRepository,
         keys: DataKeys,
-        clock: Callable[[], datetime] = _utcnow,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self._repository = repository
         self._keys = keys

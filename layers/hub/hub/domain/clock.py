@@ -1,4 +1,5 @@
-"""The one clock of the hub: aware UTC now. Use cases take it as a parameter so tests move time."""
+"""The hub's one wall clock. Use cases take a `clock` argument defaulting to `utcnow`, so tests
+pass their own instead of patching."""
 
 from __future__ import annotations
 
@@ -6,4 +7,5 @@ from datetime import UTC, datetime
 
 
 def utcnow() -> datetime:
+    """The current time, timezone-aware in UTC (never a naive datetime)."""
     return datetime.now(UTC)

@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from hub.domain.mapping_spec import MappingSpec
 from hub.domain.retry import RetryPolicy
-from hub.mapping.spec import MappingSpec
-from hub.webhooks.config import InboundWebhook
+from hub.domain.webhook_config import InboundWebhook
 
 
 class DuplicateHandling(StrEnum):

@@ -15,9 +15,9 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError, JMESPathTypeError
 
+from hub.domain.mapping_spec import ConstRule, EachRule, MappingSpec, PathRule, compiled
+from hub.domain.mapping_transforms import TransformFailed, kind_of
 from hub.mapping.errors import MappingError
-from hub.mapping.spec import ConstRule, EachRule, MappingSpec, PathRule, compiled
-from hub.mapping.transforms import TransformFailed, kind_of
 from hub.mapping.xml_input import parse_xml
 from hub.mapping.xml_output import to_xml
 

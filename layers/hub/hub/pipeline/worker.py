@@ -69,7 +69,6 @@ __all__ = [
     "RetryHook",
     "StepOutcome",
     "StepReport",
-    "utcnow",
 ]
 
 

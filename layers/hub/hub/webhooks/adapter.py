@@ -12,11 +12,11 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from hub.domain.mapping_spec import compiled
+from hub.domain.webhook_config import WebhookAdapter
 from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
 from hub.mapping.errors import MappingError
-from hub.mapping.spec import compiled
 from hub.mapping.xml_input import parse_xml
-from hub.webhooks.config import WebhookAdapter
 
 _TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _EVENT_ID = re.compile(r"[\x20-\x7e]{1,255}")

@@ -17,10 +17,11 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from hub.domain.clock import utcnow
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.message import InboundMessage
 from hub.errors import NotFound, SignatureInvalid
-from hub.ingest.receive import Ingestor, ReceiveOutcome, utcnow
+from hub.ingest.receive import Ingestor, ReceiveOutcome
 from hub.ports import ConfigRepository
 from hub.webhooks.adapter import adapt
 from hub.webhooks.signatures import verify

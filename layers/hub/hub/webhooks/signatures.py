@@ -16,8 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 
-from hub.errors import SignatureExpired, SignatureInvalid
-from hub.webhooks.config import (
+from hub.domain.webhook_config import (
     ApiKeyVerification,
     BasicVerification,
     HmacSha256HexVerification,
@@ -26,6 +25,7 @@ from hub.webhooks.config import (
     Verification,
     whsec_key,
 )
+from hub.errors import SignatureExpired, SignatureInvalid
 
 Clock = Callable[[], datetime]
 Headers = Mapping[str, str]

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from hub.mapping.spec import check_expression
+from hub.domain.mapping_spec import check_expression
 
 WHSEC_PREFIX = "whsec_"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")

@@ -15,7 +15,7 @@ A dict is a rule when it has a "path" or "each" key holding text, or a "const" k
 a scalar; any other dict is a nested object. Template values are never text or scalars, so an
 output field may itself be called "path", "const" or "each".
 
-Transforms are ``"name"`` or ``{"name": ..., <args>}``: see `hub.mapping.transforms`.
+Transforms are ``"name"`` or ``{"name": ..., <args>}``: see `hub.domain.mapping_transforms`.
 Every JMESPath expression is compiled and its function names checked at construction.
 """
 
@@ -42,7 +42,7 @@ from pydantic import (
 )
 from typing_extensions import TypeAliasType
 
-from hub.mapping.transforms import JsonScalar, Transform
+from hub.domain.mapping_transforms import JsonScalar, Transform
 
 _XML_NAME = re.compile(r"[^\W\d][\w.-]*")
 _SCALARS = (str, int, float, bool, type(None))

@@ -1,0 +1,87 @@
+"""Tracing: on exactly when Powertools would trace, and free (no X-Ray SDK) when off."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aws_lambda_powertools import Tracer
+
+from hub.observability import traced, tracing_enabled
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"LAMBDA_TASK_ROOT": "/var/task"},
+        {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "true"},
+        {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "false"},
+        {"LAMBDA_TASK_ROOT": "/var/task", "POWERTOOLS_TRACE_DISABLED": "1"},
+        {"LAMBDA_TASK_ROOT": "/var/task", "AWS_SAM_LOCAL": "true"},
+        {"LAMBDA_TASK_ROOT": "/var/task", "AWS_CHALICE_CLI_MODE": "true"},
+        {"POWERTOOLS_TRACE_DISABLED": "false"},
+    ],
+)
+def test_tracing_is_on_exactly_when_powertools_would_trace(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "LAMBDA_TASK_ROOT",
+        "POWERTOOLS_TRACE_DISABLED",
+        "AWS_SAM_LOCAL",
+        "AWS_CHALICE_CLI_MODE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert tracing_enabled() is not bool(Tracer._is_tracer_disabled())
+
+
+def test_with_tracing_off_the_handler_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+
+    def handler(event: dict[str, str], context: object) -> dict[str, str]:
+        return event
+
+    assert traced(handler) is handler
+
+
+_CHILD = """
+import sys
+from hub.observability import traced
+
+def handler(event, context):
+    return {"echo": event}
+
+class Context:
+    function_name = "f"
+    aws_request_id = "r"
+
+wrapped = traced(handler)
+assert "aws_xray_sdk" in sys.modules, "tracing on: Powertools' Tracer (X-Ray SDK) is used"
+assert wrapped is not handler
+assert wrapped({"a": 1}, Context()) == {"echo": {"a": 1}}
+print("ok")
+"""
+
+
+def test_in_lambda_with_tracing_on_the_handler_runs_under_powertools_tracer() -> None:
+    # A fresh process: constructing a Tracer patches botocore and httpx for the whole process.
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT / "layers" / "hub"),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "LAMBDA_TASK_ROOT": "/var/task",
+        "POWERTOOLS_SERVICE_NAME": "integration-hub-test",
+    }
+    answer = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.strip().endswith("ok")
