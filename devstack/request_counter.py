@@ -504,6 +504,8 @@ def _index_writes_for_update(
     writes: list[int] = []
     for spec in specs:
         key_changes = [clause for name, clause in changed.items() if name in spec.keys]
+        if not key_changes and new_item is not None and not spec.indexes(new_item):
+            continue  # a sparse index: the item is not in it, before or after
         if key_changes:
             count = 1 if all(clause == "REMOVE" for clause in key_changes) else 2
         elif any(spec.projects(name) for name in changed):

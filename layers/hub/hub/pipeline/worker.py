@@ -544,14 +544,15 @@ def _entry(
 ) -> dict[str, Any]:
     """One log entry of the message (never payload data: ids, statuses, classes and short
     destination excerpts only)."""
-    return {
+    entry: dict[str, Any] = {
         "step": name,
         "status": status,
-        "attempt": step.attempt,
-        "execution_id": step.execution_id,
         "duration_ms": max(0, int((ended - started).total_seconds() * 1000)),
         **{k: v for k, v in extra.items() if v is not None},
     }
+    if step.attempt:  # kept lean: every byte of the item is paid by each later update of it
+        entry["attempt"] = step.attempt
+    return entry
 
 
 def _failed(
@@ -571,8 +572,8 @@ def _failed(
         "detail": text,
         "field": field,
     }
-    if step is not None:
-        entry |= {"attempt": step.attempt, "execution_id": step.execution_id}
+    if step is not None and step.attempt:
+        entry["attempt"] = step.attempt
     return Outcome(
         PipelineStatus.ERROR,
         {"dest_status_text": text, "last_retry_error_class": str(error_class)},

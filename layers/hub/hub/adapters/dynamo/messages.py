@@ -116,8 +116,8 @@ def status_update(
     update.set(**{name: format_ts(v) if isinstance(v, datetime) else v for name, v in changes.items()})
     if target in keys.LISTED_STATUSES:
         update.set(**keys.status_index_keys(record.tenant_id, target.value, updated_at, record.message_id))
-    else:
-        update.remove("GSI1PK", "GSI1SK")
+    elif expected in keys.LISTED_STATUSES:
+        update.remove("GSI1PK", "GSI1SK")  # leaves the index (only a listed status is in it)
     update.add("version")
     update.where(f"{update.name('tenant_id')} = {update.value(record.tenant_id)}")
     update.where(f"{update.name('pipeline_status')} = {update.value(expected.value)}")
