@@ -538,7 +538,7 @@ class TestGuarantees:
         assert destination.requests == []
         assert store.live_execution(message_id) == "exe_operator"
 
-    def test_an_orphan_step_is_rechecked_for_a_minute_then_dropped(self, stack, worker, destination):
+    def test_an_orphan_step_is_rechecked_through_the_grace_then_dropped(self, stack, worker, destination):
         ghost = StepMessage(
             message_id=new_id("msg"),
             tenant_id="t1",

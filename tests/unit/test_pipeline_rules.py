@@ -27,3 +27,15 @@ def test_entity_key_is_the_business_key_when_there_is_one():
     assert a != rules.entity_key("int_1", "order", ['"PO-2"'])
     # No business key: the message is its own entity (its own lease is the lock).
     assert rules.entity_key("int_1", "order", []) == ""
+
+
+def test_the_orphan_grace_outlasts_an_ingest_invocation():
+    """A step is published before its message is committed, within one ingest invocation: the
+    worker must keep looking for the message for longer than that invocation can run."""
+    from devstack.cfn import load_template  # noqa: PLC0415
+    from tests.aws import TEMPLATE  # noqa: PLC0415
+
+    template = load_template(TEMPLATE)
+    ingest = template["Resources"]["IngestApiFunction"]["Properties"]
+    timeout = ingest.get("Timeout", template["Globals"]["Function"]["Timeout"])
+    assert rules.ORPHAN_GRACE.total_seconds() > timeout

@@ -19,9 +19,11 @@ ADMISSION_ABANDONED_AFTER = timedelta(hours=24)
 RECENT_COMPLETION = timedelta(minutes=5)
 #: How long a completed step id is remembered to drop redeliveries.
 STEP_DEDUP_WINDOW = timedelta(minutes=5)
-#: A step whose message does not exist (yet): the ingest may still be committing it. After this
-#: the step is an orphan of a failed or lost ingest race and is dropped.
-ORPHAN_GRACE = timedelta(seconds=60)
+#: A step whose message does not exist (yet): the ingest may still be committing it. The ingest
+#: publishes the step, then commits within its own invocation (the template's 10 s timeout);
+#: after that, plus a margin for clock skew, the step is an orphan of a failed ingest or of a
+#: duplicate (its transaction lost to an earlier claim) and is dropped.
+ORPHAN_GRACE = timedelta(seconds=15)
 ORPHAN_RECHECK_SECONDS = 5
 MAX_ORPHAN_CHECKS = int(ORPHAN_GRACE.total_seconds()) // ORPHAN_RECHECK_SECONDS
 
