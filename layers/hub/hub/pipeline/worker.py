@@ -545,6 +545,7 @@ def _entry(
     """One log entry of the message (never payload data: ids, statuses, classes and short
     destination excerpts only)."""
     entry: dict[str, Any] = {
+        "at": ended,
         "step": name,
         "status": status,
         "duration_ms": max(0, int((ended - started).total_seconds() * 1000)),

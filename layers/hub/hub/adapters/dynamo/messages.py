@@ -126,9 +126,16 @@ def status_update(
 def append_log(
     update: Update, log: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]], now: datetime
 ) -> None:
-    """Adds `entries` (stamped `at`) to the item's bounded log in `update`. `log` is the list as
-    stored now: when it is full, the trimmed list is written whole."""
-    stamped = [{"at": format_ts(now), **{k: v for k, v in e.items() if v is not None}} for e in entries]
+    """Adds `entries` (stamped `at`: their own, else `now`) to the item's bounded log in
+    `update`. `log` is the list as stored now: when it is full, the trimmed list is written
+    whole."""
+    stamped = [
+        {
+            "at": format_ts(now),
+            **{k: format_ts(v) if isinstance(v, datetime) else v for k, v in e.items() if v is not None},
+        }
+        for e in entries
+    ]
     if not stamped:
         return
     if len(log) + len(stamped) > MAX_LOG_ENTRIES:
