@@ -59,6 +59,7 @@ from bench.common import (
     moto_server,
     now_iso,
     purchase_order,
+    seed_tenant,
 )
 
 CHILD = Path(__file__).with_name("_cold_child.py")
@@ -150,31 +151,14 @@ def _functions(environments: dict[str, dict[str, str]]) -> list[FunctionUnderTes
 
 
 def _seed(table: str, destination: str) -> None:
-    from hub.adapters.aws import reset_clients  # noqa: PLC0415
-    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
-    from hub.domain.tenancy import (  # noqa: PLC0415
-        ApiKey,
-        Destination,
-        Integration,
-        IntegrationMode,
-        Tenant,
-        hash_api_key,
+    seed_tenant(
+        table,
+        tenant_id=TENANT_ID,
+        integration_id=INTEGRATION_ID,
+        api_key=API_KEY,
+        destination=destination,
+        name="bench cold start",
     )
-
-    reset_clients()
-    config = DynamoConfigRepository(table)
-    config.put_tenant(Tenant(tenant_id=TENANT_ID, name="Cold"))
-    config.put_integration(
-        Integration(
-            integration_id=INTEGRATION_ID,
-            tenant_id=TENANT_ID,
-            name="bench cold start",
-            mode=IntegrationMode.ORCHESTRATION,
-            destination=Destination(url=destination),
-        )
-    )
-    config.put_api_key(ApiKey(key_id="cold", tenant_id=TENANT_ID, key_hash=hash_api_key(API_KEY)))
-    reset_clients()
 
 
 class Events:

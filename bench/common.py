@@ -336,3 +336,37 @@ def moto_server() -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.stop()
+
+
+def seed_tenant(
+    table: str, *, tenant_id: str, integration_id: str, api_key: str, destination: str, name: str
+) -> None:
+    """One tenant with one orchestration integration delivering to `destination` and one API key,
+    written straight to `table` (the current boto3 endpoint)."""
+    from hub.adapters.aws import reset_clients  # noqa: PLC0415
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
+    from hub.domain.tenancy import (  # noqa: PLC0415
+        ApiKey,
+        Destination,
+        Integration,
+        IntegrationMode,
+        Tenant,
+        hash_api_key,
+    )
+
+    reset_clients()
+    config = DynamoConfigRepository(table)
+    config.put_tenant(Tenant(tenant_id=tenant_id, name=name))
+    config.put_integration(
+        Integration(
+            integration_id=integration_id,
+            tenant_id=tenant_id,
+            name=name,
+            mode=IntegrationMode.ORCHESTRATION,
+            destination=Destination(url=destination),
+        )
+    )
+    config.put_api_key(
+        ApiKey(key_id=name.replace(" ", "-"), tenant_id=tenant_id, key_hash=hash_api_key(api_key))
+    )
+    reset_clients()

@@ -49,6 +49,7 @@ from bench.common import (
     payload_bytes,
     percentile,
     purchase_order,
+    seed_tenant,
 )
 
 TARGET_RATIO = 1.5
@@ -97,31 +98,14 @@ def _stdout_to_devnull() -> Iterator[None]:
 
 
 def _seed(table: str) -> None:
-    from hub.adapters.aws import reset_clients  # noqa: PLC0415
-    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
-    from hub.domain.tenancy import (  # noqa: PLC0415
-        ApiKey,
-        Destination,
-        Integration,
-        IntegrationMode,
-        Tenant,
-        hash_api_key,
+    seed_tenant(
+        table,
+        tenant_id=TENANT_ID,
+        integration_id=INTEGRATION_ID,
+        api_key=API_KEY,
+        destination="http://127.0.0.1:9/never-called",
+        name="bench ingest",
     )
-
-    reset_clients()
-    config = DynamoConfigRepository(table)
-    config.put_tenant(Tenant(tenant_id=TENANT_ID, name="Bench"))
-    config.put_integration(
-        Integration(
-            integration_id=INTEGRATION_ID,
-            tenant_id=TENANT_ID,
-            name="bench ingest",
-            mode=IntegrationMode.ORCHESTRATION,
-            destination=Destination(url="http://127.0.0.1:9/never-called"),
-        )
-    )
-    config.put_api_key(ApiKey(key_id="bench", tenant_id=TENANT_ID, key_hash=hash_api_key(API_KEY)))
-    reset_clients()
 
 
 def _event(run_id: str, index: int) -> dict[str, Any]:

@@ -157,6 +157,15 @@ def moved(record: MessageRecord, target: PipelineStatus, old: Mapping[str, Any] 
     )
 
 
+def _unmoved(record: MessageRecord, old: Mapping[str, Any] | None) -> bool:
+    """The stored item is still the caller's message, in the status the caller read."""
+    return bool(
+        old
+        and old.get("tenant_id") == record.tenant_id
+        and old.get("pipeline_status") == record.pipeline_status.value
+    )
+
+
 def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim | None:
     # TTL deletes lazily (up to days late): an expired claim no longer counts.
     if int(item["expires_at"]) <= epoch(now):
@@ -354,11 +363,10 @@ class DynamoMessageRepository:
         except ConditionFailed as failed:
             old = failed.old
             if (
-                old
-                and old.get("tenant_id") == record.tenant_id
-                and old.get("pipeline_status") == record.pipeline_status.value
+                _unmoved(record, old)
+                and old
                 and old.get("lease_owner")
-                and int(old.get("lease_until", 0)) >= epoch(now)
+                and int(old["lease_until"]) >= epoch(now)
             ):
                 raise LeaseHeld("a step holds the message") from failed
             raise moved(record, PipelineStatus.CANCELLED, old) from failed
@@ -395,14 +403,9 @@ class DynamoMessageRepository:
         try:
             return record_from(self._table.update(keys.message_key(record.message_id), update))
         except ConditionFailed as failed:
-            old = failed.old
-            if (
-                old
-                and old.get("tenant_id") == record.tenant_id
-                and old.get("pipeline_status") == record.pipeline_status.value
-            ):
+            if _unmoved(record, failed.old):
                 return None  # another execution is alive
-            raise moved(record, PipelineStatus.RECEIVED, old) from failed
+            raise moved(record, PipelineStatus.RECEIVED, failed.old) from failed
 
 
 def admission(update: Update, now: datetime, abandoned_after: timedelta) -> None:
