@@ -23,17 +23,17 @@ from hub.ports import NewMessage
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-class BarrierRepository(DynamoMessageRepository):
-    """The real repository, except that every caller waits for the others just before its
-    storing transaction: all of them then race for the conditional write."""
+class BarrierQueue(SqsStepQueue):
+    """The real queue, except that every caller waits for the others after publishing its
+    first step, right before its storing transaction: all of them then race for the claims."""
 
-    def __init__(self, table: str, barrier: threading.Barrier) -> None:
-        super().__init__(table)
+    def __init__(self, queue_url: str, barrier: threading.Barrier) -> None:
+        super().__init__(queue_url)
         self._barrier = barrier
 
-    def create(self, *args, **kwargs):
+    def publish(self, *args, **kwargs):
+        super().publish(*args, **kwargs)
         self._barrier.wait(timeout=10)
-        return super().create(*args, **kwargs)
 
 
 @pytest.mark.parametrize("idempotency_key", ["race-key", None], ids=["with-key", "fingerprint-only"])
@@ -42,8 +42,8 @@ def test_concurrent_requests_have_exactly_one_winner(stack, tenancy, idempotency
     barrier = threading.Barrier(racers)
     ingestor = Ingestor(
         DynamoConfigRepository(stack.table),
-        BarrierRepository(stack.table, barrier),
-        SqsStepQueue(stack.queue_url),
+        DynamoMessageRepository(stack.table),
+        BarrierQueue(stack.queue_url, barrier),
         settings(),
     )
     inbound = InboundMessage(
