@@ -14,7 +14,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from hub.adapters.certificates import DynamoCertificateRepository, certificate_key
+from hub.adapters.certificates import DynamoCertificateRepository
+from hub.adapters.dynamo.keys import certificate_key
 from hub.adapters.kms import KmsDataKeys
 from hub.certificates.envelope import CertificateUndecryptable, open_sealed, seal
 from hub.certificates.service import encryption_context

@@ -3,37 +3,35 @@
 - ``ALERT#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT``  dead letters of one integration in one hour
 - ``ALARM#<alarm name>#<YYYY-MM-DDTHH>`` / ``ALERT``   one CloudWatch alarm in one hour
 
-Created by one conditional put (exactly one creator), then counted on (``occurrences``) and
-marked per channel that took the alert (``sent_channels``, ``sent_at``). TTL ``expires_at``.
+(spelled in hub.adapters.dynamo.keys). Created by one conditional put (exactly one creator),
+then counted on (``occurrences``) and marked per channel that took the alert (``sent_channels``,
+``sent_at``). TTL ``expires_at``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from hub.adapters.aws import client, error_code
-from hub.adapters.dynamo.table import decode, encode, epoch, format_ts
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update, epoch, format_ts
 from hub.alerts.model import ALERT_RETENTION, Alert, AlertGroup, AlertKind
 from hub.errors import StorageUnavailable
 from hub.ports import AlertClaim
 
-_PREFIX = {AlertKind.DEAD_LETTER: "ALERT", AlertKind.ALARM: "ALARM"}
+_WHAT = "alert storage"
+_KEY: dict[AlertKind, Callable[[str, str], keys.Key]] = {
+    AlertKind.DEAD_LETTER: keys.dead_letter_alert_key,
+    AlertKind.ALARM: keys.alarm_alert_key,
+}
 
 
-def alert_key(group: AlertGroup) -> dict[str, str]:
-    return {"PK": f"{_PREFIX[group.kind]}#{group.subject}#{group.hour}", "SK": "ALERT"}
+def alert_key(group: AlertGroup) -> keys.Key:
+    return _KEY[group.kind](group.subject, group.hour)
 
 
-def _unavailable(operation: str) -> StorageUnavailable:
-    return StorageUnavailable("alert storage is temporarily unavailable", details={"operation": operation})
-
-
-def _claim_from(item: dict[str, Any], *, created: bool) -> AlertClaim:
-    data = decode(item)
+def _claim_from(data: dict[str, Any], *, created: bool) -> AlertClaim:
     return AlertClaim(
         owner=str(data["owner"]),
         sent_channels=frozenset(str(name) for name in data.get("sent_channels", ())),
@@ -43,7 +41,7 @@ def _claim_from(item: dict[str, Any], *, created: bool) -> AlertClaim:
 
 class DynamoAlertClaimStore:
     def __init__(self, table_name: str) -> None:
-        self._table = table_name
+        self._table = Table(table_name, _WHAT)
 
     def claim(self, alert: Alert, owner: str, occurrences: int, now: datetime) -> AlertClaim:
         group = alert.group
@@ -62,52 +60,22 @@ class DynamoAlertClaimStore:
             "expires_at": epoch(now + ALERT_RETENTION),
         }
         try:
-            client("dynamodb").put_item(
-                TableName=self._table,
-                Item=encode(item),
-                ConditionExpression="attribute_not_exists(PK)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise _unavailable("PutItem") from exc
-            existing = exc.response.get("Item") or self._get(group)
+            self._table.put(item, condition="attribute_not_exists(PK)")
+        except ConditionFailed as failed:
+            existing = failed.old or self._table.get(alert_key(group))
             if existing is None:  # deleted in between: a retry of the event claims it again
-                raise _unavailable("PutItem") from exc
+                raise StorageUnavailable(
+                    f"{_WHAT} is temporarily unavailable", details={"operation": "PutItem"}
+                ) from failed
             return _claim_from(existing, created=False)
-        except BotoCoreError as exc:
-            raise _unavailable("PutItem") from exc
         return AlertClaim(owner=owner, sent_channels=frozenset(), created=True)
 
-    def _get(self, group: AlertGroup) -> dict[str, Any] | None:
-        try:
-            answer = client("dynamodb").get_item(
-                TableName=self._table, Key=encode(alert_key(group)), ConsistentRead=True
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise _unavailable("GetItem") from exc
-        item: dict[str, Any] | None = answer.get("Item")
-        return item
-
     def count(self, group: AlertGroup, occurrences: int) -> None:
-        self._update(group, "ADD occurrences :n", {":n": occurrences})
+        self._table.update(alert_key(group), Update().add("occurrences", occurrences))
 
     def mark_sent(self, group: AlertGroup, channels: Iterable[str], now: datetime) -> None:
-        names = set(channels)
+        names = frozenset(channels)
         if names:
-            self._update(
-                group,
-                "SET sent_at = :now ADD sent_channels :names",
-                {":now": format_ts(now), ":names": names},
+            self._table.update(
+                alert_key(group), Update().set(sent_at=format_ts(now)).add("sent_channels", names)
             )
-
-    def _update(self, group: AlertGroup, expression: str, values: dict[str, Any]) -> None:
-        try:
-            client("dynamodb").update_item(
-                TableName=self._table,
-                Key=encode(alert_key(group)),
-                UpdateExpression=expression,
-                ExpressionAttributeValues=encode(values),
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise _unavailable("UpdateItem") from exc

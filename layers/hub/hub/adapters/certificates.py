@@ -9,7 +9,8 @@ Items (PK / SK):
   the daily expiry check is one Query of the certificates near expiry (never a Scan).
 - ``CERTALERT#<connection_id>#<not_after>#<bucket>`` / ``ALERT``  one expiry alert (TTL).
 
-Connection ids are global (like integration ids) and each certificate belongs to one tenant.
+Key shapes in hub.adapters.dynamo.keys. Connection ids are global (like integration ids) and
+each certificate belongs to one tenant.
 """
 
 from __future__ import annotations
@@ -19,47 +20,30 @@ import threading
 from datetime import datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.types import Binary
-from botocore.exceptions import BotoCoreError, ClientError
-
-from hub.adapters.aws import client, error_code
-from hub.adapters.dynamo.table import decode, encode, epoch, format_ts
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update, encode, epoch, format_ts
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys, SealedSecret
 from hub.certificates.model import CertificateExpiry, CertificateMetadata, iso, parse_iso
 from hub.certificates.service import StoredCertificate, open_certificate
 from hub.delivery.port import ClientCertificate, DeliveryFailed
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination
-from hub.errors import NotFound, StorageUnavailable
+from hub.errors import NotFound
 
 logger = logging.getLogger(__name__)
 
-EXPIRY_PARTITION = "CERT#EXPIRY"
+_WHAT = "certificate storage"
 #: How long an expiry alert record is kept after the certificate's not_after: an expired
 #: certificate nobody renews is alerted again (bucket 0) once this has passed.
 ALERT_RETENTION_AFTER_EXPIRY = timedelta(days=90)
 
 
-def certificate_key(connection_id: str) -> dict[str, str]:
-    return {"PK": f"CERT#{connection_id}", "SK": "CLIENT"}
-
-
-def cert_alert_key(connection_id: str, not_after: datetime, bucket: int) -> dict[str, str]:
-    return {"PK": f"CERTALERT#{connection_id}#{iso(not_after)}#{bucket}", "SK": "ALERT"}
+def _alert_key(certificate: CertificateExpiry, bucket: int) -> keys.Key:
+    return keys.cert_alert_key(certificate.connection_id, iso(certificate.not_after), bucket)
 
 
 #: Longer than the expiry function's timeout: an unsent claim this old belongs to a dead run.
 UNSENT_CLAIM_TAKEOVER = timedelta(minutes=15)
-
-
-def _unavailable(operation: str) -> StorageUnavailable:
-    return StorageUnavailable(
-        "certificate storage is temporarily unavailable", details={"operation": operation}
-    )
-
-
-def _bytes(value: Any) -> bytes:
-    return bytes(value.value) if isinstance(value, Binary) else bytes(value)
 
 
 class NoCertificateStore:
@@ -75,12 +59,12 @@ class NoCertificateStore:
 
 class DynamoCertificateRepository:
     def __init__(self, table_name: str) -> None:
-        self._table = table_name
+        self._table = Table(table_name, _WHAT)
 
     def put(self, certificate: StoredCertificate) -> None:
         m, s = certificate.metadata, certificate.sealed
         item = {
-            **certificate_key(m.connection_id),
+            **keys.certificate_key(m.connection_id),
             "item_type": "client_certificate",
             "tenant_id": m.tenant_id,
             "connection_id": m.connection_id,
@@ -99,57 +83,41 @@ class DynamoCertificateRepository:
             "pfx_ciphertext": s.pfx_ciphertext,
             "password_nonce": s.password_nonce,
             "password_ciphertext": s.password_ciphertext,
-            "GSI1PK": EXPIRY_PARTITION,
-            "GSI1SK": f"{iso(m.not_after)}#{m.tenant_id}#{m.connection_id}",
+            **keys.certificate_expiry_index_keys(iso(m.not_after), m.tenant_id, m.connection_id),
         }
         try:
-            client("dynamodb").put_item(
-                TableName=self._table,
-                Item=encode(item),
-                ConditionExpression="attribute_not_exists(PK) OR tenant_id = :tenant",
-                ExpressionAttributeValues=encode({":tenant": m.tenant_id}),
+            self._table.put(
+                item,
+                condition="attribute_not_exists(PK) OR tenant_id = :tenant",
+                values={":tenant": m.tenant_id},
             )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                # Another tenant's connection: the same answer as a connection that does not exist.
-                raise NotFound("no such connection") from None
-            raise _unavailable("PutItem") from exc
-        except BotoCoreError as exc:
-            raise _unavailable("PutItem") from exc
+        except ConditionFailed:
+            # Another tenant's connection: the same answer as a connection that does not exist.
+            raise NotFound("no such connection") from None
 
     def get(self, connection_id: str) -> StoredCertificate | None:
-        try:
-            answer = client("dynamodb").get_item(
-                TableName=self._table, Key=encode(certificate_key(connection_id)), ConsistentRead=True
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise _unavailable("GetItem") from exc
-        item = answer.get("Item")
-        return _stored_from(decode(item)) if item else None
+        item = self._table.get(keys.certificate_key(connection_id))
+        return _stored_from(item) if item else None
 
     def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
         found: list[CertificateExpiry] = []
         request: dict[str, Any] = {
-            "TableName": self._table,
             "IndexName": "GSI1",
             "KeyConditionExpression": "GSI1PK = :pk AND GSI1SK < :until",
-            "ExpressionAttributeValues": encode({":pk": EXPIRY_PARTITION, ":until": iso(until)}),
+            "ExpressionAttributeValues": encode({":pk": keys.CERT_EXPIRY_PARTITION, ":until": iso(until)}),
         }
         while True:
-            try:
-                page = client("dynamodb").query(**request)
-            except (BotoCoreError, ClientError) as exc:
-                raise _unavailable("Query") from exc
-            found += [_listed(decode(item)) for item in page.get("Items", [])]
-            if "LastEvaluatedKey" not in page:
+            items, last = self._table.query(**request)
+            found += [_listed(item) for item in items]
+            if last is None:
                 return found
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            request["ExclusiveStartKey"] = encode(last)
 
 
 def _listed(item: dict[str, Any]) -> CertificateExpiry:
     """From the index keys alone: GSI1 projects a fixed attribute list meant for messages, so
     the sort key carries what the expiry check needs."""
-    not_after, tenant_id, connection_id = str(item["GSI1SK"]).split("#", 2)
+    not_after, tenant_id, connection_id = keys.certificate_expiry_of(str(item["GSI1SK"]))
     return CertificateExpiry(tenant_id=tenant_id, connection_id=connection_id, not_after=parse_iso(not_after))
 
 
@@ -168,12 +136,12 @@ def _metadata(item: dict[str, Any]) -> CertificateMetadata:
 def _stored_from(item: dict[str, Any]) -> StoredCertificate:
     sealed = SealedSecret(
         key_id=str(item["kms_key_id"]),
-        encrypted_data_key=_bytes(item["encrypted_data_key"]),
+        encrypted_data_key=bytes(item["encrypted_data_key"]),
         context={str(k): str(v) for k, v in item["encryption_context"].items()},
-        pfx_nonce=_bytes(item["pfx_nonce"]),
-        pfx_ciphertext=_bytes(item["pfx_ciphertext"]),
-        password_nonce=_bytes(item["password_nonce"]),
-        password_ciphertext=_bytes(item["password_ciphertext"]),
+        pfx_nonce=bytes(item["pfx_nonce"]),
+        pfx_ciphertext=bytes(item["pfx_ciphertext"]),
+        password_nonce=bytes(item["password_nonce"]),
+        password_ciphertext=bytes(item["password_ciphertext"]),
         algorithm=str(item["algorithm"]),
     )
     return StoredCertificate(
@@ -230,11 +198,11 @@ class KmsCertificateStore:
 
 class DynamoCertAlertClaims:
     def __init__(self, table_name: str) -> None:
-        self._table = table_name
+        self._table = Table(table_name, _WHAT)
 
     def claim(self, certificate: CertificateExpiry, bucket: int, now: datetime) -> bool:
         item = {
-            **cert_alert_key(certificate.connection_id, certificate.not_after, bucket),
+            **_alert_key(certificate, bucket),
             "item_type": "cert_expiry_alert",
             "tenant_id": certificate.tenant_id,
             "connection_id": certificate.connection_id,
@@ -244,44 +212,24 @@ class DynamoCertAlertClaims:
             "expires_at": epoch(max(now, certificate.not_after) + ALERT_RETENTION_AFTER_EXPIRY),
         }
         try:
-            client("dynamodb").put_item(
-                TableName=self._table,
-                Item=encode(item),
+            self._table.put(
+                item,
                 # A claim whose run died before sending (no sent_at, older than any run can
                 # last) is taken over: the alert is late, never lost.
-                ConditionExpression=(
+                condition=(
                     "attribute_not_exists(PK) OR (attribute_not_exists(sent_at) AND created_at < :stale)"
                 ),
-                ExpressionAttributeValues=encode({":stale": format_ts(now - UNSENT_CLAIM_TAKEOVER)}),
+                values={":stale": format_ts(now - UNSENT_CLAIM_TAKEOVER)},
             )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise _unavailable("PutItem") from exc
-        except BotoCoreError as exc:
-            raise _unavailable("PutItem") from exc
+        except ConditionFailed:
+            return False
         return True
 
     def mark_sent(self, certificate: CertificateExpiry, bucket: int, now: datetime) -> None:
-        try:
-            client("dynamodb").update_item(
-                TableName=self._table,
-                Key=encode(cert_alert_key(certificate.connection_id, certificate.not_after, bucket)),
-                UpdateExpression="SET sent_at = :now",
-                ExpressionAttributeValues=encode({":now": format_ts(now)}),
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise _unavailable("UpdateItem") from exc
+        self._table.update(_alert_key(certificate, bucket), Update().set(sent_at=format_ts(now)))
 
     def release(self, certificate: CertificateExpiry, bucket: int) -> None:
         try:
-            client("dynamodb").delete_item(
-                TableName=self._table,
-                Key=encode(cert_alert_key(certificate.connection_id, certificate.not_after, bucket)),
-                ConditionExpression="attribute_not_exists(sent_at)",
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise _unavailable("DeleteItem") from exc
-        except BotoCoreError as exc:
-            raise _unavailable("DeleteItem") from exc
+            self._table.delete(_alert_key(certificate, bucket), condition="attribute_not_exists(sent_at)")
+        except ConditionFailed:
+            return

@@ -8,12 +8,19 @@ it. Nothing else in the code base spells a key.
 - business key (+ entity lease): ``BK#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
 - API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<id>`` / ``CONFIG``,
   tenant ``TENANT#<id>`` / ``PROFILE`` - configuration (the worker flags a gone connection)
-- alert claims ``ALERT#...`` / ``ALARM#...`` (hub.adapters.alert_claims, TTL) and client
-  certificates ``CERT#<connection>`` (hub.adapters.certificates) - their own adapters
+- dead-letter alert: ``ALERT#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
+  (hub.adapters.alert_claims); TTL
+- alarm alert: ``ALARM#<alarm name>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
+  (hub.adapters.alert_claims); TTL
+- client certificate: ``CERT#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
+  expiry check (GSI1) (hub.adapters.certificates); no TTL
+- certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
+  check (hub.adapters.certificates); TTL
 
 GSI1 is sparse: a message item carries ``GSI1PK`` / ``GSI1SK`` only while it is in a status an
 operator lists (`LISTED_STATUSES`), so the happy path (received -> sent) never writes the index.
-Certificates use GSI1 under one fixed partition, sorted by expiry.
+Client certificates use GSI1 under one fixed partition, ``CERT#EXPIRY`` /
+``<not_after>#<tenant>#<connection>``, so the expiry check is one Query sorted by expiry.
 """
 
 from __future__ import annotations
@@ -74,3 +81,42 @@ def status_partition(tenant_id: str, status: str) -> str:
 def status_index_keys(tenant_id: str, status: str, updated_at: str, message_id: str) -> Key:
     """GSI1: messages of a tenant in one listed status, ordered by last change."""
     return {"GSI1PK": status_partition(tenant_id, status), "GSI1SK": f"{updated_at}#{message_id}"}
+
+
+ALERT_SK = "ALERT"
+
+
+def dead_letter_alert_key(integration_id: str, hour: str) -> Key:
+    """The dead letters of one integration in one UTC hour (``YYYY-MM-DDTHH``)."""
+    return {"PK": f"ALERT#{integration_id}#{hour}", "SK": ALERT_SK}
+
+
+def alarm_alert_key(alarm_name: str, hour: str) -> Key:
+    """One CloudWatch alarm in one UTC hour (``YYYY-MM-DDTHH``)."""
+    return {"PK": f"ALARM#{alarm_name}#{hour}", "SK": ALERT_SK}
+
+
+#: GSI1 partition holding every client certificate, sorted by expiry.
+CERT_EXPIRY_PARTITION = "CERT#EXPIRY"
+
+
+def certificate_key(connection_id: str) -> Key:
+    return {"PK": f"CERT#{connection_id}", "SK": "CLIENT"}
+
+
+def certificate_expiry_index_keys(not_after: str, tenant_id: str, connection_id: str) -> Key:
+    """GSI1: all certificates in one partition, sorted by `not_after` (second-precision UTC
+    ISO). The sort key carries what the expiry check needs: GSI1 projects attributes meant for
+    messages."""
+    return {"GSI1PK": CERT_EXPIRY_PARTITION, "GSI1SK": f"{not_after}#{tenant_id}#{connection_id}"}
+
+
+def certificate_expiry_of(gsi1sk: str) -> tuple[str, str, str]:
+    """`(not_after, tenant_id, connection_id)` from a certificate's GSI1SK."""
+    not_after, tenant_id, connection_id = gsi1sk.split("#", 2)
+    return not_after, tenant_id, connection_id
+
+
+def cert_alert_key(connection_id: str, not_after: str, bucket: int) -> Key:
+    """One expiry alert of a certificate (`not_after` as in its GSI1SK) and alert bucket (days)."""
+    return {"PK": f"CERTALERT#{connection_id}#{not_after}#{bucket}", "SK": ALERT_SK}

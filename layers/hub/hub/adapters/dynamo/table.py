@@ -108,7 +108,7 @@ class Update:
 
     sets: dict[str, Any] = field(default_factory=dict)
     removes: list[str] = field(default_factory=list)
-    adds: dict[str, int] = field(default_factory=dict)
+    adds: dict[str, int | frozenset[str]] = field(default_factory=dict)
     raw_sets: list[str] = field(default_factory=list)
     conditions: list[str] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)
@@ -137,7 +137,8 @@ class Update:
         self.removes += [a for a in attributes if a not in self.removes]
         return self
 
-    def add(self, attribute: str, amount: int = 1) -> Update:
+    def add(self, attribute: str, amount: int | frozenset[str] = 1) -> Update:
+        """ADD `amount` to a number, or the strings of a set to a string set."""
         self.adds[attribute] = amount
         return self
 
