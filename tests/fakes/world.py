@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from hub.config import Settings
 from hub.domain.message import InboundMessage, MessageRecord, StepMessage
@@ -26,6 +27,7 @@ from hub.ingest.receive import Ingestor, ReceiveOutcome
 from hub.pipeline.ports import StepReport
 from hub.pipeline.retries import RetryOrchestrator
 from hub.pipeline.worker import PipelineWorker
+from hub.ports import MessageRepository
 from tests.fakes import FakeClock, FakeConnector, FakeHub
 
 API_KEY = "hub_k1_world"
@@ -56,9 +58,13 @@ class World:
             clock=self.clock,
             rand=self.rand,
         )
+        self.use_messages(self.hub.messages)
+
+    def use_messages(self, messages: MessageRepository) -> None:
+        """Rebuilds the ingestor over `messages` (e.g. a FakeMessages that races)."""
         self.ingestor = Ingestor(
             self.hub.config,
-            self.hub.messages,
+            messages,
             self.hub.queue,
             Settings(table_name="fake", pipeline_queue_url="fake"),
             clock=self.clock,
@@ -88,13 +94,13 @@ class World:
         return integration
 
     def receive(
-        self, payload: dict[str, object] | str, message_type: str = KEYED, idempotency_key: str | None = None
+        self, payload: dict[str, Any] | str, message_type: str = KEYED, idempotency_key: str | None = None
     ) -> ReceiveOutcome:
         inbound = InboundMessage(integration_id=INTEGRATION, message_type=message_type, payload=payload)
         return self.ingestor.receive(API_KEY, inbound, idempotency_key, "corr-1")
 
     def send(
-        self, payload: dict[str, object] | str, message_type: str = KEYED
+        self, payload: dict[str, Any] | str, message_type: str = KEYED
     ) -> tuple[MessageRecord, StepMessage]:
         """A stored message and its first step (taken off the queue)."""
         outcome = self.receive(payload, message_type)
