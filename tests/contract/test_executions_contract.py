@@ -103,6 +103,18 @@ class TestTakeAndFinish:
 
         assert backend.item(record.message_id) == before
 
+    def test_a_float_in_an_outcome_is_refused_before_any_write(self, backend: Backend) -> None:
+        record = created(backend)
+        held = taken(backend, record)
+        before = backend.item(record.message_id)
+
+        with pytest.raises(TypeError, match="Float"):
+            backend.executions.finish(
+                held, Outcome(PipelineStatus.SENT, log=[{"step": "sent", "ms": 1.5}]), NOW
+            )
+
+        assert backend.item(record.message_id) == before
+
     def test_the_log_keeps_the_last_twenty_entries(self, backend: Backend) -> None:
         record = created(backend)
         first = backend.executions.finish(taken(backend, record), retry_pending(), NOW)

@@ -35,6 +35,7 @@ from tests.fakes.table import (
     TransactionCancelled,
     epoch,
     format_ts,
+    item_size,
 )
 
 #: What a transition may change besides the status (the adapter's CHANGEABLE_FIELDS).
@@ -51,9 +52,10 @@ CHANGEABLE_FIELDS = frozenset(
         "superseded_by",
     }
 )
-#: A payload stays on the message item while the item fits one write unit with room for the
-#: happy path's log (an estimate of the adapter's rule: only the two ends are contractual).
-_INLINE_LIMIT = 1024 - 160
+#: A payload stays on the message item while the whole item fits one write unit (1 KB) with
+#: room for the happy path's log entries.
+WRITE_UNIT_BYTES = 1024
+_LOG_ROOM = 160
 
 
 def key_of(key: Mapping[str, str]) -> Key:
@@ -140,7 +142,11 @@ def admission(change: Change, now: datetime, abandoned_after: timedelta) -> None
 
 
 def lease_free(item: Item | None, now: datetime) -> bool:
-    return item is None or "lease_owner" not in item or int(item.get("lease_until", 0)) < epoch(now)
+    """No lease, or one that expired (a lease without `lease_until` never expires: a DynamoDB
+    comparison with an absent attribute is false)."""
+    if item is None or "lease_owner" not in item:
+        return True
+    return "lease_until" in item and int(item["lease_until"]) < epoch(now)
 
 
 def moved(record: MessageRecord, target: PipelineStatus, old: Item | None) -> Exception:
@@ -242,7 +248,7 @@ class FakeMessages:
             raise StorageUnavailable("message storage is busy", details={"operation": "TransactWriteItems"})
         record = new.record
         item = {**record_item(record), "active_at": epoch(now), "version": 1}
-        if len(str(item)) + len(new.payload_text.encode()) <= _INLINE_LIMIT:
+        if item_size(item) + len(new.payload_text.encode()) + len("payload") + _LOG_ROOM <= WRITE_UNIT_BYTES:
             item["payload"] = new.payload_text
         else:
             item["payload_apart"] = True

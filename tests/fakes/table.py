@@ -4,7 +4,10 @@ holds them, and one lock that makes every conditional write atomic, as DynamoDB 
 A write is a `Change` (SET / REMOVE / ADD / bounded log append) applied only when its
 conditions hold; a failed condition raises `ConditionFailed` with the item as it was (None: no
 item), like `ReturnValuesOnConditionCheckFailure=ALL_OLD`. An update of a missing item whose
-conditions hold creates it (UpdateItem is an upsert). Values are stored the way the DynamoDB
+conditions hold creates it (UpdateItem is an upsert). What DynamoDB (and boto3) refuse before
+any condition is looked at is refused here too: one attribute in two clauses of an update
+(ValidationException, which the adapter reports as StorageUnavailable) and Python floats
+(boto3's TypeError). Values are stored the way the DynamoDB
 adapter stores them: timestamps as fixed-width UTC strings, epochs as ints, absent rather than
 None, so `MessageRecord.model_validate(item)` reads both the same way.
 """
@@ -13,10 +16,13 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from hub.errors import StorageUnavailable
 
 Key = tuple[str, str]
 Item = dict[str, Any]
@@ -39,6 +45,40 @@ def epoch(value: datetime) -> int:
 def stored(value: Any) -> Any:
     """A value as the table keeps it (datetimes as strings)."""
     return format_ts(value) if isinstance(value, datetime) else value
+
+
+def check_storable(value: Any) -> None:
+    """boto3 serializes no Python float (TypeError), at any depth."""
+    if isinstance(value, float):
+        raise TypeError("Float types are not supported. Use Decimal types instead.")
+    if isinstance(value, Mapping):
+        for inner in value.values():
+            check_storable(inner)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for inner in value:
+            check_storable(inner)
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """An item's size as DynamoDB bills it (attribute names plus values; a number about one
+    byte per two digits): what decides whether a payload stays on the message item."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items() if value is not None)
+
+
+def _value_size(value: Any) -> int:  # noqa: PLR0911 - one exit per DynamoDB type
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float):
+        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
+    if isinstance(value, Mapping):
+        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return 3 + sum(_value_size(v) + 1 for v in value)
+    return len(str(value).encode())
 
 
 class ConditionFailed(Exception):
@@ -71,18 +111,17 @@ class Change:
     defaults: dict[str, Any] = field(default_factory=dict)
 
     def set(self, **fields: Any) -> Change:
+        """SET each field; None REMOVEs it instead (as the adapter's Update does: setting and
+        removing one attribute in the same change is an overlap, refused)."""
         for name, value in fields.items():
             if value is None:
                 self.remove(name)
             else:
-                self.removes.discard(name)
                 self.sets[name] = stored(value)
         return self
 
     def remove(self, *names: str) -> Change:
-        for name in names:
-            self.sets.pop(name, None)
-            self.removes.add(name)
+        self.removes.update(names)
         return self
 
     def add(self, name: str, amount: int = 1) -> Change:
@@ -106,6 +145,18 @@ class Change:
         if stamped:
             self.log = (read, stamped)
         return self
+
+    def validate(self) -> None:
+        """What DynamoDB refuses before looking at the item: an attribute in two clauses."""
+        named = [*self.sets, *self.defaults, *(["log"] if self.log else []), *self.removes, *self.adds]
+        overlapping = sorted(name for name, times in Counter(named).items() if times > 1)
+        if overlapping:
+            raise StorageUnavailable(
+                "storage is temporarily unavailable",
+                details={"operation": "UpdateItem", "overlapping_paths": overlapping},
+            )
+        for value in [*self.sets.values(), *self.defaults.values(), *(self.log[1] if self.log else [])]:
+            check_storable(value)
 
     def holds(self, item: Item | None) -> bool:
         return all(condition(item) for condition in self.conditions)
@@ -142,12 +193,14 @@ class FakeTable:
             return copy.deepcopy(item) if item is not None else None
 
     def put(self, item: Mapping[str, Any]) -> None:
+        check_storable(dict(item))
         with self.lock:
             self.items[(item["PK"], item["SK"])] = copy.deepcopy(dict(item))
             self.writes += 1
 
     def update(self, key: Key, change: Change) -> Item:
         """Applies `change` when its conditions hold; the item as it is afterwards."""
+        change.validate()
         with self.lock:
             old = self.items.get(key)
             if not change.holds(old):
@@ -161,6 +214,8 @@ class FakeTable:
     def transact(self, puts: Sequence[tuple[Mapping[str, Any], Condition]]) -> None:
         """Puts every item, or none when any condition fails (TransactionCancelled naming, per
         entry, "ConditionalCheckFailed" with the old item, or "None")."""
+        for item, _ in puts:
+            check_storable(dict(item))
         with self.lock:
             reasons: list[tuple[str, Item | None]] = []
             for item, condition in puts:
