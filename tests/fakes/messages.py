@@ -115,7 +115,7 @@ def status_change(
         raise ValueError(f"not changeable through a transition: {sorted(unknown)}")
     updated_at = format_ts(now)
     change.set(pipeline_status=target.value, updated_at=updated_at)
-    change.set(**changes)
+    change.set(**{name: format_ts(v) if isinstance(v, datetime) else v for name, v in changes.items()})
     if target in keys.LISTED_STATUSES:
         change.set(**keys.status_index_keys(record.tenant_id, target.value, updated_at, record.message_id))
     else:

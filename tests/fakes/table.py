@@ -4,12 +4,14 @@ holds them, and one lock that makes every conditional write atomic, as DynamoDB 
 A write is a `Change` (SET / REMOVE / ADD / bounded log append) applied only when its
 conditions hold; a failed condition raises `ConditionFailed` with the item as it was (None: no
 item), like `ReturnValuesOnConditionCheckFailure=ALL_OLD`. An update of a missing item whose
-conditions hold creates it (UpdateItem is an upsert). What DynamoDB (and boto3) refuse before
-any condition is looked at is refused here too: one attribute in two clauses of an update
-(ValidationException, which the adapter reports as StorageUnavailable) and Python floats
-(boto3's TypeError). Values are stored the way the DynamoDB
-adapter stores them: timestamps as fixed-width UTC strings, epochs as ints, absent rather than
-None, so `MessageRecord.model_validate(item)` reads both the same way.
+conditions hold creates it (UpdateItem is an upsert).
+
+What DynamoDB and boto3 refuse before any condition is looked at is refused here too: one
+attribute in two clauses of an update (a ValidationException, which the adapter reports as
+StorageUnavailable), and a value boto3 cannot serialize - a float, a datetime - (TypeError).
+Values are stored the way the DynamoDB adapter stores them: timestamps as fixed-width UTC
+strings, epochs as ints, absent rather than None, so `MessageRecord.model_validate(item)`
+reads both the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from hub.errors import StorageUnavailable
@@ -42,13 +45,9 @@ def epoch(value: datetime) -> int:
     return int(value.timestamp())
 
 
-def stored(value: Any) -> Any:
-    """A value as the table keeps it (datetimes as strings)."""
-    return format_ts(value) if isinstance(value, datetime) else value
-
-
 def check_storable(value: Any) -> None:
-    """boto3 serializes no Python float (TypeError), at any depth."""
+    """What boto3's serializer takes, at any depth: a float or a datetime (or any other type)
+    is a TypeError before a request is sent."""
     if isinstance(value, float):
         raise TypeError("Float types are not supported. Use Decimal types instead.")
     if isinstance(value, Mapping):
@@ -57,6 +56,8 @@ def check_storable(value: Any) -> None:
     elif isinstance(value, list | tuple | set | frozenset):
         for inner in value:
             check_storable(inner)
+    elif not isinstance(value, str | bytes | bytearray | bool | int | Decimal) and value is not None:
+        raise TypeError(f"Unsupported type {type(value)!r} for value {value!r}")
 
 
 def item_size(item: Mapping[str, Any]) -> int:
@@ -117,7 +118,7 @@ class Change:
             if value is None:
                 self.remove(name)
             else:
-                self.sets[name] = stored(value)
+                self.sets[name] = value
         return self
 
     def remove(self, *names: str) -> Change:
@@ -129,7 +130,7 @@ class Change:
         return self
 
     def set_if_absent(self, **fields: Any) -> Change:
-        self.defaults.update({k: stored(v) for k, v in fields.items()})
+        self.defaults.update(fields)
         return self
 
     def where(self, condition: Condition) -> Change:

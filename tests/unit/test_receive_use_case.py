@@ -166,6 +166,29 @@ class TestDeduplication:
         assert loser.record.message_id == winner[0].record.message_id
         assert winner[0].created
 
+    def test_a_conflict_naming_no_claim_finds_the_winner_by_reading(self, world: World) -> None:
+        """DynamoDB cancels a transaction racing another on the same claim as a conflict that
+        names no claim (StorageUnavailable): the ingest reads the claims once and answers with
+        the winner. (Neither moto nor the fake produce that conflict on their own.)"""
+        winner: list[ReceiveOutcome] = []
+        raced = threading.Event()
+
+        class Conflicting(FakeMessages):
+            def create(self, new: NewMessage, now: datetime) -> None:
+                if not raced.is_set():
+                    raced.set()
+                    winner.append(world.receive(PO, idempotency_key="order-5"))
+                    raise StorageUnavailable("message storage is busy")
+                super().create(new, now)
+
+        world.use_messages(Conflicting(world.hub.table))
+
+        loser = world.receive(PO, idempotency_key="order-5")
+
+        assert loser.deduplicated_by is DedupKind.RACE_WINNER
+        assert loser.record.message_id == winner[0].record.message_id
+        assert len(message_items(world)) == 1
+
     def test_concurrent_requests_have_exactly_one_winner(
         self, world: World, monkeypatch: pytest.MonkeyPatch
     ) -> None:
