@@ -29,11 +29,13 @@ def test_one_attribute_in_two_clauses_is_refused() -> None:
     assert table.items == {}
 
 
-def test_floats_are_refused_at_any_depth() -> None:
+def test_floats_and_datetimes_are_refused_at_any_depth() -> None:
     table = FakeTable()
 
     with pytest.raises(TypeError):
         table.put({"PK": "a", "SK": "b", "n": {"deep": [1.5]}})
+    with pytest.raises(TypeError):
+        table.update(KEY, Change().set(completed_at=NOW))
     with pytest.raises(TypeError):
         table.update(KEY, Change().append_log([], [{"ms": 0.5}], NOW))
 
