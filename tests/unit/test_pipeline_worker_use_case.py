@@ -5,6 +5,7 @@ each test runs in about a millisecond."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 
 import pytest
@@ -367,6 +368,31 @@ class TestEntityLock:
 
         assert world.hub.executions.live_execution(record.message_id, world.clock.now) is None
         assert world.hub.metrics.total("StepsSentToDLQ") == 1
+
+
+class TestConcurrentCopies:
+    def test_copies_of_one_step_running_at_once_deliver_once(self, world: World) -> None:
+        _, step = world.send({"n": 1}, UNKEYED)
+        copies = 4
+        barrier = threading.Barrier(copies)
+        reports: list[StepReport] = []
+
+        def run() -> None:
+            barrier.wait(timeout=10)
+            reports.append(world.run(step))
+
+        threads = [threading.Thread(target=run) for _ in range(copies)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=20)
+
+        assert len(world.connector.requests) == 1
+        assert sorted(r.reason for r in reports).count("sent") == 1
+        # The others found the message leased (rescheduled) or its step done (dropped).
+        assert {r.reason for r in reports} - {"sent"} <= {"entity_busy", "duplicate_step"}
+        for again in world.hub.queue.drain():
+            assert world.run(again.step) == StepReport(StepOutcome.DROPPED, "duplicate_step")
 
 
 class TestOrphans:
