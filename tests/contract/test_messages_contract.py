@@ -270,6 +270,24 @@ class TestTransition:
         assert "next_retry_at" not in item
 
 
+class TestLogBound:
+    @pytest.mark.xfail(
+        strict=True,
+        reason="product: transition/cancel/restart (and fail_unleased) pass [] as the stored log to "
+        "append_log, so only a step's finish trims the log to MAX_LOG_ENTRIES",
+    )
+    def test_operator_moves_keep_the_last_twenty_entries(self, backend: Backend) -> None:
+        record = created(backend)
+        for n in range(21):
+            record = backend.messages.transition(
+                record, PipelineStatus.RECEIVED, NOW, log=[{"event": "x", "n": n}]
+            )
+
+        log = backend.messages.message_log(record.message_id)
+
+        assert [e["n"] for e in log] == list(range(1, 21))
+
+
 class TestRestart:
     def test_refused_while_an_execution_is_alive(self, backend: Backend) -> None:
         record = created(backend)
