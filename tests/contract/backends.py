@@ -1,0 +1,57 @@
+"""The two implementations a contract test runs against: the in-memory fakes, and the DynamoDB
+adapters over a table name (on moto in these tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.executions import DynamoExecutions
+from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.table import Table
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from tests.fakes import FakeConfig, FakeExecutions, FakeMessages, FakeTable
+
+BACKENDS = ("fake", "dynamo")
+
+
+@dataclass
+class Backend:
+    """The repositories of one implementation, and a raw view of its stored items."""
+
+    name: str
+    messages: FakeMessages | DynamoMessageRepository
+    executions: FakeExecutions | DynamoExecutions
+    config: FakeConfig | DynamoConfigRepository
+    raw: Callable[[dict[str, str]], dict[str, Any] | None]
+
+    def item(self, message_id: str) -> dict[str, Any] | None:
+        """The stored message item, as plain values."""
+        return self.raw(keys.message_key(message_id))
+
+    def entity_item(self, entity: str) -> dict[str, Any] | None:
+        return self.raw(keys.business_key(entity))
+
+
+def fake_backend() -> Backend:
+    table = FakeTable()
+    return Backend(
+        name="fake",
+        messages=FakeMessages(table),
+        executions=FakeExecutions(table),
+        config=FakeConfig(table),
+        raw=lambda key: table.get((key["PK"], key["SK"])),
+    )
+
+
+def dynamo_backend(table_name: str) -> Backend:
+    table = Table(table_name)
+    return Backend(
+        name="dynamo",
+        messages=DynamoMessageRepository(table_name),
+        executions=DynamoExecutions(table_name),
+        config=DynamoConfigRepository(table_name),
+        raw=table.get,
+    )

@@ -1,0 +1,85 @@
+"""An in-memory configuration repository (`hub.ports.ConfigRepository`) over the fakes' shared
+table, so the message repository's `get_for_key` finds API keys as it does in DynamoDB."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.domain.tenancy import ApiKey, Integration, Tenant
+from tests.fakes.table import Change, ConditionFailed, FakeTable, format_ts
+
+
+def api_key_of(item: Mapping[str, Any]) -> ApiKey:
+    ids = item.get("integration_ids")
+    return ApiKey(
+        key_id=item["key_id"],
+        tenant_id=item["tenant_id"],
+        key_hash=item["key_hash"],
+        integration_ids=frozenset(ids) if ids is not None else None,
+        active=bool(item.get("active", True)),
+    )
+
+
+def _key(key: Mapping[str, str]) -> tuple[str, str]:
+    return (key["PK"], key["SK"])
+
+
+class FakeConfig:
+    """Tenants, integrations and API keys, stored as the DynamoDB adapter stores them."""
+
+    def __init__(self, table: FakeTable | None = None) -> None:
+        self.table = table or FakeTable()
+        #: How often an integration was read (a worker reads it once per step).
+        self.integration_reads = 0
+
+    def get_api_key(self, key_hash: str) -> ApiKey | None:
+        item = self.table.get(_key(keys.api_key_key(key_hash)))
+        return api_key_of(item) if item else None
+
+    def get_integration(self, integration_id: str) -> Integration | None:
+        self.integration_reads += 1
+        item = self.table.get(_key(keys.integration_key(integration_id)))
+        if item is None:
+            return None
+        integration = Integration.model_validate_json(item["config_json"])
+        if item.get("connection_gone_at"):
+            gone = datetime.fromisoformat(item["connection_gone_at"])
+            integration = integration.model_copy(update={"connection_gone_at": gone})
+        return integration
+
+    def put_tenant(self, tenant: Tenant) -> None:
+        self.table.put({**keys.tenant_key(tenant.tenant_id), "item_type": "tenant", **tenant.model_dump()})
+
+    def put_integration(self, integration: Integration) -> None:
+        self.table.put(
+            {
+                **keys.integration_key(integration.integration_id),
+                "item_type": "integration",
+                "tenant_id": integration.tenant_id,
+                "config_json": integration.model_dump_json(exclude={"connection_gone_at"}),
+            }
+        )
+
+    def put_api_key(self, api_key: ApiKey) -> None:
+        item: dict[str, Any] = {
+            **keys.api_key_key(api_key.key_hash),
+            "item_type": "api_key",
+            "key_id": api_key.key_id,
+            "tenant_id": api_key.tenant_id,
+            "key_hash": api_key.key_hash,
+            "active": api_key.active,
+        }
+        if api_key.integration_ids is not None:
+            item["integration_ids"] = sorted(api_key.integration_ids)
+        self.table.put(item)
+
+    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
+        change = Change().set(connection_gone_at=format_ts(now), connection_gone_status=dest_status or "410")
+        change.where(lambda item: item is not None)
+        try:
+            self.table.update(_key(keys.integration_key(integration_id)), change)
+        except ConditionFailed:
+            return

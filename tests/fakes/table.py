@@ -1,0 +1,232 @@
+"""The fakes' one in-memory table: items as plain dicts keyed by (PK, SK), as the hub table
+holds them, and one lock that makes every conditional write atomic, as DynamoDB does.
+
+A write is a `Change` (SET / REMOVE / ADD / bounded log append) applied only when its
+conditions hold; a failed condition raises `ConditionFailed` with the item as it was (None: no
+item), like `ReturnValuesOnConditionCheckFailure=ALL_OLD`. An update of a missing item whose
+conditions hold creates it (UpdateItem is an upsert).
+
+What DynamoDB and boto3 refuse before any condition is looked at is refused here too: one
+attribute in two clauses of an update (a ValidationException, which the adapter reports as
+StorageUnavailable), and a value boto3 cannot serialize - a float, a datetime - (TypeError).
+Values are stored the way the DynamoDB adapter stores them: timestamps as fixed-width UTC
+strings, epochs as ints, absent rather than None, so `MessageRecord.model_validate(item)`
+reads both the same way.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from hub.errors import StorageUnavailable
+
+Key = tuple[str, str]
+Item = dict[str, Any]
+#: A condition reads the item as it is (None: no item).
+Condition = Callable[[Item | None], bool]
+
+#: The last log entries kept on the message item (hub.adapters.dynamo.messages.MAX_LOG_ENTRIES).
+MAX_LOG_ENTRIES = 20
+
+
+def format_ts(value: datetime) -> str:
+    """The stored form of a timestamp: fixed-width UTC, microseconds, `Z`."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def epoch(value: datetime) -> int:
+    return int(value.timestamp())
+
+
+def check_storable(value: Any) -> None:
+    """What boto3's serializer takes, at any depth: a float or a datetime (or any other type)
+    is a TypeError before a request is sent."""
+    if isinstance(value, float):
+        raise TypeError("Float types are not supported. Use Decimal types instead.")
+    if isinstance(value, Mapping):
+        for inner in value.values():
+            check_storable(inner)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for inner in value:
+            check_storable(inner)
+    elif not isinstance(value, str | bytes | bytearray | bool | int | Decimal) and value is not None:
+        raise TypeError(f"Unsupported type {type(value)!r} for value {value!r}")
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """An item's size as DynamoDB bills it (attribute names plus values; a number about one
+    byte per two digits): what decides whether a payload stays on the message item."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items() if value is not None)
+
+
+def _value_size(value: Any) -> int:  # noqa: PLR0911 - one exit per DynamoDB type
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bytes | bytearray):
+        return len(value)
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float):
+        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
+    if isinstance(value, Mapping):
+        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return 3 + sum(_value_size(v) + 1 for v in value)
+    return len(str(value).encode())
+
+
+class ConditionFailed(Exception):
+    """A write's condition did not hold; `old` is the item as it was (None: none)."""
+
+    def __init__(self, old: Item | None) -> None:
+        super().__init__("condition failed")
+        self.old = old
+
+
+class TransactionCancelled(Exception):
+    """A transaction was cancelled; one (code, old item) per entry, in order."""
+
+    def __init__(self, reasons: list[tuple[str, Item | None]]) -> None:
+        super().__init__("transaction cancelled")
+        self.reasons = reasons
+
+
+@dataclass
+class Change:
+    """One UpdateItem: SET (None removes), REMOVE, ADD, a log append, and ANDed conditions."""
+
+    sets: dict[str, Any] = field(default_factory=dict)
+    removes: set[str] = field(default_factory=set)
+    adds: dict[str, int] = field(default_factory=dict)
+    conditions: list[Condition] = field(default_factory=list)
+    #: (the log as the caller read it, the stamped entries to add)
+    log: tuple[Sequence[Mapping[str, Any]], list[dict[str, Any]]] | None = None
+    #: SET name = if_not_exists(name, value)
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def set(self, **fields: Any) -> Change:
+        """SET each field; None REMOVEs it instead (as the adapter's Update does: setting and
+        removing one attribute in the same change is an overlap, refused)."""
+        for name, value in fields.items():
+            if value is None:
+                self.remove(name)
+            else:
+                self.sets[name] = value
+        return self
+
+    def remove(self, *names: str) -> Change:
+        self.removes.update(names)
+        return self
+
+    def add(self, name: str, amount: int = 1) -> Change:
+        self.adds[name] = amount
+        return self
+
+    def set_if_absent(self, **fields: Any) -> Change:
+        self.defaults.update(fields)
+        return self
+
+    def where(self, condition: Condition) -> Change:
+        self.conditions.append(condition)
+        return self
+
+    def append_log(
+        self, read: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]], now: datetime
+    ) -> Change:
+        """Adds `entries` stamped `at`; `read` is the log as the caller last read it: when the
+        two overflow the bound, the trimmed list is written whole (as the adapter does)."""
+        stamped = [{"at": format_ts(now), **{k: v for k, v in e.items() if v is not None}} for e in entries]
+        if stamped:
+            self.log = (read, stamped)
+        return self
+
+    def validate(self) -> None:
+        """What DynamoDB refuses before looking at the item: an attribute in two clauses."""
+        named = [*self.sets, *self.defaults, *(["log"] if self.log else []), *self.removes, *self.adds]
+        overlapping = sorted(name for name, times in Counter(named).items() if times > 1)
+        if overlapping:
+            raise StorageUnavailable(
+                "storage is temporarily unavailable",
+                details={"operation": "UpdateItem", "overlapping_paths": overlapping},
+            )
+        for value in [*self.sets.values(), *self.defaults.values(), *(self.log[1] if self.log else [])]:
+            check_storable(value)
+
+    def holds(self, item: Item | None) -> bool:
+        return all(condition(item) for condition in self.conditions)
+
+    def apply(self, item: Item) -> None:
+        for name, value in self.defaults.items():
+            item.setdefault(name, copy.deepcopy(value))
+        for name, value in self.sets.items():
+            item[name] = copy.deepcopy(value)
+        for name in self.removes:
+            item.pop(name, None)
+        for name, amount in self.adds.items():
+            item[name] = int(item.get(name, 0)) + amount
+        if self.log is not None:
+            read, stamped = self.log
+            if len(read) + len(stamped) > MAX_LOG_ENTRIES:
+                item["log"] = copy.deepcopy([*read, *stamped][-MAX_LOG_ENTRIES:])
+            else:
+                item["log"] = [*item.get("log", []), *copy.deepcopy(stamped)]
+
+
+class FakeTable:
+    """Items by (PK, SK). Every read returns a copy; every write runs under one lock."""
+
+    def __init__(self) -> None:
+        self.items: dict[Key, Item] = {}
+        self.lock = threading.RLock()
+        #: How many writes were applied (a write whose condition failed is not counted).
+        self.writes = 0
+
+    def get(self, key: Key) -> Item | None:
+        with self.lock:
+            item = self.items.get(key)
+            return copy.deepcopy(item) if item is not None else None
+
+    def put(self, item: Mapping[str, Any]) -> None:
+        check_storable(dict(item))
+        with self.lock:
+            self.items[(item["PK"], item["SK"])] = copy.deepcopy(dict(item))
+            self.writes += 1
+
+    def update(self, key: Key, change: Change) -> Item:
+        """Applies `change` when its conditions hold; the item as it is afterwards."""
+        change.validate()
+        with self.lock:
+            old = self.items.get(key)
+            if not change.holds(old):
+                raise ConditionFailed(copy.deepcopy(old) if old is not None else None)
+            item = copy.deepcopy(old) if old is not None else {"PK": key[0], "SK": key[1]}
+            change.apply(item)
+            self.items[key] = item
+            self.writes += 1
+            return copy.deepcopy(item)
+
+    def transact(self, puts: Sequence[tuple[Mapping[str, Any], Condition]]) -> None:
+        """Puts every item, or none when any condition fails (TransactionCancelled naming, per
+        entry, "ConditionalCheckFailed" with the old item, or "None")."""
+        for item, _ in puts:
+            check_storable(dict(item))
+        with self.lock:
+            reasons: list[tuple[str, Item | None]] = []
+            for item, condition in puts:
+                old = self.items.get((item["PK"], item["SK"]))
+                if condition(old):
+                    reasons.append(("None", None))
+                else:
+                    reasons.append(("ConditionalCheckFailed", copy.deepcopy(old) if old else None))
+            if any(code != "None" for code, _ in reasons):
+                raise TransactionCancelled(reasons)
+            for item, _ in puts:
+                self.items[(item["PK"], item["SK"])] = copy.deepcopy(dict(item))
+            self.writes += 1

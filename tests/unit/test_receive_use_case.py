@@ -1,0 +1,233 @@
+"""receive-message as a use case: the real Ingestor on the in-memory ports (tests/fakes). The
+same guarantees tests/integration checks through the handler on moto, in milliseconds."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from hub.domain.idempotency import DedupKind
+from hub.domain.ids import new_id
+from hub.domain.message import InboundMessage, PipelineStep, StepMessage
+from hub.domain.status import PipelineStatus
+from hub.errors import IdempotencyKeyReused, NotFound, QueueUnavailable, StorageUnavailable, Unauthorized
+from hub.ingest.receive import ReceiveOutcome
+from hub.ports import NewMessage
+from tests.fakes import FakeClock, FakeMessages
+from tests.fakes.world import API_KEY, INTEGRATION, KEYED, World
+
+PO: dict[str, Any] = {"po_number": "PO-1", "lines": [{"sku": "A", "qty": 1}]}
+
+
+@pytest.fixture
+def world() -> World:
+    # Each reading of the clock moves it on a millisecond: "before" and "after" never tie.
+    return World(clock=FakeClock(tick=timedelta(milliseconds=1)))
+
+
+def message_items(world: World) -> list[dict[str, object]]:
+    return [
+        item for (pk, sk), item in world.hub.table.items.items() if pk.startswith("MSG#") and sk == "STATUS"
+    ]
+
+
+class TestNewMessage:
+    def test_is_stored_enqueued_and_answered_202(self, world: World) -> None:
+        outcome = world.receive(PO)
+
+        assert outcome.created
+        assert outcome.body() == {
+            "message_id": outcome.record.message_id,
+            "pipeline_status": "received",
+            "deduplicated": False,
+        }
+        stored = world.record(outcome.record.message_id)
+        assert stored.pipeline_status is PipelineStatus.RECEIVED
+        assert (stored.tenant_id, stored.integration_id, stored.version, stored.step_seq) == (
+            "t1",
+            INTEGRATION,
+            1,
+            0,
+        )
+        assert world.hub.messages.get_payload(stored.message_id) == (
+            '{"lines":[{"qty":1,"sku":"A"}],"po_number":"PO-1"}'
+        )
+        [published] = world.hub.queue.published
+        step = published.step
+        assert (step.message_id, step.step, step.seq, step.execution_id) == (
+            stored.message_id,
+            PipelineStep.PROCESS,
+            0,
+            stored.execution_id,
+        )
+        assert published.delay_seconds == 0
+        assert stored.entity_key.startswith(f"{INTEGRATION}#{KEYED}#")
+
+    def test_nothing_is_stored_when_the_queue_is_down(self, world: World) -> None:
+        world.hub.queue.fail()
+
+        with pytest.raises(QueueUnavailable):
+            world.receive(PO)
+
+        assert message_items(world) == []
+
+    def test_a_storage_failure_is_an_unavailable_answer(self, world: World) -> None:
+        world.hub.messages.fail_create = True
+
+        with pytest.raises(StorageUnavailable):
+            world.receive(PO)
+
+        assert message_items(world) == []
+
+    def test_a_lost_answer_after_the_commit_is_still_a_202(self, world: World) -> None:
+        world.hub.messages.fail_create_after_commit = True
+
+        outcome = world.receive(PO, idempotency_key="k-lost")
+
+        assert outcome.created
+        assert [item["message_id"] for item in message_items(world)] == [outcome.record.message_id]
+
+    def test_an_unknown_key_or_integration_is_refused(self, world: World) -> None:
+        inbound = InboundMessage(integration_id=INTEGRATION, message_type=KEYED, payload=PO)
+        elsewhere = InboundMessage(integration_id="int_nope", message_type=KEYED, payload=PO)
+
+        with pytest.raises(Unauthorized):
+            world.ingestor.receive("hub_wrong", inbound, None, "c")
+        with pytest.raises(Unauthorized):
+            world.ingestor.receive(None, inbound, None, "c")
+        with pytest.raises(NotFound):
+            world.ingestor.receive(API_KEY, elsewhere, None, "c")
+        assert world.hub.queue.published == []
+
+
+class TestDeduplication:
+    def test_by_idempotency_key(self, world: World) -> None:
+        first = world.receive(PO, idempotency_key="order-1")
+
+        again = world.receive(PO, idempotency_key="order-1")
+
+        assert again.deduplicated_by is DedupKind.IDEMPOTENCY_KEY
+        assert again.record.message_id == first.record.message_id
+        assert again.body()["deduplicated_by"] == "idempotency_key"
+        assert len(message_items(world)) == 1
+        # The duplicate's first step was published before its store failed: an orphan step.
+        assert len(world.hub.queue.published) == 2
+
+    def test_by_fingerprint(self, world: World) -> None:
+        first = world.receive(PO)
+
+        again = world.receive(PO)
+
+        assert (again.deduplicated_by, again.record.message_id) == (
+            DedupKind.FINGERPRINT,
+            first.record.message_id,
+        )
+        assert len(message_items(world)) == 1
+
+    def test_the_same_key_with_another_request_is_refused(self, world: World) -> None:
+        first = world.receive(PO, idempotency_key="order-2")
+
+        with pytest.raises(IdempotencyKeyReused) as raised:
+            world.receive({"po_number": "PO-2"}, idempotency_key="order-2")
+
+        assert raised.value.details == {"message_id": first.record.message_id}
+        assert len(message_items(world)) == 1
+
+    def test_a_claim_past_its_retention_no_longer_deduplicates(self, world: World) -> None:
+        first = world.receive(PO, idempotency_key="order-3")
+        world.clock.advance(timedelta(hours=24))
+
+        again = world.receive(PO, idempotency_key="order-3")
+
+        assert again.created
+        assert again.record.message_id != first.record.message_id
+
+    def test_a_claim_written_after_the_request_began_is_a_race_winner(self, world: World) -> None:
+        winner: list[ReceiveOutcome] = []
+        raced = threading.Event()
+
+        class Racing(FakeMessages):
+            """Another request commits the same message between this one's start and its store."""
+
+            def create(self, new: NewMessage, now: datetime) -> None:
+                if not raced.is_set():
+                    raced.set()
+                    winner.append(world.receive(PO, idempotency_key="order-4"))
+                super().create(new, now)
+
+        world.use_messages(Racing(world.hub.table))
+
+        loser = world.receive(PO, idempotency_key="order-4")
+
+        assert loser.deduplicated_by is DedupKind.RACE_WINNER
+        assert loser.record.message_id == winner[0].record.message_id
+        assert winner[0].created
+
+    def test_a_conflict_naming_no_claim_finds_the_winner_by_reading(self, world: World) -> None:
+        """DynamoDB cancels a transaction racing another on the same claim as a conflict that
+        names no claim (StorageUnavailable): the ingest reads the claims once and answers with
+        the winner. (Neither moto nor the fake produce that conflict on their own.)"""
+        winner: list[ReceiveOutcome] = []
+        raced = threading.Event()
+
+        class Conflicting(FakeMessages):
+            def create(self, new: NewMessage, now: datetime) -> None:
+                if not raced.is_set():
+                    raced.set()
+                    winner.append(world.receive(PO, idempotency_key="order-5"))
+                    raise StorageUnavailable("message storage is busy")
+                super().create(new, now)
+
+        world.use_messages(Conflicting(world.hub.table))
+
+        loser = world.receive(PO, idempotency_key="order-5")
+
+        assert loser.deduplicated_by is DedupKind.RACE_WINNER
+        assert loser.record.message_id == winner[0].record.message_id
+        assert len(message_items(world)) == 1
+
+    def test_concurrent_requests_have_exactly_one_winner(
+        self, world: World, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        racers = 4
+        barrier = threading.Barrier(racers)
+        publish = world.hub.queue.publish
+
+        def publish_together(step: StepMessage, delay_seconds: int = 0) -> None:
+            # Every request has begun (read its clock) before any of them stores.
+            barrier.wait(timeout=10)
+            publish(step, delay_seconds)
+
+        monkeypatch.setattr(world.hub.queue, "publish", publish_together)
+        outcomes: list[ReceiveOutcome] = []
+
+        def go() -> None:
+            outcomes.append(world.receive(PO, idempotency_key="race"))
+
+        threads = [threading.Thread(target=go) for _ in range(racers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=20)
+
+        assert len(outcomes) == racers
+        assert sum(o.created for o in outcomes) == 1
+        assert {o.deduplicated_by for o in outcomes if not o.created} == {DedupKind.RACE_WINNER}
+        assert len({o.record.message_id for o in outcomes}) == 1
+        assert len(message_items(world)) == 1
+
+
+class TestStatus:
+    def test_the_owner_reads_its_message(self, world: World) -> None:
+        created = world.receive(PO)
+
+        record = world.ingestor.status(API_KEY, created.record.message_id)
+
+        assert record.message_id == created.record.message_id
+
+    def test_a_missing_message_is_not_found(self, world: World) -> None:
+        with pytest.raises(NotFound):
+            world.ingestor.status(API_KEY, new_id("msg"))
