@@ -35,7 +35,7 @@ class FakeExecutions:
                 and item.get("tenant_id") == step.tenant_id
                 and item.get("execution_id") == step.execution_id
                 and "completed_at" not in item
-                and item.get("step_seq") == step.seq
+                and (item.get("step_seq") == step.seq or ("step_seq" not in item and step.seq == 0))
                 and lease_free(item, now)
             )
         )
@@ -54,9 +54,9 @@ class FakeExecutions:
         record = taken.record
         change = Change()
         if outcome.target is not None:
-            status_change(change, record, outcome.target, now, outcome.changes)
+            status_change(change, record, outcome.target, now, {**taken.learned, **outcome.changes})
         else:
-            change.add("version")
+            change.set(**taken.learned).add("version")
         change.where(lambda item: item is not None and item.get("lease_owner") == taken.owner)
         change.remove("lease_owner", "lease_until")
         change.add("step_seq")
@@ -80,7 +80,10 @@ class FakeExecutions:
         change = Change().set(active_at=0).remove("lease_owner", "lease_until").add("version")
         change.where(
             lambda item: (
-                item is not None and item.get("execution_id") == execution_id and "completed_at" not in item
+                item is not None
+                and item.get("execution_id") == execution_id
+                and "completed_at" not in item
+                and lease_free(item, now)
             )
         )
         try:
@@ -100,6 +103,7 @@ class FakeExecutions:
                 item is not None
                 and item.get("execution_id") == step.execution_id
                 and item.get("step_seq") == step.seq
+                and lease_free(item, now)
             )
         )
         change.add("step_seq")

@@ -50,6 +50,7 @@ CHANGEABLE_FIELDS = frozenset(
         "execution_id",
         "execution_started_at",
         "superseded_by",
+        "entity_key",
     }
 )
 #: A payload stays on the message item while the whole item fits one write unit (1 KB) with
@@ -128,12 +129,14 @@ def status_change(
 
 def admission(change: Change, now: datetime, abandoned_after: timedelta) -> None:
     """Admission control: the current execution finished, or idle for `abandoned_after` (an
-    absent `active_at` is never idle, as in a DynamoDB comparison); a new one starts."""
+    item without `active_at`, written before the execution state lived on it, counts as idle); a
+    new one starts."""
     stale = epoch(now - abandoned_after)
     change.where(
         lambda item: (
             item is not None
-            and ("completed_at" in item or ("active_at" in item and int(item["active_at"]) < stale))
+            and ("completed_at" in item or "active_at" not in item or int(item["active_at"]) < stale)
+            and lease_free(item, now)
         )
     )
     change.set(active_at=epoch(now))
@@ -385,6 +388,7 @@ class FakeMessages:
                 "dest_status": None,
                 "dest_status_text": None,
                 "uncertain": None,
+                "superseded_by": None,
             },
         )
         admission(change, now, abandoned_after)

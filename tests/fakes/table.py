@@ -140,9 +140,16 @@ class Change:
     def append_log(
         self, read: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]], now: datetime
     ) -> Change:
-        """Adds `entries` stamped `at`; `read` is the log as the caller last read it: when the
-        two overflow the bound, the trimmed list is written whole (as the adapter does)."""
-        stamped = [{"at": format_ts(now), **{k: v for k, v in e.items() if v is not None}} for e in entries]
+        """Adds `entries` stamped `at` (their own, else `now`); `read` is the log as the caller
+        last read it: when the two overflow the bound, the trimmed list is written whole (as the
+        adapter does)."""
+        stamped = [
+            {
+                "at": format_ts(now),
+                **{k: format_ts(v) if isinstance(v, datetime) else v for k, v in e.items() if v is not None},
+            }
+            for e in entries
+        ]
         if stamped:
             self.log = (read, stamped)
         return self

@@ -43,6 +43,9 @@ class Taken:
     inline_payload: str | None
     #: The item's bounded log as stored (the finishing update appends to it).
     log: tuple[Mapping[str, Any], ...] = ()
+    #: What the step learnt about the message that its finishing update records (the business
+    #: key an XML payload shows, so later steps take the same entity lease).
+    learned: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

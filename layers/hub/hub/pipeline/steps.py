@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -136,6 +136,10 @@ class Steps:
         read: tuple[Any, Any] | None = None,
     ) -> StepReport | EntityBusy:
         """Runs the step under the business entity's lease when the message has one."""
+        if entity and not taken.record.entity_key:
+            # Only the parsed payload showed the key (XML): record it, so a retry of this message
+            # serializes on the same entity.
+            taken = replace(taken, learned={**taken.learned, "entity_key": entity})
         record = taken.record
         hold: EntityHold | None = None
         if entity:
@@ -144,6 +148,17 @@ class Steps:
                 return EntityBusy(record)
         becomes_current = False
         try:
+            handling = integration.message_type_config(record.message_type).duplicate_handling
+            newer = hold.holder if hold is not None and deliver_only else None
+            if newer and handling is DuplicateHandling.OVERWRITE:
+                # Read under the entity lease: a newer version took the key since this message
+                # was taken (its `superseded_by` may not show it yet). Never send the older one.
+                text = f"superseded by {newer}"
+                entry = log_entry(step, "deliver", "skipped", now, now, detail=text)
+                self.finish(
+                    step, taken, Outcome(PipelineStatus.CANCELLED, {"dest_status_text": text}, [entry])
+                )
+                return StepReport(StepOutcome.DONE, "superseded")
             started = self._clock()
             log: list[dict[str, Any]] = []
             try:

@@ -172,8 +172,11 @@ class PipelineWorker:
             outcome = failed_outcome("lock_timeout", text, step, now)
             if taken is not None:
                 self._steps.finish(step, taken, outcome)
-            else:
-                self._executions.fail_unleased(step, record, outcome, now)
+            elif self._executions.fail_unleased(step, record, outcome, now) is None:
+                # Another run still holds the message itself (a copy of this step): it finishes
+                # the step; this copy only stops waiting.
+                logger.warning("lock wait exhausted while another run holds the message", extra=ids)
+                return StepReport(StepOutcome.DROPPED, "entity_busy")
             logger.warning("lock wait exhausted", extra=ids)
             return StepReport(StepOutcome.DONE, "lock_timeout")
         if taken is not None:

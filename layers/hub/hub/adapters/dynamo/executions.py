@@ -18,16 +18,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.messages import admission, append_log, record_from, status_update
+from hub.adapters.dynamo.messages import admission, append_log, lease_free, record_from, status_update
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, epoch, format_ts
 from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
 from hub.pipeline.ports import EntityHold, LeaseLost, Outcome, Refusal, Refused, Taken
-
-
-def _lease_free(update: Update, now: datetime) -> str:
-    owner = update.name("lease_owner")
-    return f"attribute_not_exists({owner}) OR {update.name('lease_until')} < {update.value(epoch(now))}"
 
 
 class DynamoExecutions:
@@ -43,8 +38,10 @@ class DynamoExecutions:
         update.where(f"{update.name('tenant_id')} = {update.value(step.tenant_id)}")
         update.where(f"{update.name('execution_id')} = {update.value(step.execution_id)}")
         update.where(f"attribute_not_exists({update.name('completed_at')})")
-        update.where(f"{update.name('step_seq')} = {update.value(step.seq)}")
-        update.where(_lease_free(update, now))
+        seq = f"{update.name('step_seq')} = {update.value(step.seq)}"
+        # A first step may find an item written before the sequence existed (no `step_seq`).
+        update.where(f"{seq} OR attribute_not_exists({update.name('step_seq')})" if step.seq == 0 else seq)
+        update.where(lease_free(update, now))
         try:
             item = self._table.update(keys.message_key(step.message_id), update)
         except ConditionFailed as failed:
@@ -60,9 +57,9 @@ class DynamoExecutions:
         record = taken.record
         update = Update()
         if outcome.target is not None:
-            status_update(update, record, outcome.target, now, outcome.changes)
+            status_update(update, record, outcome.target, now, {**taken.learned, **outcome.changes})
         else:
-            update.add("version")
+            update.set(**taken.learned).add("version")
         update.where(f"{update.name('lease_owner')} = {update.value(taken.owner)}")
         update.remove("lease_owner", "lease_until")
         update.add("step_seq")
@@ -86,6 +83,9 @@ class DynamoExecutions:
         update = Update().set(active_at=0).remove("lease_owner", "lease_until").add("version")
         update.where(f"{update.name('execution_id')} = {update.value(execution_id)}")
         update.where(f"attribute_not_exists({update.name('completed_at')})")
+        # The caller gave its own lease back already: a live one is another run's, mid-step, and
+        # the message must not be offered to a reprocess under it.
+        update.where(lease_free(update, now))
         try:
             self._table.update(keys.message_key(message_id), update)
         except ConditionFailed:
@@ -100,6 +100,8 @@ class DynamoExecutions:
         status_update(update, current, outcome.target, now, outcome.changes)
         update.where(f"{update.name('execution_id')} = {update.value(step.execution_id)}")
         update.where(f"{update.name('step_seq')} = {update.value(step.seq)}")
+        # Never under another run's live lease: that run may be delivering the message.
+        update.where(lease_free(update, now))
         update.add("step_seq")
         if outcome.closes:
             update.set(completed_at=_iso(now))
@@ -142,7 +144,7 @@ class DynamoExecutions:
         update = Update().set(lease_owner=owner, lease_until=epoch(now + lease), item_type="business_key")
         alias = update.name("message_id")
         update.set_expression(f"{alias} = if_not_exists({alias}, {update.value(message_id)})")
-        update.where(_lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
+        update.where(lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
         try:
             item = self._table.update(keys.business_key(entity), update)
         except ConditionFailed:
@@ -163,7 +165,7 @@ class DynamoExecutions:
     def acquire_lock(self, entity: str, owner: str, now: datetime, lease: timedelta) -> bool:
         """Takes the entity's lease without claiming its key (operators, tests)."""
         update = Update().set(lease_owner=owner, lease_until=epoch(now + lease))
-        update.where(_lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
+        update.where(lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
         try:
             self._table.update(keys.business_key(entity), update)
         except ConditionFailed:

@@ -56,6 +56,9 @@ CHANGEABLE_FIELDS = frozenset(
         "execution_id",
         "execution_started_at",
         "superseded_by",
+        # Set once, by the first step of a message whose business key only the parsed payload
+        # (XML) shows: its later steps then take the same entity lease.
+        "entity_key",
     }
 )
 _TIMESTAMPS = (
@@ -352,10 +355,7 @@ class DynamoMessageRepository:
         update = Update()
         status_update(update, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
         update.where(f"{update.name('version')} = {update.value(record.version)}")
-        owner = update.name("lease_owner")
-        update.where(
-            f"attribute_not_exists({owner}) OR {update.name('lease_until')} < {update.value(epoch(now))}"
-        )
+        update.where(lease_free(update, now))
         update.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
         append_log(update, [], log, now)
         try:
@@ -396,6 +396,9 @@ class DynamoMessageRepository:
                 "dest_status": None,
                 "dest_status_text": None,
                 "uncertain": None,
+                # A rerun of an older version makes it the key's current one again (its process
+                # step supersedes the newer version under overwrite).
+                "superseded_by": None,
             },
         )
         admission(update, now, abandoned_after)
@@ -408,11 +411,23 @@ class DynamoMessageRepository:
             raise moved(record, PipelineStatus.RECEIVED, failed.old) from failed
 
 
+def lease_free(update: Update, now: datetime) -> str:
+    """The condition that no run holds the message (or its business key) under a live lease."""
+    owner = update.name("lease_owner")
+    return f"attribute_not_exists({owner}) OR {update.name('lease_until')} < {update.value(epoch(now))}"
+
+
 def admission(update: Update, now: datetime, abandoned_after: timedelta) -> None:
     """Adds admission control to `update`: the current execution must have finished, or been
     idle for `abandoned_after` (taken over); the update then starts a new one."""
     stale = update.value(epoch(now - abandoned_after))
-    update.where(f"attribute_exists({update.name('completed_at')}) OR {update.name('active_at')} < {stale}")
+    # An item written before the execution state moved onto it has no `active_at`: not alive.
+    active_at = update.name("active_at")
+    update.where(f"attribute_exists({update.name('PK')})")
+    finished = f"attribute_exists({update.name('completed_at')})"
+    update.where(f"{finished} OR attribute_not_exists({active_at}) OR {active_at} < {stale}")
+    # ...and no step may be running under a live lease (a run mid-delivery).
+    update.where(lease_free(update, now))
     update.set(active_at=epoch(now))
     update.remove("completed_at", "lease_owner", "lease_until")
     update.add("step_seq")
