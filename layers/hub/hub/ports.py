@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hub.domain.idempotency import DedupKind
-from hub.domain.message import MessageRecord, StepMessage
-from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import ApiKey, Integration, Tenant
-
-if TYPE_CHECKING:  # only the alert functions load the alert model
+if TYPE_CHECKING:
+    # Annotations only: the alert functions never load the message and tenancy models (nor
+    # the mapping and webhook models inside an integration), the others load them where used.
     from hub.alerts.model import Alert, AlertGroup
+    from hub.domain.idempotency import DedupKind
+    from hub.domain.message import MessageRecord, StepMessage
+    from hub.domain.status import PipelineStatus
+    from hub.domain.tenancy import ApiKey, Integration, Tenant
 
 
 @dataclass(frozen=True)

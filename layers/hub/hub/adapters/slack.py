@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import TYPE_CHECKING
 
-import httpx
-from pydantic import SecretStr
-
-from hub.alerts.model import Alert
 from hub.errors import AlertChannelUnavailable
+
+if TYPE_CHECKING:
+    import httpx
+    from pydantic import SecretStr
+
+    from hub.alerts.model import Alert
 
 #: Slack's short error codes ("no_service", "invalid_payload"); anything else is not echoed.
 _SLACK_ERROR = re.compile(r"^[a-z_]{1,64}$")
-_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
 def slack_text(alert: Alert) -> str:
@@ -33,16 +35,19 @@ class SlackWebhook:
 
     def __init__(self, url: SecretStr, http: httpx.Client | None = None) -> None:
         self._url = url
-        #: Made at the first alert: an HTTPS client loads the CA bundle, and most runs of the
-        #: daily expiry check (and grouped dead letters) send nothing.
+        #: Made at the first alert, and httpx imported then: an HTTPS client loads the CA
+        #: bundle, and most runs of the daily expiry check (and grouped dead letters) send nothing.
         self._http = http
         # httpx logs every request with its full URL at INFO; for a webhook that is the secret.
         logging.getLogger("httpx").setLevel(logging.WARNING)
 
     def send(self, alert: Alert) -> None:
+        import httpx  # noqa: PLC0415 - at the first alert only (see __init__)
+
         payload = {"text": slack_text(alert), "mrkdwn": False, "unfurl_links": False}
         if self._http is None:
-            self._http = httpx.Client(timeout=_TIMEOUT, trust_env=False, follow_redirects=False)
+            timeout = httpx.Timeout(10.0, connect=5.0)
+            self._http = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
         try:
             response = self._http.post(self._url.get_secret_value(), json=payload)
         except httpx.HTTPError as exc:

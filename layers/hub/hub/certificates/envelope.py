@@ -15,10 +15,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from hub.errors import HubError
+
+# cryptography is imported by seal and open_sealed, as by hub.certificates.model: a function
+# that only reads certificates' metadata (the daily expiry check) never loads it.
 
 ALGORITHM = "AES-256-GCM"
 _NONCE_BYTES = 12
@@ -70,6 +70,8 @@ def _aad(context: dict[str, str], part: str) -> bytes:
 
 
 def seal(keys: DataKeys, context: dict[str, str], pfx: bytes, password: bytes) -> SealedSecret:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415 - see the imports
+
     data_key = keys.generate(context)
     aes = AESGCM(data_key.plaintext)
     pfx_nonce, password_nonce = os.urandom(_NONCE_BYTES), os.urandom(_NONCE_BYTES)
@@ -87,6 +89,9 @@ def seal(keys: DataKeys, context: dict[str, str], pfx: bytes, password: bytes) -
 def open_sealed(keys: DataKeys, sealed: SealedSecret, context: dict[str, str]) -> tuple[bytes, bytes]:
     """(pfx, password). `context` is what the caller expects (from the record's own keys), not
     what the record claims: a record moved to another connection fails here."""
+    from cryptography.exceptions import InvalidTag  # noqa: PLC0415 - see the imports
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415
+
     aes = AESGCM(keys.decrypt(sealed.encrypted_data_key, context))
     try:
         pfx = aes.decrypt(sealed.pfx_nonce, sealed.pfx_ciphertext, _aad(context, "pfx"))
