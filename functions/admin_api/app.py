@@ -23,7 +23,7 @@ from hub.api.http import (
 from hub.certificates.model import decode_pkcs12_base64
 from hub.config import settings
 from hub.logs import configure as configure_logging
-from hub.observability import traced
+from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import certificate_service, operations
 
 logger = Logger()
@@ -150,6 +150,7 @@ def describe_certificate(connection_id: str) -> Response:
     return json_response(200, certificate_service().describe(query.tenant_id, path.connection_id))
 
 
+@gc_after_first_invocation
 @logger.inject_lambda_context
 @metrics.log_metrics
 @traced

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.alerts.notifier import AlertOutcome
 from hub.logs import configure as configure_logging
-from hub.observability import traced
+from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import alert_notifier
 
 logger = Logger()
@@ -35,6 +35,7 @@ def _image(record: DynamoDBRecord) -> tuple[str, dict[str, Any]]:
     return _sequence(record), record.dynamodb.new_image if record.dynamodb else {}
 
 
+@gc_after_first_invocation
 @logger.inject_lambda_context
 @metrics.log_metrics
 @traced

@@ -9,7 +9,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.logs import configure as configure_logging
-from hub.observability import traced
+from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import cert_expiry_alerter
 
 logger = Logger()
@@ -17,6 +17,7 @@ configure_logging(logger)
 metrics = Metrics()
 
 
+@gc_after_first_invocation
 @logger.inject_lambda_context
 @metrics.log_metrics
 @traced

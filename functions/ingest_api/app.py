@@ -25,7 +25,7 @@ from hub.domain.message import InboundMessage
 from hub.errors import HubError, SignatureInvalid
 from hub.ingest.receive import ReceiveOutcome
 from hub.logs import configure as configure_logging
-from hub.observability import traced
+from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import ingestor, webhook_receiver
 
 logger = Logger()
@@ -85,6 +85,7 @@ def get_message(message_id: str) -> Response:
     return json_response(200, record.public_view())
 
 
+@gc_after_first_invocation
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 @metrics.log_metrics
 @traced

@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hub.config import settings
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
-from hub.observability import traced
+from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import pipeline_worker
 
 logger = Logger()
@@ -30,6 +30,7 @@ def record_handler(record: SQSRecord) -> None:
     pipeline_worker().run(step, sent_at, last_delivery=last)
 
 
+@gc_after_first_invocation
 @logger.inject_lambda_context
 @metrics.log_metrics
 @traced

@@ -1,4 +1,5 @@
-"""Tracing: on exactly when Powertools would trace, and free (no X-Ray SDK) when off."""
+"""Tracing: on exactly when Powertools would trace, and free (no X-Ray SDK) when off. The
+collector: paused through a Lambda instance's cold start, as usual after it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from aws_lambda_powertools import Tracer
 
-from hub.observability import traced, tracing_enabled
+from hub.observability import gc_after_first_invocation, traced, tracing_enabled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,6 +83,63 @@ def test_in_lambda_with_tracing_on_the_handler_runs_under_powertools_tracer() ->
     }
     answer = subprocess.run(
         [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.strip().endswith("ok")
+
+
+def test_outside_lambda_the_collector_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAMBDA_TASK_ROOT", raising=False)
+
+    def handler(event: dict[str, str], context: object) -> dict[str, str]:
+        return event
+
+    assert gc_after_first_invocation(handler) is handler
+
+
+_GC_CHILD = """
+import gc
+from hub.observability import gc_after_first_invocation
+
+calls = []
+
+def handler(event, context):
+    calls.append(gc.isenabled())
+    if event.get("fail"):
+        raise RuntimeError("first invocation fails")
+    return {"echo": event}
+
+assert gc.isenabled() and gc.get_freeze_count() == 0
+wrapped = gc_after_first_invocation(handler)
+assert wrapped is not handler and wrapped.__name__ == "handler"
+assert not gc.isenabled(), "paused from the decoration (the handler module's import) on"
+try:
+    wrapped({"fail": FAIL}, None)
+except RuntimeError:
+    assert FAIL
+assert gc.isenabled(), "collecting again after the first invocation, even a failed one"
+assert gc.get_freeze_count() > 1000, "the cold start's objects are frozen"
+frozen = gc.get_freeze_count()
+assert wrapped({"a": 1}, None) == {"echo": {"a": 1}}
+assert calls == [False, True]
+assert gc.isenabled() and gc.get_freeze_count() == frozen, "only once"
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["answers", "raises"])
+def test_in_lambda_the_collector_is_paused_until_the_first_invocation_ends(fail: bool) -> None:
+    # A fresh process: the test would otherwise pause and freeze pytest's own collector.
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT / "layers" / "hub"),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "LAMBDA_TASK_ROOT": "/var/task",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    code = _GC_CHILD.replace("FAIL", str(fail))
+    answer = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert answer.returncode == 0, answer.stderr
     assert answer.stdout.strip().endswith("ok")
