@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from hub.adapters.dynamo.table import epoch
 from hub.domain.ids import new_id
 from hub.domain.status import PipelineStatus
 from hub.errors import TransitionNotAllowed
@@ -25,7 +26,6 @@ from tests.contract.scenario import (
     step_of,
     taken,
 )
-from tests.fakes.table import epoch
 
 
 def refusal(answer: Taken | Refusal) -> Refused:

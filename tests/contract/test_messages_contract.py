@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from hub.adapters.dynamo.table import epoch
 from hub.domain.idempotency import DedupKind
 from hub.domain.ids import new_id
 from hub.domain.status import PipelineStatus
@@ -28,7 +29,6 @@ from tests.contract.scenario import (
     step_of,
     taken,
 )
-from tests.fakes.table import epoch
 
 LATER = NOW + timedelta(minutes=1)
 

@@ -9,11 +9,12 @@ import zlib
 from datetime import UTC, datetime, timedelta
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import epoch, format_ts
 from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
 from hub.pipeline.ports import EntityHold, LeaseLost, Outcome, Refusal, Refused, Taken
 from tests.fakes.messages import admission, key_of, lease_free, message_key, record_of, status_change
-from tests.fakes.table import Change, ConditionFailed, FakeTable, Item, epoch, format_ts
+from tests.fakes.table import Change, ConditionFailed, FakeTable, Item
 
 
 def business_key(entity: str) -> tuple[str, str]:

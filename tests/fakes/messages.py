@@ -12,6 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.messages import CHANGEABLE_FIELDS, fits_inline, record_item
+from hub.adapters.dynamo.messages import record_from as record_of
+from hub.adapters.dynamo.table import epoch, format_ts
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
@@ -26,37 +29,7 @@ from hub.errors import (
 )
 from hub.ports import Claim, IngestLookup, NewMessage
 from tests.fakes.config import api_key_of
-from tests.fakes.table import (
-    Change,
-    ConditionFailed,
-    FakeTable,
-    Item,
-    Key,
-    TransactionCancelled,
-    epoch,
-    format_ts,
-    item_size,
-)
-
-#: What a transition may change besides the status (the adapter's CHANGEABLE_FIELDS).
-CHANGEABLE_FIELDS = frozenset(
-    {
-        "dest_status",
-        "dest_status_text",
-        "retry_count",
-        "next_retry_at",
-        "last_retry_error_class",
-        "uncertain",
-        "execution_id",
-        "execution_started_at",
-        "superseded_by",
-        "entity_key",
-    }
-)
-#: A payload stays on the message item while the whole item fits one write unit (1 KB) with
-#: room for the happy path's log entries.
-WRITE_UNIT_BYTES = 1024
-_LOG_ROOM = 160
+from tests.fakes.table import Change, ConditionFailed, FakeTable, Item, Key, TransactionCancelled
 
 
 def key_of(key: Mapping[str, str]) -> Key:
@@ -65,35 +38,6 @@ def key_of(key: Mapping[str, str]) -> Key:
 
 def message_key(message_id: str) -> Key:
     return key_of(keys.message_key(message_id))
-
-
-def record_of(item: Mapping[str, Any]) -> MessageRecord:
-    return MessageRecord.model_validate(item)
-
-
-def record_item(record: MessageRecord) -> Item:
-    """The message item ingest writes (defaults and ingest-only values not stored)."""
-    data = record.model_dump(
-        mode="python",
-        exclude={"lease_owner", "lease_until", "completed_at", "fingerprint", "payload_sha256"},
-    )
-    for name in ("uncertain", "retry_count", "entity_key"):
-        if not data.get(name):
-            data.pop(name, None)
-    item: Item = {**keys.message_key(record.message_id), "item_type": "message"}
-    for name, value in data.items():
-        if value is None:
-            continue
-        item[name] = format_ts(value) if isinstance(value, datetime) else value
-    item["pipeline_status"] = record.pipeline_status.value
-    item["payload_format"] = record.payload_format.value
-    if record.pipeline_status in keys.LISTED_STATUSES:
-        item.update(
-            keys.status_index_keys(
-                record.tenant_id, record.pipeline_status.value, item["updated_at"], record.message_id
-            )
-        )
-    return item
 
 
 def status_change(
@@ -250,8 +194,10 @@ class FakeMessages:
         if self.fail_create:
             raise StorageUnavailable("message storage is busy", details={"operation": "TransactWriteItems"})
         record = new.record
-        item = {**record_item(record), "active_at": epoch(now), "version": 1}
-        if item_size(item) + len(new.payload_text.encode()) + len("payload") + _LOG_ROOM <= WRITE_UNIT_BYTES:
+        # DynamoDB stores no null attribute (the adapter's encoder drops them).
+        stored = {name: value for name, value in record_item(record).items() if value is not None}
+        item = {**stored, "active_at": epoch(now), "version": 1}
+        if fits_inline(item, new.payload_text):
             item["payload"] = new.payload_text
         else:
             item["payload_apart"] = True

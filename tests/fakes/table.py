@@ -21,10 +21,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+# The item's stored form (timestamps, epoch seconds, billed size) is the adapter's own codec:
+# the fakes share it and implement only the conditions and updates independently.
+from hub.adapters.dynamo.table import format_ts
 from hub.errors import StorageUnavailable
 
 Key = tuple[str, str]
@@ -34,15 +37,6 @@ Condition = Callable[[Item | None], bool]
 
 #: The last log entries kept on the message item (hub.adapters.dynamo.messages.MAX_LOG_ENTRIES).
 MAX_LOG_ENTRIES = 20
-
-
-def format_ts(value: datetime) -> str:
-    """The stored form of a timestamp: fixed-width UTC, microseconds, `Z`."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def epoch(value: datetime) -> int:
-    return int(value.timestamp())
 
 
 def check_storable(value: Any) -> None:
@@ -58,28 +52,6 @@ def check_storable(value: Any) -> None:
             check_storable(inner)
     elif not isinstance(value, str | bytes | bytearray | bool | int | Decimal) and value is not None:
         raise TypeError(f"Unsupported type {type(value)!r} for value {value!r}")
-
-
-def item_size(item: Mapping[str, Any]) -> int:
-    """An item's size as DynamoDB bills it (attribute names plus values; a number about one
-    byte per two digits): what decides whether a payload stays on the message item."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items() if value is not None)
-
-
-def _value_size(value: Any) -> int:  # noqa: PLR0911 - one exit per DynamoDB type
-    if isinstance(value, str):
-        return len(value.encode())
-    if isinstance(value, bytes | bytearray):
-        return len(value)
-    if isinstance(value, bool) or value is None:
-        return 1
-    if isinstance(value, int | float):
-        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
-    if isinstance(value, Mapping):
-        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return 3 + sum(_value_size(v) + 1 for v in value)
-    return len(str(value).encode())
 
 
 class ConditionFailed(Exception):

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from hub.adapters.dynamo.table import epoch
 from hub.errors import StorageUnavailable
 from tests.fakes.messages import lease_free
-from tests.fakes.table import Change, ConditionFailed, FakeTable, epoch
+from tests.fakes.table import Change, ConditionFailed, FakeTable
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 KEY = ("MSG#m", "STATUS")

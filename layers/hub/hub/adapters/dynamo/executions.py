@@ -64,7 +64,7 @@ class DynamoExecutions:
         update.remove("lease_owner", "lease_until")
         update.add("step_seq")
         if outcome.closes:
-            update.set(completed_at=_iso(now))
+            update.set(completed_at=format_ts(now))
         append_log(update, taken.log, outcome.log, now)
         try:
             return record_from(self._table.update(keys.message_key(record.message_id), update))
@@ -104,7 +104,7 @@ class DynamoExecutions:
         update.where(lease_free(update, now))
         update.add("step_seq")
         if outcome.closes:
-            update.set(completed_at=_iso(now))
+            update.set(completed_at=format_ts(now))
         append_log(update, [], outcome.log, now)
         try:
             return record_from(self._table.update(keys.message_key(current.message_id), update))
@@ -182,10 +182,6 @@ class DynamoExecutions:
             self._table.update(keys.message_key(message_id), update)
         except ConditionFailed:
             return
-
-
-def _iso(now: datetime) -> str:
-    return format_ts(now)
 
 
 def _refusal(step: StepMessage, old: dict[str, Any] | None, now: datetime) -> Refusal:

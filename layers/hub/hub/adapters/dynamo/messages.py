@@ -43,7 +43,7 @@ from hub.ports import Claim, IngestLookup, NewMessage
 #: The last log entries kept on the message item (older ones drop off).
 MAX_LOG_ENTRIES = 20
 #: Room left in the item's first write unit for the log entries of the happy path.
-_LOG_ROOM = 160
+INLINE_LOG_ROOM = 160
 #: What a transition may change besides the status; identity and keys never change.
 CHANGEABLE_FIELDS = frozenset(
     {
@@ -60,14 +60,6 @@ CHANGEABLE_FIELDS = frozenset(
         # (XML) shows: its later steps then take the same entity lease.
         "entity_key",
     }
-)
-_TIMESTAMPS = (
-    "received_at",
-    "updated_at",
-    "occurred_at",
-    "next_retry_at",
-    "execution_started_at",
-    "completed_at",
 )
 
 
@@ -94,6 +86,13 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
             )
         )
     return item
+
+
+def fits_inline(item: Mapping[str, Any], payload_text: str) -> bool:
+    """The payload is kept on the message item when the whole item, with room for the happy
+    path's log entries, still fits one write unit: every update of the item pays for its size."""
+    size = item_size(item) + len("payload") + len(payload_text.encode()) + INLINE_LOG_ROOM
+    return size <= WRITE_UNIT_BYTES
 
 
 def record_from(item: Mapping[str, Any]) -> MessageRecord:
@@ -254,7 +253,10 @@ class DynamoMessageRepository:
         transaction then fails it is left unreferenced (no message points to it)."""
         record = new.record
         item = {**record_item(record), "active_at": epoch(now), "version": 1}
-        if item_size(item) + len(new.payload_text.encode()) + len("payload") + _LOG_ROOM <= WRITE_UNIT_BYTES:
+        if (
+            item_size(item) + len(new.payload_text.encode()) + len("payload") + INLINE_LOG_ROOM
+            <= WRITE_UNIT_BYTES
+        ):
             item["payload"] = new.payload_text
         else:
             item["payload_apart"] = True
