@@ -83,6 +83,12 @@ def main() -> None:
     if spec["mode"] == "baseline":
         started, imported, answer = _baseline()
         answer = None
+    elif os.environ.get("BENCH_COLD_PROFILE"):  # where the time goes: python -m bench.cold_start --profile
+        import cProfile  # noqa: PLC0415
+
+        profile = cProfile.Profile()
+        started, imported, answer = profile.runcall(_function, spec)
+        profile.dump_stats(os.path.join(os.environ["BENCH_COLD_PROFILE"], f"{spec['function_name']}.prof"))
     else:
         started, imported, answer = _function(spec)
     done = time.perf_counter()

@@ -70,7 +70,7 @@ API_KEY = "hub_bench_cold-key-00000000000000000000000000"  # bench only, in its 
 ADMIN_TOKEN = "hub_admin_bench_cold-token-000000000000000000"  # noqa: S105 - bench only
 TARGETS = {"IngestApiFunction": 1.5}
 DEFAULT_TARGET = 2.0
-_PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT")
+_PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "BENCH_COLD_PROFILE")
 
 
 @dataclass(frozen=True)
@@ -412,7 +412,7 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def run(pairs: int) -> dict[str, Any]:
+def run(pairs: int, only: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
     from bench.replay import TapeServer  # noqa: PLC0415
     from tests.aws import AWS_TEST_ENV, provision  # noqa: PLC0415
 
@@ -433,7 +433,7 @@ def run(pairs: int) -> dict[str, Any]:
                 },
             )
             _seed(stack.refs["HubTable"], f"{sink.url}/destination")
-            functions = _functions(stack.environments)
+            functions = [f for f in _functions(stack.environments) if not only or f.logical_id in only]
             with TapeServer(upstream=moto_url) as tapes:
                 events, answers, failures = _record(functions, Events(stack.refs), tapes, Path(tmp))
                 results = _measure(functions, events, tapes, pairs, Path(tmp))
@@ -540,8 +540,19 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--pairs", type=int, default=7, help="paired runs per function")
+    parser.add_argument("--only", action="append", help="measure only this function (logical id)")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="write a cProfile of each function's last run to DIR/<id>.prof"
+    )
     args = parser.parse_args()
-    summary = run(args.pairs)
+    if args.profile:
+        os.environ["BENCH_COLD_PROFILE"] = str(Path(args.profile).resolve())
+        Path(args.profile).mkdir(parents=True, exist_ok=True)
+    summary = run(args.pairs, only=set(args.only or ()))
+    if args.only or args.profile:  # a partial or profiled run is not a figure to keep
+        for line in report(summary):
+            print(line)
+        return 0
     for line in report(summary):
         print(line)
     merge_results({"cold_start_ratio": cold_start_ratio(summary), "cold_start": summary})

@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hub.adapters.metrics import emits_dimensioned_metrics
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import cert_expiry_alerter
@@ -20,6 +21,7 @@ metrics = Metrics()
 @gc_after_first_invocation
 @logger.inject_lambda_context
 @metrics.log_metrics
+@emits_dimensioned_metrics
 @traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     run = cert_expiry_alerter().run()

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from hub.adapters.metrics import emits_dimensioned_metrics
 from hub.config import settings
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
@@ -33,6 +34,7 @@ def record_handler(record: SQSRecord) -> None:
 @gc_after_first_invocation
 @logger.inject_lambda_context
 @metrics.log_metrics
+@emits_dimensioned_metrics
 @traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(

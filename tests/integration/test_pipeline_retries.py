@@ -247,7 +247,8 @@ def test_an_uncertain_timeout_left_to_the_operator_is_marked_uncertain(
 
 
 def emf_metrics(output: str) -> list[tuple[str, dict[str, str]]]:
-    """(metric name, dimensions) of every EMF document the handlers printed."""
+    """(metric name, dimensions) of every data point in the EMF documents the handlers printed
+    (a document carries a list of values per metric: one entry each)."""
     found = []
     for line in output.splitlines():
         if not line.startswith('{"_aws"'):
@@ -255,7 +256,9 @@ def emf_metrics(output: str) -> list[tuple[str, dict[str, str]]]:
         document = json.loads(line)
         for directive in document["_aws"]["CloudWatchMetrics"]:
             dimensions = {name: document[name] for name in directive["Dimensions"][0]}
-            found += [(metric["Name"], dimensions) for metric in directive["Metrics"]]
+            for metric in directive["Metrics"]:
+                values = document[metric["Name"]]
+                found += [(metric["Name"], dimensions)] * (len(values) if isinstance(values, list) else 1)
     return found
 
 
