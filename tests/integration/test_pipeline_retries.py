@@ -90,9 +90,14 @@ def test_scenario_c_waits_grow_between_attempts(
         record = status(stack, message_id)
         failed_at = datetime.fromisoformat(record["updated_at"])
         waits.append((datetime.fromisoformat(record["next_retry_at"]) - failed_at).total_seconds())
-        # at() has whole seconds, rounded up: never before the decided time.
+        # at() has whole seconds, rounded up: never before the decided time. A schedule is at
+        # least a second ahead of its creation, which came before `seen` (a jittered wait near
+        # zero on a loaded machine).
+        seen = datetime.now(UTC)
         at = datetime.fromisoformat(pending[0]["ScheduleExpression"][3:-1] + "+00:00")
-        assert timedelta(0) <= at - datetime.fromisoformat(record["next_retry_at"]) < timedelta(seconds=1)
+        decided = datetime.fromisoformat(record["next_retry_at"])
+        assert timedelta(0) <= at - decided
+        assert at - max(decided, seen + timedelta(seconds=1)) < timedelta(seconds=1)
         fire_all(stack)
         worker()
 
