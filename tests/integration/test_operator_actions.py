@@ -8,8 +8,10 @@ import time
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from hub import wiring
+from hub.adapters.aws import client
 from hub.adapters.dynamo.executions import DynamoExecutions
 from hub.adapters.dynamo.keys import integration_key
 from hub.adapters.dynamo.messages import DynamoMessageRepository
@@ -283,18 +285,9 @@ class TestQueue:
         assert field in {d["field"] for d in answer.body["error"]["details"]}
 
 
-def poison_into_the_dlq(stack, tenancy, ingest_api, worker) -> tuple[str, object]:
-    """A message whose first step fails on every receive (its integration's stored configuration
-    is broken) until SQS moves the step to the DLQ. Returns the message id and the good
-    integration, to put back."""
-    message_id = send(ingest_api, tenancy, {"po_number": "PO-POISON"})
-    good = DynamoConfigRepository(stack.table).get_integration(tenancy.integration_id)
-    boto3.client("dynamodb").update_item(
-        TableName=stack.table,
-        Key={k: {"S": v} for k, v in integration_key(tenancy.integration_id).items()},
-        UpdateExpression="SET config_json = :broken",
-        ExpressionAttributeValues={":broken": {"S": "{not json"}},
-    )
+def into_the_dlq(stack, worker) -> None:
+    """Runs the worker receive by receive, as SQS redelivers a failing step, until SQS moves the
+    step to the DLQ after HUB_PIPELINE_MAX_RECEIVES receives."""
     wiring.reset()  # a new worker instance: nothing of the integration cached
     receives = 0
     while receives < 20 and not dlq_depth(stack):
@@ -303,21 +296,82 @@ def poison_into_the_dlq(stack, tenancy, ingest_api, worker) -> tuple[str, object
     boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)  # moto moves it on a receive
     assert receives == int(stack.env["HUB_PIPELINE_MAX_RECEIVES"])
     assert dlq_depth(stack) == 1
+
+
+def poison_into_the_dlq(stack, tenancy, ingest_api, worker) -> tuple[str, object]:
+    """A message whose first step raises something unexpected on every receive (its
+    integration's stored configuration is broken) until SQS moves the step to the DLQ. Returns
+    the message id and the good integration, to put back."""
+    message_id = send(ingest_api, tenancy, {"po_number": "PO-POISON"})
+    good = DynamoConfigRepository(stack.table).get_integration(tenancy.integration_id)
+    boto3.client("dynamodb").update_item(
+        TableName=stack.table,
+        Key={k: {"S": v} for k, v in integration_key(tenancy.integration_id).items()},
+        UpdateExpression="SET config_json = :broken",
+        ExpressionAttributeValues={":broken": {"S": "{not json"}},
+    )
+    into_the_dlq(stack, worker)
     return message_id, good
 
 
 class TestDeadLetterRedrive:
-    def test_a_poison_step_ends_in_the_dlq_unchanged_and_is_redriven_once_fixed(
+    def test_a_poison_step_ends_in_error_internal_and_its_step_in_the_dlq(
         self, stack, tenancy, ingest_api, destination, admin_api, worker
     ):
+        """Issue 10, item 5: the step raised on every receive; on the last one the message
+        moved to `error` / `internal`, shown in the error tab; the step still went to the DLQ
+        (its alarm fires). A redrive once fixed changes nothing: the operator reprocesses."""
         configure(stack, tenancy, destination)
         message_id, good = poison_into_the_dlq(stack, tenancy, ingest_api, worker)
 
-        assert status(stack, message_id)["pipeline_status"] == "received"  # the DLQ never changes it
+        failed = status(stack, message_id)
+        assert failed["pipeline_status"] == "error"
+        assert failed["last_retry_error_class"] == "internal"
+        assert failed["dest_status_text"] == "internal error (ValidationError)"
+        assert "dest_status" not in failed
+        assert "uncertain" not in failed  # failed before the destination was called
+        assert DynamoExecutions(stack.table).live_execution(message_id) is None
+        assert destination.requests == []
+        tab = admin_api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "error"})
+        [row] = [r for r in tab.body["items"] if r["message_id"] == message_id]
+        assert (row["pipeline_status"], row["last_retry_error_class"]) == ("error", "internal")
+
+        DynamoConfigRepository(stack.table).put_integration(good)  # the cause is fixed
+        assert admin_api("POST", "/api/admin/dlq/pipeline/redrive").body == {"lane": "pipeline", "moved": 1}
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "error"  # `error` is final
+        assert destination.requests == []
+
+        assert reprocess(admin_api, message_id).status == 202
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert len(destination.requests) == 1
+
+    def test_an_outage_on_every_receive_leaves_the_message_and_is_redriven_once_over(
+        self, stack, tenancy, ingest_api, destination, admin_api, worker, monkeypatch
+    ):
+        """Not internal: the table was unavailable for the step on every receive. The message
+        keeps its status (nothing is wrong with it) and a redrive after the outage resumes it."""
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-OUTAGE"})
+        dynamodb = client("dynamodb")
+        original = dynamodb.get_item
+        wanted = {k: {"S": v} for k, v in integration_key(tenancy.integration_id).items()}
+
+        def integration_unreadable(**kwargs):
+            if kwargs.get("Key") == wanted:
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "GetItem")
+            return original(**kwargs)
+
+        monkeypatch.setattr(dynamodb, "get_item", integration_unreadable)
+        into_the_dlq(stack, worker)
+        monkeypatch.setattr(dynamodb, "get_item", original)  # the outage is over
+
+        assert status(stack, message_id)["pipeline_status"] == "received"
+        assert "last_retry_error_class" not in status(stack, message_id)
         assert DynamoExecutions(stack.table).live_execution(message_id) is None
         assert destination.requests == []
 
-        DynamoConfigRepository(stack.table).put_integration(good)  # the cause is fixed
         answer = admin_api("POST", "/api/admin/dlq/pipeline/redrive")
 
         assert answer.status == 200

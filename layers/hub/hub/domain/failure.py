@@ -19,6 +19,9 @@ class ErrorClass(StrEnum):
     TLS = "tls"
     SYNTAX = "syntax"
     SOAP_FAULT = "soap_fault"
+    #: The hub itself failed: a step raised something no adapter classified (a bug, or stored
+    #: data it cannot read) on every receive SQS made. Never the destination's answer.
+    INTERNAL = "internal"
 
 
 _SPECIAL_STATUSES = {401: ErrorClass.HTTP_401, 410: ErrorClass.HTTP_410, 429: ErrorClass.HTTP_429}

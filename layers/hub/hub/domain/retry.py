@@ -14,6 +14,7 @@ the `RetryDecision` this returns.
 | tls          | no                                                             |
 | soap_fault   | Receiver/Server: yes; Sender/Client: no                        |
 | syntax       | no                                                             |
+| internal     | no: SQS already redelivered it up to its last receive          |
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ CLASSIFICATION: MappingProxyType[ErrorClass, Retryable] = MappingProxyType(
         ErrorClass.TLS: Retryable.NO,
         ErrorClass.SOAP_FAULT: Retryable.BY_FAULT_CODE,
         ErrorClass.SYNTAX: Retryable.NO,
+        ErrorClass.INTERNAL: Retryable.NO,
     }
 )
 

@@ -33,6 +33,14 @@ class Refused(StrEnum):
     BUSY = "entity_busy"
 
 
+@dataclass
+class RunProgress:
+    """How far one run got, for what its failure means (one per run, shared by every copy of
+    its `Taken`): after the connector was called, the destination may have the message."""
+
+    destination_called: bool = False
+
+
 @dataclass(frozen=True)
 class Taken:
     """A step's hold on its message: the record as it is now (lease ours), and the payload
@@ -46,6 +54,7 @@ class Taken:
     #: What the step learnt about the message that its finishing update records (the business
     #: key an XML payload shows, so later steps take the same entity lease).
     learned: Mapping[str, Any] = field(default_factory=dict)
+    progress: RunProgress = field(default_factory=RunProgress, compare=False)
 
 
 @dataclass(frozen=True)

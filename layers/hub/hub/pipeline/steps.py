@@ -290,6 +290,7 @@ class Steps:
             correlation_id=step.correlation_id,
             tenant_id=record.tenant_id,
         )
+        taken.progress.destination_called = True
         try:
             outcome = self._connectors[destination.protocol].deliver(destination, request)
         except HubError as unusable:
@@ -467,6 +468,24 @@ def failed_outcome(
         {"dest_status_text": text, "last_retry_error_class": str(error_class)},
         [{k: v for k, v in entry.items() if v is not None}],
     )
+
+
+def internal_outcome(
+    step: StepMessage, crash: BaseException, now: datetime, *, destination_called: bool
+) -> Outcome:
+    """What a step that raised something unclassified on its last receive leaves: `error` /
+    `internal`, never retried by the policy. The reason is the exception's type alone (its text
+    may quote payload data); no destination answer stands beside it. Once the connector was
+    called the destination may have the message: `uncertain`, for an operator to reconcile."""
+    failed = failed_outcome(ErrorClass.INTERNAL, f"internal error ({type(crash).__name__})", step, now)
+    entry = {**failed.log[0], **({"uncertain": True} if destination_called else {})}
+    changes = {
+        **failed.changes,
+        "dest_status": None,
+        "next_retry_at": None,
+        **({"uncertain": True} if destination_called else {}),
+    }
+    return Outcome(failed.target, changes, [entry])
 
 
 def log_ids(step: StepMessage) -> dict[str, Any]:

@@ -26,11 +26,12 @@ from datetime import datetime
 
 from hub.delivery.port import Connector
 from hub.domain.clock import utcnow
+from hub.domain.failure import ErrorClass
 from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, StepMessage
-from hub.domain.status import PipelineStatus
+from hub.domain.status import FINAL_STATUSES, PipelineStatus, can_transition
 from hub.domain.tenancy import DestinationProtocol
-from hub.errors import HubError
+from hub.errors import HubError, ServiceUnavailable
 from hub.pipeline import rules
 from hub.pipeline.ports import (
     Executions,
@@ -45,7 +46,14 @@ from hub.pipeline.ports import (
     Taken,
     Uncounted,
 )
-from hub.pipeline.steps import OBSERVABILITY_TEXT, EntityBusy, Steps, failed_outcome, log_ids
+from hub.pipeline.steps import (
+    OBSERVABILITY_TEXT,
+    EntityBusy,
+    Steps,
+    failed_outcome,
+    internal_outcome,
+    log_ids,
+)
 from hub.ports import ConfigRepository, Metrics, StepQueue
 
 logger = logging.getLogger(__name__)
@@ -90,13 +98,18 @@ class PipelineWorker:
     # --- entry ------------------------------------------------------------------------------
 
     def run(self, step: StepMessage, sent_at: datetime, *, last_delivery: bool = False) -> StepReport:
-        """Runs `step` once. Raises only for infrastructure failures (the SQS message is then
-        redelivered); every business outcome is recorded and reported. On the `last_delivery`
-        SQS will make (the next failure sends the step to the DLQ) a failure also ends the
-        execution, so an operator can reprocess the message; its status is left as it is: the
-        message may already have been delivered (seed 002, 7.2)."""
+        """Runs `step` once. Raises for every failure it cannot record as an outcome (the SQS
+        message is then redelivered); every business outcome is recorded and reported.
+
+        On the `last_delivery` SQS will make (the step goes to the DLQ when it fails again):
+        a step that held its message and raised something unexpected (not an outage of a
+        service the hub uses) moves it to `error` / `internal`, so the failure shows in the
+        admin `error` tab and the partner's status; an outage leaves the status as it is (a
+        redrive after the outage resumes the step). Either way the execution stops counting as
+        alive, so an operator can reprocess the message, and the step still raises: it lands in
+        the DLQ, whose alarm fires."""
         try:
-            return self._run(step, sent_at)
+            return self._run(step, sent_at, last_delivery)
         except Exception:
             if last_delivery:
                 self._executions.release_admission(step.message_id, step.execution_id, self._clock())
@@ -107,7 +120,7 @@ class PipelineWorker:
             self._metrics.count("StepErrors", step=step.step.value)
             raise
 
-    def _run(self, step: StepMessage, sent_at: datetime) -> StepReport:
+    def _run(self, step: StepMessage, sent_at: datetime, last_delivery: bool) -> StepReport:
         now = self._clock()
         # Each run holds the lease under its own id: two copies of one step (a redelivery racing
         # the original) are serialized like steps of different messages.
@@ -118,7 +131,9 @@ class PipelineWorker:
         try:
             done = self._steps.run(step, taken, now)
             return self._busy(step, done.record, now, taken) if isinstance(done, EntityBusy) else done
-        except BaseException:
+        except BaseException as crash:
+            if last_delivery and _unexpected(crash) and self._fail_internal(step, taken, crash):
+                raise
             # Give the lease back so the redelivery can run at once (best effort: an expired
             # lease frees it anyway). After a finish this finds the lease gone and does nothing.
             try:
@@ -126,6 +141,33 @@ class PipelineWorker:
             except HubError:
                 logger.warning("lease not released", extra=log_ids(step))
             raise
+
+    def _fail_internal(self, step: StepMessage, taken: Taken, crash: BaseException) -> bool:
+        """Records `error` / `internal` for the step that raised `crash` on its last receive, in
+        the finishing update (lease still ours, status still the one taken: a step that already
+        finished, or lost its lease, changes nothing). True when written."""
+        status = taken.record.pipeline_status
+        if status in FINAL_STATUSES or not can_transition(status, PipelineStatus.ERROR):
+            return False
+        outcome = internal_outcome(
+            step, crash, self._clock(), destination_called=taken.progress.destination_called
+        )
+        try:
+            failed = self._steps.finish(step, taken, outcome)
+        except HubError:
+            logger.warning("internal error not recorded", extra=log_ids(step))
+            return False
+        if failed is None:
+            return False
+        logger.error(
+            "step raised on every receive: message moved to error",
+            extra={
+                **log_ids(step),
+                "error_class": ErrorClass.INTERNAL.value,
+                "error_type": type(crash).__name__,
+            },
+        )
+        return True
 
     def _refused(self, step: StepMessage, refusal: Refusal, sent_at: datetime, now: datetime) -> StepReport:
         ids = log_ids(step)
@@ -188,6 +230,12 @@ class PipelineWorker:
         )
         logger.info("entity busy: step rescheduled", extra={**ids, "delay_seconds": delay})
         return StepReport(StepOutcome.RESCHEDULED, "entity_busy")
+
+
+def _unexpected(crash: BaseException) -> bool:
+    """A failure nothing classified: not an outage of a service the hub uses (those raise
+    ServiceUnavailable and pass), nor an interpreter exit."""
+    return isinstance(crash, Exception) and not isinstance(crash, ServiceUnavailable)
 
 
 def _decided_a_retry(step: StepMessage, current: MessageRecord) -> bool:
