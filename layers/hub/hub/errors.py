@@ -117,6 +117,14 @@ class UnknownEventType(UnprocessableEvent):
     code = "unknown_event_type"
 
 
+class UnknownMessageType(HubError):
+    """A message type the integration does not define, while it refuses undefined ones
+    (`unknown_message_types: reject`); `details.known_types` names the defined ones."""
+
+    code = "unknown_message_type"
+    http_status = 422
+
+
 class NotFound(HubError):
     code = "not_found"
     http_status = 404
