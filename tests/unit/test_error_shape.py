@@ -5,6 +5,7 @@ on its own (413 over 10 MB, 429, a failed invocation) is listed in the README.""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ def instance(cls: type[HubError]) -> HubError:
     return cls("something went wrong")
 
 
-def assert_one_shape(status: int, headers: dict[str, str], body: str) -> dict[str, Any]:
+def assert_one_shape(status: int, headers: Mapping[str, Any], body: str) -> dict[str, Any]:
     assert 400 <= status <= 599
     assert headers["Content-Type"] == "application/json"
     document = json.loads(body)
