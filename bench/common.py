@@ -350,6 +350,7 @@ def seed_tenant(
         Destination,
         Integration,
         IntegrationMode,
+        MessageTypeConfig,
         Tenant,
         hash_api_key,
     )
@@ -364,6 +365,7 @@ def seed_tenant(
             name=name,
             mode=IntegrationMode.ORCHESTRATION,
             destination=Destination(url=destination),
+            message_types={"purchase_order": MessageTypeConfig()},
         )
     )
     config.put_api_key(

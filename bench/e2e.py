@@ -225,6 +225,7 @@ def _seed_bench_integrations(stack: LocalStack, flaky_url: str) -> None:
                 mode=IntegrationMode.ORCHESTRATION,
                 destination=Destination(url=flaky_url),
                 retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1.0,)),
+                message_types={"purchase_order": MessageTypeConfig()},
             )
         )
 

@@ -39,6 +39,8 @@ DEMO_ADMIN_TOKEN = "hub_admin_demo_local-only-token-00000000000000"  # noqa: S10
 #: is signed with it.
 DEMO_WEBHOOK_INTEGRATION_ID = "int_demo_webhooks"
 DEMO_WEBHOOK_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  # noqa: S105 - public test secret
+#: The partner's event types the demo webhook integration takes (and defines as message types).
+DEMO_WEBHOOK_EVENT_TYPES = ("order.created", "order.cancelled")
 
 
 def admin_token() -> str:
@@ -114,12 +116,13 @@ def _write_demo_records(stack: StackInfo, api_key: str) -> None:
             name="Demo partner webhooks -> echo destination",
             mode=IntegrationMode.ORCHESTRATION,
             destination=Destination(protocol="http", url=stack.echo_url, method="POST"),
+            message_types={event_type: MessageTypeConfig() for event_type in DEMO_WEBHOOK_EVENT_TYPES},
             inbound_webhook=InboundWebhook.model_validate(
                 {
                     "verification": {"scheme": "standard_webhooks", "secrets": [DEMO_WEBHOOK_SECRET]},
                     "adapter": {
                         "message_type_path": "type",
-                        "known_types": ["order.created", "order.cancelled"],
+                        "known_types": list(DEMO_WEBHOOK_EVENT_TYPES),
                         "event_id_path": "id",
                         "occurred_at_path": "created_at",
                         "data_path": "data",

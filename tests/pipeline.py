@@ -153,7 +153,8 @@ def configure(
     **destination_options: Any,
 ) -> None:
     """(Re)writes the tenancy's main integration: orchestration mode, `destination` (an
-    HttpDestination, or None for no destination), purchase orders keyed by po_number."""
+    HttpDestination, or None for no destination), purchase orders keyed by po_number, orders
+    without keys."""
     from hub import wiring  # noqa: PLC0415
     from hub.domain.retry import RetryPolicy  # noqa: PLC0415
     from hub.domain.tenancy import (  # noqa: PLC0415
@@ -177,7 +178,9 @@ def configure(
                     duplicate_key_fields=("po_number",),
                     duplicate_handling=handling or DuplicateHandling.ACCEPT,
                     sensitive_fields=sensitive_fields,
-                )
+                ),
+                # No business keys: each message its own entity.
+                "order": MessageTypeConfig(),
             },
             retry_policy=retry_policy or RetryPolicy(),
         )

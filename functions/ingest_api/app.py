@@ -18,9 +18,11 @@ from hub.api.http import (
     install_error_handlers,
     json_response,
     parse_body,
+    require_content_type,
 )
 from hub.config import settings
 from hub.domain.idempotency import sanitize_idempotency_key
+from hub.domain.media_type import JSON_ONLY
 from hub.domain.message import InboundMessage
 from hub.errors import HubError, SignatureInvalid
 from hub.ingest.receive import ReceiveOutcome
@@ -41,6 +43,7 @@ def receive_message() -> Response:
     event = app.current_event
     raw_key = api_key(event)
     try:
+        require_content_type(event, JSON_ONLY)
         inbound = parse_body(event, InboundMessage)
         idempotency_key = sanitize_idempotency_key(event.headers.get("idempotency-key"))
     except HubError:

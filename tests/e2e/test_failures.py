@@ -14,10 +14,10 @@ import boto3
 import httpx
 import pytest
 
-from devstack.demo import DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body, pointed_at
+from devstack.demo import DEMO_INTEGRATION_ID, DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, pointed_at
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
-from hub.domain.tenancy import Destination, Integration, IntegrationMode
+from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.destinations import Answer, HttpDestination
 from tests.pipeline import wait_for_status
 
@@ -43,6 +43,7 @@ def integration(local_stack, destination: HttpDestination, policy: RetryPolicy, 
                 name=integration_id,
                 mode=IntegrationMode.ORCHESTRATION,
                 destination=Destination(url=destination.url, **options),
+                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
                 retry_policy=policy,
             )
         )

@@ -86,8 +86,54 @@ def test_rejections_over_http(api: httpx.Client, headers, content, status, code)
     assert answer.json()["error"]["code"] == code
 
 
-def test_unknown_route_is_404(api: httpx.Client):
-    assert api.get("/api/edi-hub/nothing-here").status_code == 404
+def test_unknown_route_is_404_in_the_one_error_shape(api: httpx.Client):
+    # Through the template's $default route: not API Gateway's own {"message":"Not Found"}.
+    answer = api.get("/api/edi-hub/nothing-here")
+
+    assert answer.status_code == 404
+    assert answer.json() == {"error": {"code": "route_not_found", "message": "no such route"}}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("GET", "/api/edi-hub/receive-message", "POST"),
+        ("PUT", "/api/webhook/int_demo_webhooks", "POST"),
+        ("DELETE", "/api/edi-hub/messages/msg_x", "GET"),
+    ],
+)
+def test_another_method_on_a_known_path_is_405_with_allow(api: httpx.Client, method, path, allow):
+    answer = api.request(method, path, content=b"{}", headers={"Content-Type": "application/json"})
+
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == allow
+    assert answer.json()["error"] == {
+        "code": "method_not_allowed",
+        "message": f"{method} is not allowed here",
+        "details": {"allowed": [allow]},
+    }
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "text/plain", "application/xml", "multipart/form-data; boundary=b"]
+)
+def test_a_body_that_is_not_declared_json_is_415(api: httpx.Client, content_type):
+    headers = {"Content-Type": content_type} if content_type else {}
+    answer = api.post(
+        "/api/edi-hub/receive-message", content=json.dumps(unique_body()).encode(), headers=headers
+    )
+
+    assert answer.status_code == 415
+    assert answer.json()["error"]["code"] == "unsupported_media_type"
+    assert answer.json()["error"]["details"] == {"accepted": ["application/json"]}
+
+
+def test_a_message_type_the_integration_does_not_define_is_422(api: httpx.Client):
+    answer = api.post("/api/edi-hub/receive-message", json={**unique_body(), "message_type": "invoice"})
+
+    assert answer.status_code == 422
+    assert answer.json()["error"]["code"] == "unknown_message_type"
+    assert answer.json()["error"]["details"] == {"field": "message_type", "known_types": ["purchase_order"]}
 
 
 def test_demo_integration_points_at_the_echo_destination(local_stack):

@@ -11,10 +11,10 @@ import uuid
 import httpx
 import pytest
 
-from devstack.demo import DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body, pointed_at
+from devstack.demo import DEMO_INTEGRATION_ID, DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, pointed_at
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
-from hub.domain.tenancy import Destination, Integration, IntegrationMode
+from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.destinations import Answer, HttpDestination
 from tests.pipeline import wait_for_status
 
@@ -48,6 +48,7 @@ def test_scenario_b_a_503_is_retried_by_the_scheduler_and_then_sent(api: httpx.C
                 name="retrying",
                 mode=IntegrationMode.ORCHESTRATION,
                 destination=Destination(url=destination.url),
+                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
                 retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,)),
             )
         )
@@ -86,6 +87,7 @@ def test_scenario_c_exhausted_retries_dead_letter_and_slack_gets_one_grouped_ale
                 name="always down",
                 mode=IntegrationMode.ORCHESTRATION,
                 destination=Destination(url=destination.url),
+                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
                 retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=2, ladder_seconds=(1,)),
             )
         )

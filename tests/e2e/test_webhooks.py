@@ -15,7 +15,7 @@ import pytest
 from devstack.demo import DEMO_TENANT_ID, pointed_at
 from devstack.send_webhook import demo_delivery, send
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
-from hub.domain.tenancy import Destination, Integration, IntegrationMode
+from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from hub.domain.webhook_config import InboundWebhook
 from hub.mapping.engine import to_json
 from hub.webhooks.signatures import sign_standard_webhooks
@@ -36,6 +36,7 @@ def test_a_signed_standard_webhook_is_sent_to_the_destination(api: httpx.Client,
                 name="partner webhooks -> echo destination",
                 mode=IntegrationMode.ORCHESTRATION,
                 destination=Destination(url=local_stack.echo_url),
+                message_types={"order.created": MessageTypeConfig()},
                 inbound_webhook=InboundWebhook.model_validate(
                     {
                         "verification": {"scheme": "standard_webhooks", "secrets": [SECRET]},

@@ -21,6 +21,7 @@ from hub.domain.tenancy import (
     IntegrationMode,
     MessageTypeConfig,
     Tenant,
+    UnknownMessageTypes,
     hash_api_key,
 )
 from hub.ingest.receive import Ingestor, ReceiveOutcome
@@ -77,6 +78,7 @@ class World:
         handling: DuplicateHandling = DuplicateHandling.ACCEPT,
         retry_policy: RetryPolicy | None = None,
         destination: bool = True,
+        unknown_message_types: UnknownMessageTypes = UnknownMessageTypes.REJECT,
     ) -> Integration:
         integration = Integration(
             integration_id=INTEGRATION,
@@ -89,6 +91,7 @@ class World:
                 UNKEYED: MessageTypeConfig(),
             },
             retry_policy=retry_policy or RetryPolicy(),
+            unknown_message_types=unknown_message_types,
         )
         self.hub.config.put_integration(integration)
         return integration

@@ -69,6 +69,7 @@ def webhooks(stack, tenancy) -> None:
             integration_id=SAP,
             tenant_id="t2",
             name=SAP,
+            message_types={"orders05": MessageTypeConfig()},
             inbound_webhook=InboundWebhook.model_validate(
                 {
                     "verification": {
@@ -339,6 +340,45 @@ class TestRefusedDelivery:
         assert (answer.status, answer.body["error"]["code"]) == (status, code)
         assert answer.body["error"]["details"]["field"] == field
         assert stack.message_items() == []
+
+    def test_a_verified_type_the_integration_does_not_define_is_422(self, stack, webhooks, ingest_api):
+        # order.cancelled passes the adapter's known_types, but the integration defines only
+        # order.created (and refuses undefined types, the default).
+        answer = ingest_api(standard(raw(type="order.cancelled")))
+
+        assert (answer.status, answer.body["error"]["code"]) == (422, "unknown_message_type")
+        assert answer.body["error"]["details"] == {"field": "message_type", "known_types": ["order.created"]}
+        assert stack.message_items() == []
+        assert stack.drain_queue() == []
+
+    @pytest.mark.parametrize(
+        "content_type", [None, "text/plain", "application/xml", "application/x-www-form-urlencoded"]
+    )
+    def test_a_content_type_the_adapter_does_not_take_is_415_after_the_signature(
+        self, stack, webhooks, ingest_api, content_type
+    ):
+        signed = standard(raw())
+        signed["headers"].pop("content-type")
+        if content_type:
+            signed["headers"]["content-type"] = content_type
+        unsigned = {**signed, "headers": {**signed["headers"], "webhook-signature": "v1,bm9wZQ=="}}
+
+        answer = ingest_api(signed)
+
+        assert (answer.status, answer.body["error"]["code"]) == (415, "unsupported_media_type")
+        assert answer.body["error"]["details"] == {"accepted": ["application/json", "application/*+json"]}
+        assert ingest_api(unsigned).status == 401  # an unsigned caller learns nothing more
+        assert stack.message_items() == []
+
+    def test_xml_deliveries_take_xml_content_types(self, stack, webhooks, ingest_api):
+        as_text_xml = sap(IDOC.encode())
+        as_text_xml["headers"]["content-type"] = "text/xml; charset=utf-8"
+        as_json = sap(IDOC.encode())
+        as_json["headers"]["content-type"] = "application/json"
+
+        assert ingest_api(as_text_xml).status == 202
+        answer = ingest_api(as_json)
+        assert (answer.status, answer.body["error"]["code"]) == (415, "unsupported_media_type")
 
     def test_an_oversized_body_is_413_before_anything_reads_it(self, stack, webhooks, ingest_api):
         reads: list[str] = []

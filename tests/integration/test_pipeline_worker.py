@@ -24,6 +24,7 @@ from hub.domain.tenancy import (
     DuplicateHandling,
     Integration,
     IntegrationMode,
+    MessageTypeConfig,
 )
 from hub.pipeline import rules
 from tests.aws import load_handler
@@ -196,6 +197,7 @@ class TestFailures:
                 name="erp",
                 mode=IntegrationMode.ORCHESTRATION,
                 destination=Destination(url="http://127.0.0.1:9/x"),
+                message_types={"purchase_order": MessageTypeConfig()},
             )
         )
         message_id = send(ingest_api, tenancy, {"po_number": "PO-NET"})

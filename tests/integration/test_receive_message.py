@@ -466,3 +466,101 @@ class TestPrivacy:
         text = sink.getvalue()
         assert secret_cpf not in text
         assert tenancy.key not in text
+
+
+class TestHostileRequests:
+    """Issue 10, items 6-8, through the real handler: what the $default route hands it, a
+    Content-Type other than JSON, a message type the integration does not define."""
+
+    @pytest.mark.parametrize(
+        "content_type",
+        [
+            None,
+            "text/plain",
+            "application/xml",
+            "multipart/form-data; boundary=b",
+            "application/json; charset=latin-1",
+        ],
+    )
+    def test_receive_message_without_a_json_content_type_is_415(
+        self, stack, tenancy, ingest_api, content_type
+    ):
+        answer = ingest_api(receive(tenancy, body(tenancy), **{"content-type": content_type}))
+
+        assert answer.status == 415
+        assert answer.body == {
+            "error": {
+                "code": "unsupported_media_type",
+                "message": answer.body["error"]["message"],
+                "details": {"accepted": ["application/json"]},
+            }
+        }
+        assert stack.message_items() == []
+        assert stack.drain_queue() == []
+
+    @pytest.mark.parametrize("content_type", ["application/json; charset=UTF-8", "Application/Json"])
+    def test_a_utf8_charset_and_any_case_are_fine(self, tenancy, ingest_api, content_type):
+        assert ingest_api(receive(tenancy, body(tenancy), **{"content-type": content_type})).status == 202
+
+    @pytest.mark.parametrize("key", [None, "hub_not_a_key"])
+    def test_without_a_valid_key_a_wrong_content_type_is_still_401(self, tenancy, ingest_api, key):
+        answer = ingest_api(receive(tenancy, body(tenancy), key=key, **{"content-type": "text/plain"}))
+        assert answer.status == 401
+
+    def test_an_undefined_message_type_is_422_naming_the_known_ones(self, stack, tenancy, ingest_api):
+        answer = ingest_api(receive(tenancy, body(tenancy, message_type="purchase_ordr")))
+
+        assert answer.status == 422
+        assert answer.body["error"]["code"] == "unknown_message_type"
+        assert answer.body["error"]["details"] == {"field": "message_type", "known_types": ["purchase_order"]}
+        assert stack.message_items() == []
+        assert stack.drain_queue() == []
+
+    def test_an_integration_may_accept_undefined_types(self, stack, tenancy, ingest_api):
+        from hub import wiring  # noqa: PLC0415
+        from hub.domain.tenancy import UnknownMessageTypes  # noqa: PLC0415
+
+        config = wiring.config_repository()
+        integration = config.get_integration(tenancy.integration_id)
+        assert integration is not None
+        config.put_integration(
+            integration.model_copy(update={"unknown_message_types": UnknownMessageTypes.ACCEPT})
+        )
+
+        answer = ingest_api(receive(tenancy, body(tenancy, message_type="invoice")))
+
+        assert answer.status == 202
+        [record] = stack.message_items()
+        assert record["message_type"]["S"] == "invoice"
+
+    @pytest.mark.parametrize(
+        ("sample", "method", "allow"),
+        [
+            ("receive_message.json", "GET", "POST"),
+            ("webhook_standard.json", "PUT", "POST"),
+            ("get_message.json", "DELETE", "GET"),
+        ],
+    )
+    def test_another_method_on_a_known_path_is_405_with_allow(
+        self, tenancy, ingest_api, sample, method, allow
+    ):
+        event = http_event(sample, headers={"x-api-key": tenancy.key})
+        event["routeKey"] = event["requestContext"]["routeKey"] = "$default"
+        event["requestContext"]["http"]["method"] = method
+
+        answer = ingest_api(event)
+
+        assert answer.status == 405
+        assert answer.headers["Allow"] == allow
+        assert answer.body["error"]["code"] == "method_not_allowed"
+        assert answer.body["error"]["details"] == {"allowed": [allow]}
+
+    def test_an_unknown_path_is_404_route_not_found(self, ingest_api):
+        event = http_event("receive_message.json")
+        event["routeKey"] = event["requestContext"]["routeKey"] = "$default"
+        event["rawPath"] = event["requestContext"]["http"]["path"] = "/api/edi-hub/receive-messages"
+
+        answer = ingest_api(event)
+
+        assert answer.status == 404
+        assert answer.body == {"error": {"code": "route_not_found", "message": "no such route"}}

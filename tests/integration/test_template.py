@@ -59,3 +59,11 @@ def test_the_status_index_projects_exactly_what_an_admin_queue_row_shows():
     table = load_template(TEMPLATE)["Resources"]["HubTable"]["Properties"]
     [index] = [i for i in table["GlobalSecondaryIndexes"] if i["IndexName"] == "GSI1"]
     assert set(index["Projection"]["NonKeyAttributes"]) == set(QUEUE_ROW_FIELDS)
+
+
+def test_every_other_request_to_the_partner_api_reaches_the_ingest_function():
+    # Issue 10, item 6: without a $default route API Gateway answers unknown routes and methods
+    # itself ({"message":"Not Found"}), outside the one error shape.
+    paths = transform_template(TEMPLATE)["Resources"]["PartnerApi"]["Properties"]["Body"]["paths"]
+    catch_all = paths["$default"]["x-amazon-apigateway-any-method"]["x-amazon-apigateway-integration"]
+    assert "IngestApiFunction" in str(catch_all["uri"])

@@ -13,7 +13,15 @@ from hub.domain.idempotency import DedupKind
 from hub.domain.ids import new_id
 from hub.domain.message import InboundMessage, PipelineStep, StepMessage
 from hub.domain.status import PipelineStatus
-from hub.errors import IdempotencyKeyReused, NotFound, QueueUnavailable, StorageUnavailable, Unauthorized
+from hub.domain.tenancy import UnknownMessageTypes
+from hub.errors import (
+    IdempotencyKeyReused,
+    NotFound,
+    QueueUnavailable,
+    StorageUnavailable,
+    Unauthorized,
+    UnknownMessageType,
+)
 from hub.ingest.receive import ReceiveOutcome
 from hub.ports import NewMessage
 from tests.fakes import FakeClock, FakeMessages
@@ -101,6 +109,34 @@ class TestNewMessage:
         with pytest.raises(NotFound):
             world.ingestor.receive(API_KEY, elsewhere, None, "c")
         assert world.hub.queue.published == []
+
+
+class TestMessageTypes:
+    """Issue 10, item 8: a type the integration does not define is refused unless it accepts them."""
+
+    def test_an_undefined_type_is_422_naming_the_defined_ones_and_nothing_is_kept(self, world: World) -> None:
+        with pytest.raises(UnknownMessageType) as refused:
+            world.receive(PO, message_type="purchase_ordr")
+
+        assert (refused.value.http_status, refused.value.code) == (422, "unknown_message_type")
+        assert refused.value.details == {"field": "message_type", "known_types": ["order", "purchase_order"]}
+        assert world.hub.queue.published == []
+        assert message_items(world) == []
+
+    def test_the_key_is_checked_first(self, world: World) -> None:
+        inbound = InboundMessage(integration_id=INTEGRATION, message_type="nope", payload=PO)
+        with pytest.raises(Unauthorized):
+            world.ingestor.receive("hub_wrong", inbound, None, "c")
+
+    def test_an_integration_that_accepts_them_takes_them_with_the_defaults(self, world: World) -> None:
+        world.configure(unknown_message_types=UnknownMessageTypes.ACCEPT)
+
+        outcome = world.receive(PO, message_type="invoice")
+
+        assert outcome.created
+        assert world.record(outcome.record.message_id).message_type == "invoice"
+        assert outcome.record.entity_key == ""  # no business keys: the defaults
+        assert len(world.hub.queue.published) == 1
 
 
 class TestDeduplication:

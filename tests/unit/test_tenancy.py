@@ -3,6 +3,8 @@ from hub.domain.tenancy import (
     ApiKey,
     Integration,
     IntegrationMode,
+    MessageTypeConfig,
+    UnknownMessageTypes,
     generate_api_key,
     hash_api_key,
     same_secret,
@@ -40,6 +42,21 @@ def test_undeclared_message_type_gets_accept_defaults():
     config = INTEGRATION.message_type_config("order")
     assert config.duplicate_key_fields == ()
     assert config.duplicate_handling == "accept"
+
+
+def test_undefined_message_types_are_refused_by_default():
+    integration = INTEGRATION.model_copy(update={"message_types": {"order": MessageTypeConfig()}})
+
+    assert integration.unknown_message_types is UnknownMessageTypes.REJECT
+    assert integration.takes_message_type("order")
+    assert not integration.takes_message_type("invoice")
+
+
+def test_an_integration_may_accept_undefined_message_types():
+    integration = Integration.model_validate(
+        {"integration_id": "i", "tenant_id": "t", "name": "n", "unknown_message_types": "accept"}
+    )
+    assert integration.takes_message_type("anything")
 
 
 def test_generated_keys_are_unique_prefixed_and_only_their_hash_is_kept():

@@ -51,6 +51,34 @@ class PayloadTooLarge(HubError):
     http_status = 413
 
 
+class UnsupportedMediaType(HubError):
+    """The request's Content-Type is not one the route takes; `details.accepted` names them."""
+
+    code = "unsupported_media_type"
+    http_status = 415
+
+
+class RouteNotFound(HubError):
+    """No route has this path (any method)."""
+
+    code = "route_not_found"
+    http_status = 404
+
+
+class MethodNotAllowed(HubError):
+    """The path exists, but not with this method; `Allow` names the methods it takes."""
+
+    code = "method_not_allowed"
+    http_status = 405
+
+    def __init__(self, message: str, *, allowed: tuple[str, ...]) -> None:
+        super().__init__(message, details={"allowed": list(allowed)})
+        self.allowed = allowed
+
+    def headers(self) -> dict[str, str]:
+        return {"Allow": ", ".join(self.allowed)}
+
+
 class Unauthorized(HubError):
     code = "unauthorized"
     http_status = 401
@@ -87,6 +115,14 @@ class UnprocessableEvent(HubError):
 
 class UnknownEventType(UnprocessableEvent):
     code = "unknown_event_type"
+
+
+class UnknownMessageType(HubError):
+    """A message type the integration does not define, while it refuses undefined ones
+    (`unknown_message_types: reject`); `details.known_types` names the defined ones."""
+
+    code = "unknown_message_type"
+    http_status = 422
 
 
 class NotFound(HubError):

@@ -15,7 +15,6 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from http import HTTPStatus
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -24,6 +23,8 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel, ValidationError
 
+from hub.api.routing import unmatched
+from hub.domain import media_type
 from hub.errors import (
     ConfigurationError,
     HubError,
@@ -76,9 +77,7 @@ def install_error_handlers(app: ApiGatewayResolver) -> None:
 
     @app.not_found
     def _no_route(_: Exception) -> Response:
-        return json_response(
-            HTTPStatus.NOT_FOUND, {"error": {"code": "route_not_found", "message": "no such route"}}
-        )
+        return error_response(unmatched(app))
 
 
 def body_limit(max_bytes: Callable[[], int]) -> Callable[[ApiGatewayResolver, NextMiddleware], Response]:
@@ -151,6 +150,12 @@ def api_key(event: BaseProxyEvent) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return event.headers.get("x-api-key") or None
+
+
+def require_content_type(event: BaseProxyEvent, accepted: tuple[str, ...]) -> None:
+    """UnsupportedMediaType (415) unless the request's Content-Type is one of `accepted` (with
+    no charset, or UTF-8). Checked before the body is read."""
+    media_type.require(event.headers.get("content-type"), accepted)
 
 
 #: Who acts when the bootstrap admin token is presented (recorded in audit events).

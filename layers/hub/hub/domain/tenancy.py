@@ -26,6 +26,17 @@ class DuplicateHandling(StrEnum):
     OVERWRITE = "overwrite"
 
 
+class UnknownMessageTypes(StrEnum):
+    """What receive-message (and an inbound webhook) does with a message type the integration
+    does not list in `message_types`."""
+
+    #: 422 `unknown_message_type`, naming the defined types. The default: a typo or a partner's
+    #: new type is refused at the door instead of being delivered under default rules.
+    REJECT = "reject"
+    #: Accepted with the default rules (no business keys, duplicates accepted, no mapping).
+    ACCEPT = "accept"
+
+
 class IntegrationMode(StrEnum):
     #: Run everything but the delivery (seed 000, scenario H). The product default.
     OBSERVABILITY = "observability"
@@ -143,6 +154,8 @@ class Integration(BaseModel):
     mode: IntegrationMode = IntegrationMode.OBSERVABILITY
     destination: Destination | None = None
     message_types: dict[str, MessageTypeConfig] = Field(default_factory=dict)
+    #: A type not in `message_types`: refused (422) or accepted with the defaults.
+    unknown_message_types: UnknownMessageTypes = UnknownMessageTypes.REJECT
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
     #: Set by the hub when the destination answered 410 Gone; saving the integration clears it.
     connection_gone_at: datetime | None = None
@@ -150,8 +163,14 @@ class Integration(BaseModel):
     inbound_webhook: InboundWebhook | None = None
 
     def message_type_config(self, message_type: str) -> MessageTypeConfig:
-        """The rules for `message_type`; an undeclared type gets the defaults (accept)."""
+        """The rules for `message_type`; an undeclared type (only stored when the integration
+        accepts unknown types, or before it stopped) gets the defaults."""
         return self.message_types.get(message_type, MessageTypeConfig())
+
+    def takes_message_type(self, message_type: str) -> bool:
+        """Whether a new message of `message_type` may be received: a defined type, or any when
+        `unknown_message_types` is accept."""
+        return message_type in self.message_types or self.unknown_message_types is UnknownMessageTypes.ACCEPT
 
 
 class ApiKey(BaseModel):

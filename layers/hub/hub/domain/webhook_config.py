@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hub.domain.mapping_spec import check_expression
+from hub.domain.media_type import WEBHOOK_DEFAULTS, check_range
 
 WHSEC_PREFIX = "whsec_"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -146,11 +147,23 @@ class WebhookAdapter(_Frozen):
     occurred_at_path: str | None = None
     #: The business data; None = the whole payload.
     data_path: str | None = None
+    #: The Content-Types a delivery may carry (`type/subtype`, `type/*`, `type/*+suffix`); None =
+    #: the defaults of `body_format` (hub.domain.media_type.WEBHOOK_DEFAULTS). Others are 415.
+    content_types: tuple[str, ...] | None = Field(default=None, min_length=1)
 
     @field_validator("message_type_path", "event_id_path", "occurred_at_path", "data_path")
     @classmethod
     def _jmespath(cls, value: str | None) -> str | None:
         return None if value is None else check_expression(value)
+
+    @field_validator("content_types")
+    @classmethod
+    def _media_ranges(cls, values: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if values is None else tuple(check_range(value) for value in values)
+
+    def accepted_content_types(self) -> tuple[str, ...]:
+        """The media ranges a delivery's Content-Type must match."""
+        return self.content_types or WEBHOOK_DEFAULTS[self.body_format]
 
     @model_validator(mode="after")
     def _one_type_source(self) -> WebhookAdapter:

@@ -45,6 +45,7 @@ from hub.errors import (
     ServiceUnavailable,
     StorageUnavailable,
     Unauthorized,
+    UnknownMessageType,
 )
 from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
@@ -96,6 +97,15 @@ def _check_key(api_key: ApiKey | None) -> ApiKey:
     if api_key is None or not api_key.active:
         raise Unauthorized("invalid API key")
     return api_key
+
+
+def _check_message_type(integration: Integration, message_type: str) -> None:
+    """UnknownMessageType (422) naming the defined types, unless the integration takes it."""
+    if not integration.takes_message_type(message_type):
+        raise UnknownMessageType(
+            "this integration does not define this message type",
+            details={"field": "message_type", "known_types": sorted(integration.message_types)},
+        )
 
 
 class Ingestor:
@@ -155,6 +165,7 @@ class Ingestor:
             integration = self._authorized(key_hash, inbound.integration_id)
         elif inbound.integration_id != integration.integration_id:
             raise NotFound("integration not found")
+        _check_message_type(integration, inbound.message_type)
         fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
         key_values = idempotency.duplicate_key_values(inbound.payload, fields)
         fp = idempotency.fingerprint(inbound.message_type, key_values, payload_sha)

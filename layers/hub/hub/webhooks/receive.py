@@ -5,9 +5,10 @@ Order (each step only runs on what the previous one accepted):
    scheme (unknown, or without an inbound webhook: 404, the same answer for both);
 2. the signature or credential, on the raw bytes as received, in constant time (401, no
    business change);
-3. the adapter: the body parsed as the configured format (400) and mapped to a message (422
+3. the Content-Type: one the adapter takes (415), before anything parses the body;
+4. the adapter: the body parsed as the configured format (400) and mapped to a message (422
    naming the missing or unknown field);
-4. the ingest path of receive-message: idempotency claims, enqueue, store (202 / 200 / 503).
+5. the ingest path of receive-message: idempotency claims, enqueue, store (202 / 200 / 503).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from hub.domain import media_type
 from hub.domain.clock import utcnow
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.message import InboundMessage
@@ -63,6 +65,7 @@ class WebhookReceiver:
                 },
             )
             raise
+        media_type.require(headers.get("content-type"), webhook.adapter.accepted_content_types())
         event = adapt(webhook.adapter, body)
         inbound = InboundMessage(
             integration_id=integration.integration_id,
