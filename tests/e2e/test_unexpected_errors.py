@@ -22,12 +22,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from devstack.demo import DEMO_TENANT_ID, demo_body, parameter_overrides, pointed_at, seed
+from devstack.demo import DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, parameter_overrides, pointed_at, seed
 from devstack.stack import LocalStack
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
-from hub.domain.tenancy import Destination, Integration, IntegrationMode
+from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.aws import function_names, local_stack_on_free_ports
 from tests.pipeline import wait_for_status
 
@@ -75,6 +75,7 @@ def damaged_certificate_integration(local_stack: LocalStack) -> str:
                 tenant_id=DEMO_TENANT_ID,
                 name=integration_id,
                 mode=IntegrationMode.ORCHESTRATION,
+                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
                 destination=Destination(url=local_stack.echo_url, client_certificate_id=connection_id),
                 # Auto retry on: an internal failure is still never scheduled.
                 retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,)),
