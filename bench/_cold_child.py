@@ -80,6 +80,8 @@ def _peak_rss_kib() -> int:
 def main() -> None:
     with open(sys.argv[1]) as file:
         spec = json.load(file)
+    if spec.get("site"):  # run with -S: the packages as Lambda has them, not the virtualenv's
+        sys.path.append(spec["site"])
     if spec["mode"] == "baseline":
         started, imported, answer = _baseline()
         answer = None

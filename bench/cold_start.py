@@ -19,6 +19,13 @@ tracer, which imports and does more: not measured here. AWS calls go to a replay
 (bench/replay.py): each function's calls were recorded once against moto, then every timed run
 gets the recorded answers at once, so no emulator time is in the figures.
 
+Packages as Lambda has them: the children run with ``python -S`` on a site directory built once
+(``pip install --target``, kept under ``.bench-cache/``) from ``layers/hub/requirements.txt``, what
+``sam build`` packs into the layer, plus the boto3 pyproject.toml pins (the runtime's own copy on
+Lambda); the development virtualenv is not on their path. It matters: there, httpx imports its
+command-line client's packages (click, pygments), which the layer does not have. If pip cannot
+build the directory (offline), the children use the virtualenv and the results say so.
+
 What is timed (inside the child, ``time.perf_counter``): from just before the first import of
 interest to the end of the work (handler import + the event; baseline import + client). The
 interpreter's own start-up (the same for both) is left out of the ratio; the wall clock of the
@@ -297,13 +304,67 @@ def _base_env(endpoint: str) -> dict[str, str]:
     return env
 
 
+#: Where the Lambda-like site directories are kept (one per requirements digest).
+SITE_CACHE = ROOT / ".bench-cache"
+#: {"site": path} while a run uses a Lambda-like site directory (set by `run`).
+_SITE: dict[str, str] = {}
+
+
+def lambda_site() -> tuple[Path | None, str]:
+    """The site directory the children import from, and how it was made. Built once per digest
+    of the layer's requirements and the boto3 pin; None (use the virtualenv) if pip fails."""
+    import boto3  # noqa: PLC0415 - the pin the project installed
+    import botocore  # noqa: PLC0415
+
+    requirements = (ROOT / "layers" / "hub" / "requirements.txt").read_text()
+    pins = [f"boto3=={boto3.__version__}", f"botocore=={botocore.__version__}"]
+    digest = hashlib.sha256("\n".join([requirements, *pins]).encode()).hexdigest()[:16]
+    site = SITE_CACHE / f"lambda-site-{digest}"
+    if site.is_dir():
+        return site, "layers/hub/requirements.txt + boto3 (pip --target, cached)"
+    building = SITE_CACHE / f"building-{digest}-{os.getpid()}"
+    print(f"  building the Lambda-like site directory {site.name} (once)...", flush=True)
+    finished = subprocess.run(  # noqa: S603 - our own interpreter's pip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--target",
+            str(building),
+            "-r",
+            str(ROOT / "layers" / "hub" / "requirements.txt"),
+            *pins,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if finished.returncode != 0:
+        print(f"  pip failed ({finished.returncode}); children use the virtualenv", flush=True)
+        return None, f"development virtualenv (pip --target failed: {finished.stderr.strip()[-200:]})"
+    building.rename(site)
+    return site, "layers/hub/requirements.txt + boto3 (pip --target, built now)"
+
+
 def _child(spec: dict[str, Any], env: dict[str, str], workdir: Path) -> Run:
     spec_path, out_path = workdir / "spec.json", workdir / "out.json"
+    spec = {**spec, **_SITE}
     spec_path.write_text(json.dumps(spec))
     out_path.unlink(missing_ok=True)
     started = time.perf_counter()
     finished = subprocess.run(  # noqa: S603 - our own interpreter and script
-        [sys.executable, "-P", str(CHILD), str(spec_path), str(out_path)],
+        [
+            sys.executable,
+            *(["-S"] if spec.get("site") else []),
+            "-P",
+            str(CHILD),
+            str(spec_path),
+            str(out_path),
+        ],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -416,6 +477,10 @@ def run(pairs: int, only: set[str] | frozenset[str] = frozenset()) -> dict[str, 
     from bench.replay import TapeServer  # noqa: PLC0415
     from tests.aws import AWS_TEST_ENV, provision  # noqa: PLC0415
 
+    site, site_note = lambda_site()
+    _SITE.clear()
+    if site is not None:
+        _SITE["site"] = str(site)
     sink = _Sink()
     sink.server.start()
     try:
@@ -443,7 +508,7 @@ def run(pairs: int, only: set[str] | frozenset[str] = frozenset()) -> dict[str, 
         result.answer = answers.get(result.logical_id, "")
         if result.logical_id in failures:
             result.failures.insert(0, "recording: " + failures[result.logical_id])
-    return _summarize(results, pairs)
+    return {**_summarize(results, pairs), "packages": site_note}
 
 
 def _summary_of(result: FunctionResult) -> dict[str, Any]:
@@ -511,6 +576,7 @@ def report(summary: dict[str, Any]) -> list[str]:
         "  timed inside the child (perf_counter, from just before the first import of interest; interpreter"
         " start-up excluded, shown in the wall-clock column); AWS answered by a replay server;"
         " POWERTOOLS_TRACE_DISABLED=true (X-Ray tracing, on with Tracing: Active, not measured)",
+        f"  packages: {summary.get('packages', 'development virtualenv')}",
         f"  {'function':<24}{'ratio':>7} {'(min-max)':<13}{'target':>7}  {'fn ms':>7}"
         f" {'init ms':>8} {'base ms':>8} {'wall ratio':>10} {'RSS fn/base MiB':>16}",
     ]
