@@ -5,7 +5,6 @@ credential, and whatever the door accepts the worker maps and delivers."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
@@ -185,6 +184,6 @@ class TestOneNestingLimit:
             inner = "<a>" * (MAX_NESTING_DEPTH - 2) + "<a>x</a>" + "</a>" * (MAX_NESTING_DEPTH - 2)
             assert sent == f"<order><doc>{inner}</doc></order>"
         else:
-            document: Any = json.loads(sent)
+            document = json.loads(sent)
             expected = json.loads(payload_text)
             assert document == (expected if mapping is None else {"order": expected})
