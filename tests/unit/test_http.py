@@ -98,3 +98,61 @@ def test_body_limit_counts_decoded_base64_bytes_exactly():
     for size, status in ((1024, 202), (1025, 413), (1022, 202), (1023, 202)):
         event = http_event("receive_message.json", body=b"x" * size)
         assert app.resolve(event, None)["statusCode"] == status, size
+
+
+# --- issue 10: hostile bodies are 400 malformed_json, never an uncaught exception ----------
+
+
+def _receive_body(payload: object = None, **fields: object) -> dict:
+    return {"integration_id": "i1", "message_type": "order", "payload": payload or {"a": 1}, **fields}
+
+
+def _nested(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("depth", [63, 600, 990, 1_000])
+def test_deep_nesting_is_malformed_json_not_a_recursion_error(depth):
+    # The body and its payload are two levels more: 63 arrays make 65, one over the limit.
+    text = json.dumps(_receive_body({"deep": _nested(1)})).replace("[1]", "[" * depth + "1" + "]" * depth)
+    with pytest.raises(MalformedBody) as raised:
+        parse_body(event(body=text), InboundMessage)
+    assert raised.value.details["problem"] == "depth"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _receive_body({"name": "\ud800"}),
+        _receive_body({"\udc00": "key"}),
+        _receive_body("<a>\udbff</a>"),
+        _receive_body(external_id="evt-\ud800"),
+    ],
+    ids=["in-payload", "in-a-key", "string-payload", "external-id"],
+)
+def test_lone_surrogate_escapes_are_malformed_json(body):
+    text = json.dumps(body)  # ensure_ascii: the surrogate travels as a "\ud800" escape
+    assert "\\ud" in text or "\\udc" in text
+    with pytest.raises(MalformedBody) as raised:
+        parse_body(event(body=text), InboundMessage)
+    assert raised.value.details == {"problem": "encoding"}
+
+
+def test_a_lone_surrogate_in_the_events_own_text_is_malformed_json_too():
+    with pytest.raises(MalformedBody):
+        parse_body(
+            event(body='{"integration_id": "i1", "message_type": "t", "payload": "\ud800"}'), InboundMessage
+        )
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"])
+def test_numbers_json_cannot_carry_are_malformed_json(number):
+    text = '{"integration_id": "i1", "message_type": "t", "payload": {"amount": NUMBER}}'.replace(
+        "NUMBER", number
+    )
+    with pytest.raises(MalformedBody) as raised:
+        parse_body(event(body=text), InboundMessage)
+    assert raised.value.details == {"problem": "number"}

@@ -156,3 +156,30 @@ def test_an_integration_round_trips_its_inbound_webhook_through_json():
     assert again.inbound_webhook is not None
     assert again.inbound_webhook.verification.scheme == "hmac_sha256_hex"
     assert "s3cr3t" not in repr(integration)
+
+
+# --- issue 10: the webhook body follows receive-message's JSON rules ------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (b'{"type": "order.created", "id": "e1", "data": {"amount": 1e400}}', "number"),
+        (b'{"type": "order.created", "id": "e1", "data": {"amount": -Infinity}}', "number"),
+        (b'{"type": "order.created", "id": "e1", "data": {"note": "\\ud800"}}', "encoding"),
+        (b'{"type": "order.created", "id": "\\udfff", "data": {}}', "encoding"),
+        (b'{"type": "order.created", "id": "e1", "data": {"d": ' + b"[" * 64 + b"]" * 64 + b"}}", "depth"),
+    ],
+    ids=["1e400", "-Infinity", "surrogate-in-data", "surrogate-in-event-id", "65-levels"],
+)
+def test_json_the_hub_cannot_carry_is_400(text, problem):
+    with pytest.raises(MalformedBody) as refused:
+        adapt(WebhookAdapter(message_type_path="type", event_id_path="id", data_path="data"), text)
+    assert refused.value.details["problem"] == problem
+
+
+def test_the_deepest_accepted_webhook_body_is_adapted():
+    # 64 levels in all: the body, "data" and 62 more.
+    text = b'{"type": "order.created", "id": "e1", "data": {"d": ' + b"[" * 62 + b"]" * 62 + b"}}"
+    event = adapt(WebhookAdapter(message_type_path="type", event_id_path="id", data_path="data"), text)
+    assert event.event_id == "e1"

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from hub.api.routing import unmatched
 from hub.domain import media_type
+from hub.domain.strict_json import parse_json
 from hub.errors import (
     ConfigurationError,
     HubError,
@@ -89,7 +90,7 @@ def body_limit(max_bytes: Callable[[], int]) -> Callable[[ApiGatewayResolver, Ne
         if app.current_event.is_base64_encoded:
             size = len(body) * 3 // 4 - body[-2:].count("=")
         else:
-            size = len(body.encode())
+            size = len(body.encode("utf-8", "surrogatepass"))  # as body_bytes counts it
         limit = max_bytes()
         if size > limit:
             return error_response(
@@ -110,17 +111,16 @@ def body_bytes(event: BaseProxyEvent) -> bytes:
             return base64.b64decode(body, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise MalformedBody("request body is not valid base64") from exc
-    return body.encode("utf-8")
+    # "surrogatepass": a lone surrogate in the event's text becomes bytes no UTF-8 decoder
+    # accepts, so the JSON parser refuses it (400) instead of this encode failing (500).
+    return body.encode("utf-8", "surrogatepass")
 
 
 def parse_body(event: BaseProxyEvent, model: type[M]) -> M:
-    """The JSON body validated as `model`: MalformedBody for invalid JSON, ValidationFailed
-    naming each offending field otherwise."""
-    try:
-        raw = event.decoded_body or ""
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedBody("request body is not valid JSON") from exc
+    """The JSON body validated as `model`: MalformedBody for anything `parse_json` refuses
+    (not UTF-8, not JSON, NaN or Infinity, too deep), ValidationFailed naming each offending
+    field otherwise."""
+    data = parse_json(body_bytes(event))
     if not isinstance(data, dict):
         raise ValidationFailed("request body must be a JSON object")
     return validated(model, data, "request body")

@@ -17,6 +17,8 @@ from jmespath.exceptions import JMESPathError, JMESPathTypeError
 
 from hub.domain.mapping_spec import ConstRule, EachRule, MappingSpec, PathRule, compiled
 from hub.domain.mapping_transforms import TransformFailed, kind_of
+from hub.domain.strict_json import parse_json
+from hub.errors import MalformedBody
 from hub.mapping.errors import MappingError
 from hub.mapping.xml_input import parse_xml
 from hub.mapping.xml_output import to_xml
@@ -49,24 +51,19 @@ def looks_like_xml(text: str) -> bool:
     return _looks_like_xml(text)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def read_payload(payload: Mapping[str, Any] | str) -> Any:
     """The payload as a document JMESPath can search: a dict as given, XML text via
-    `parse_xml`, other text as JSON (NaN and Infinity refused)."""
+    `parse_xml`, other text as JSON under the rules of the partner API's bodies
+    (`hub.domain.strict_json`: no NaN or Infinity, no unpaired surrogates, bounded depth)."""
     if not isinstance(payload, str):
         return payload
     if _looks_like_xml(payload):
         return parse_xml(payload)
     try:
-        return json.loads(payload, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise MappingError(f"payload is not valid JSON (line {error.lineno}, column {error.colno})") from None
-    except (ValueError, RecursionError):
-        # Not the payload's text in the message: only what kind of problem it is.
-        raise MappingError("payload is not valid JSON (NaN, Infinity, a huge integer or too deep)") from None
+        return parse_json(payload, what="payload")
+    except MalformedBody as refused:
+        # Says what kind of problem it is and where, never the payload's text.
+        raise MappingError(refused.message) from None
 
 
 def _join(field: str, key: str) -> str:

@@ -22,11 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.parsers import expat
 
+from hub.domain.strict_json import MAX_NESTING_DEPTH
 from hub.mapping.errors import MappingError
 
 #: Above the partner API's body limit (256 KiB by default): the limit guards the parser, not the API.
 MAX_XML_BYTES = 1024 * 1024
-MAX_XML_DEPTH = 64
+#: The hub's one nesting limit, for XML elements as for JSON objects and arrays.
+MAX_XML_DEPTH = MAX_NESTING_DEPTH
 
 
 @dataclass

@@ -4,7 +4,6 @@ Runs only on a verified body."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,6 +12,7 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from hub.domain.mapping_spec import compiled
+from hub.domain.strict_json import parse_json
 from hub.domain.webhook_config import WebhookAdapter
 from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
 from hub.mapping.errors import MappingError
@@ -28,10 +28,6 @@ class AdaptedEvent:
     payload: dict[str, Any] | str
     event_id: str | None
     occurred_at: datetime | None
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def _search(path: str, document: Any) -> Any:
@@ -100,21 +96,20 @@ def _occurred_at(path: str, document: Any) -> datetime:
 def adapt(adapter: WebhookAdapter, body: bytes) -> AdaptedEvent:
     """The internal event of a verified body. MalformedBody / MalformedXml (400) when the body
     is not the configured format; UnprocessableEvent (422) naming the field otherwise."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MalformedBody("request body is not UTF-8 text") from None
     if adapter.body_format != "json":
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedBody("request body is not UTF-8 text") from None
         if adapter.body_format == "xml":
             try:
                 parse_xml(text)  # well formed, no DOCTYPE: refused here rather than in the pipeline
             except MappingError:
                 raise MalformedXml("request body is not well-formed XML (or declares a DOCTYPE)") from None
         return AdaptedEvent(adapter.message_type or "", text, None, None)
-    try:
-        document = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        raise MalformedBody("request body is not valid JSON") from None
+    # The rules of receive-message's body (hub.domain.strict_json): MalformedBody (400) naming
+    # the problem for text that is not UTF-8 or not JSON, NaN / Infinity, nesting beyond the limit.
+    document = parse_json(body)
     message_type = _message_type(adapter, document)
     event_id = _event_id(adapter.event_id_path, document) if adapter.event_id_path else None
     occurred_at = _occurred_at(adapter.occurred_at_path, document) if adapter.occurred_at_path else None
