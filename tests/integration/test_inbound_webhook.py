@@ -202,6 +202,15 @@ class TestAcceptedDelivery:
         assert again.body == {**first.body, "deduplicated": True, "deduplicated_by": "idempotency_key"}
         assert len(stack.message_items()) == 1
 
+    def test_an_unusable_webhook_id_is_refused_naming_that_header(self, stack, webhooks, ingest_api):
+        answer = ingest_api(standard(raw(), msg_id="msg delivery\u00e9"))  # signed, not printable ASCII
+
+        assert answer.status == 400
+        assert answer.body["error"]["code"] == "invalid_idempotency_key"
+        assert answer.body["error"]["details"]["header"] == "webhook-id"
+        assert "webhook-id" in answer.body["error"]["message"]
+        assert stack.message_items() == []
+
     def test_the_rotated_secret_is_accepted_too(self, stack, webhooks, ingest_api):
         answer = ingest_api(standard(raw(), secret=ROTATED))
 

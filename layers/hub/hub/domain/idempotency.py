@@ -24,16 +24,18 @@ class DedupKind(StrEnum):
     RACE_WINNER = "race_winner"
 
 
-def sanitize_idempotency_key(raw: str | None) -> str | None:
-    """The header value when it is 1-255 printable ASCII characters; None when absent.
-    Raises InvalidIdempotencyKey otherwise (never silently trimmed: two clients must not
-    collide on a key we rewrote)."""
+def sanitize_idempotency_key(
+    raw: str | None, source: tuple[str, str] = ("header", "Idempotency-Key")
+) -> str | None:
+    """The key when it is 1-255 printable ASCII characters; None when absent. Raises
+    InvalidIdempotencyKey otherwise (never silently trimmed: two clients must not collide on a
+    key we rewrote), naming `source`: ("header", name) or ("field", name) it came from."""
     if raw is None:
         return None
     if not _KEY_RE.fullmatch(raw):
         raise InvalidIdempotencyKey(
-            "Idempotency-Key must be 1 to 255 printable ASCII characters",
-            details={"header": "Idempotency-Key", "length": len(raw)},
+            f"{source[1]} must be 1 to 255 printable ASCII characters",
+            details={source[0]: source[1], "length": len(raw)},
         )
     return raw
 

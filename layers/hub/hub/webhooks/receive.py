@@ -77,6 +77,10 @@ class WebhookReceiver:
         return self._ingestor.receive_verified(
             integration,
             inbound,
-            sanitize_idempotency_key(delivery_id or event.event_id),
+            # The delivery id is Standard Webhooks' `webhook-id` header; else the event's own id.
+            sanitize_idempotency_key(
+                delivery_id or event.event_id,
+                ("header", "webhook-id") if delivery_id else ("field", "event_id"),
+            ),
             correlation_id,
         )
