@@ -271,11 +271,6 @@ class TestTransition:
 
 
 class TestLogBound:
-    @pytest.mark.xfail(
-        strict=True,
-        reason="product: transition/cancel/restart (and fail_unleased) pass [] as the stored log to "
-        "append_log, so only a step's finish trims the log to MAX_LOG_ENTRIES",
-    )
     def test_operator_moves_keep_the_last_twenty_entries(self, backend: Backend) -> None:
         record = created(backend)
         for n in range(21):

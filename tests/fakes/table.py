@@ -155,7 +155,9 @@ class Change:
             if len(read) + len(stamped) > MAX_LOG_ENTRIES:
                 item["log"] = copy.deepcopy([*read, *stamped][-MAX_LOG_ENTRIES:])
             else:
-                item["log"] = [*item.get("log", []), *copy.deepcopy(stamped)]
+                # An append without reading (read == []) that overflows is trimmed by the
+                # adapter's second update (hub.adapters.dynamo.messages.trimmed).
+                item["log"] = [*item.get("log", []), *copy.deepcopy(stamped)][-MAX_LOG_ENTRIES:]
 
 
 class FakeTable:

@@ -18,7 +18,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.messages import admission, append_log, lease_free, record_from, status_update
+from hub.adapters.dynamo.messages import (
+    admission,
+    append_log,
+    lease_free,
+    record_from,
+    status_update,
+    trimmed,
+)
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, epoch, format_ts
 from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
@@ -107,7 +114,9 @@ class DynamoExecutions:
             update.set(completed_at=format_ts(now))
         append_log(update, [], outcome.log, now)
         try:
-            return record_from(self._table.update(keys.message_key(current.message_id), update))
+            return record_from(
+                trimmed(self._table, self._table.update(keys.message_key(current.message_id), update))
+            )
         except ConditionFailed:
             return None
 

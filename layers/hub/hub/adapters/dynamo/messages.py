@@ -149,6 +149,23 @@ def append_log(
     )
 
 
+def trimmed(table: Table, item: dict[str, Any]) -> dict[str, Any]:
+    """`item` as an update that appended to its log without reading it (an operator's move, an
+    unleased outcome) left it, with the log cut back to its last MAX_LOG_ENTRIES: when the append
+    overflowed the bound, a second update writes the trimmed list, conditioned on the item still
+    being the version just written (a change meanwhile trims its own log). Best effort, and not
+    a change of the message: the version stays. Only an overflowing item pays the extra write."""
+    log = item.get("log") or []
+    if len(log) <= MAX_LOG_ENTRIES:
+        return item
+    update = Update().set(log=log[-MAX_LOG_ENTRIES:])
+    update.where(f"{update.name('version')} = {update.value(item['version'])}")
+    try:
+        return table.update({"PK": item["PK"], "SK": item["SK"]}, update)
+    except (ConditionFailed, StorageUnavailable):
+        return item  # the next move or finish trims it
+
+
 def moved(record: MessageRecord, target: PipelineStatus, old: Mapping[str, Any] | None) -> Exception:
     """What a failed status condition means: gone / another tenant's, or moved on."""
     if not old or old.get("tenant_id") != record.tenant_id:
@@ -344,7 +361,9 @@ class DynamoMessageRepository:
             update.where(f"{update.name('version')} = {update.value(record.version)}")
         append_log(update, [], log, now)
         try:
-            return record_from(self._table.update(keys.message_key(record.message_id), update))
+            return record_from(
+                trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))
+            )
         except ConditionFailed as failed:
             raise moved(record, target, failed.old) from failed
 
@@ -361,7 +380,9 @@ class DynamoMessageRepository:
         update.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
         append_log(update, [], log, now)
         try:
-            return record_from(self._table.update(keys.message_key(record.message_id), update))
+            return record_from(
+                trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))
+            )
         except ConditionFailed as failed:
             old = failed.old
             if (
@@ -406,7 +427,9 @@ class DynamoMessageRepository:
         admission(update, now, abandoned_after)
         append_log(update, [], log, now)
         try:
-            return record_from(self._table.update(keys.message_key(record.message_id), update))
+            return record_from(
+                trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))
+            )
         except ConditionFailed as failed:
             if _unmoved(record, failed.old):
                 return None  # another execution is alive
