@@ -69,6 +69,17 @@ class TestCreate:
         assert item["payload_apart"] is True
         assert "payload" not in item
 
+    def test_a_refused_large_payload_is_not_left_behind(self, backend: Backend) -> None:
+        payload = '{"text":"' + "x" * 5000 + '"}'
+        fingerprint = new_id("fp")
+        created(backend, fingerprint=fingerprint, payload=payload)
+        loser = new_message(fingerprint=fingerprint, key_hash=new_id("key"), payload=payload)
+
+        with pytest.raises(ClaimTaken):
+            backend.messages.create(loser, LATER)
+
+        assert backend.executions.payload(loser.record.message_id) is None
+
     def test_missing_reads(self, backend: Backend) -> None:
         ghost = new_id("msg")
 

@@ -220,6 +220,9 @@ class FakeMessages:
         try:
             self.table.transact([*((claim, claim_free) for _, claim in claims), (item, absent)])
         except TransactionCancelled as cancelled:
+            if item.get("payload_apart"):  # as the adapter: no message will point to it
+                payload = keys.payload_key(record.message_id)
+                self.table.delete((payload["PK"], payload["SK"]))
             taken = [
                 claim
                 for (kind, _), (code, old) in zip(claims, cancelled.reasons, strict=False)

@@ -180,6 +180,11 @@ class FakeTable:
             self.items[(item["PK"], item["SK"])] = copy.deepcopy(dict(item))
             self.writes += 1
 
+    def delete(self, key: Key) -> None:
+        with self.lock:
+            if self.items.pop(key, None) is not None:
+                self.writes += 1
+
     def update(self, key: Key, change: Change) -> Item:
         """Applies `change` when its conditions hold; the item as it is afterwards."""
         change.validate()

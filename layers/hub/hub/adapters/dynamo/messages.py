@@ -9,6 +9,7 @@ and the payload itself when the whole item still fits in one write unit (else th
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -39,6 +40,8 @@ from hub.errors import (
     TransitionNotAllowed,
 )
 from hub.ports import Claim, IngestLookup, NewMessage
+
+logger = logging.getLogger(__name__)
 
 #: The last log entries kept on the message item (older ones drop off).
 MAX_LOG_ENTRIES = 20
@@ -267,7 +270,8 @@ class DynamoMessageRepository:
     def create(self, new: NewMessage, now: datetime) -> None:
         """One transaction: the message item (payload inline when the item stays within one
         write unit) and its claims. A larger payload is written apart first, compressed; if the
-        transaction then fails it is left unreferenced (no message points to it)."""
+        transaction is then refused it is deleted again (best effort: a crash in between leaves
+        it, unreferenced)."""
         record = new.record
         item = {**record_item(record), "active_at": epoch(now), "version": 1}
         if (
@@ -298,6 +302,8 @@ class DynamoMessageRepository:
         try:
             self._table.transact(entries)
         except TransactionCancelled as cancelled:
+            if item.get("payload_apart"):
+                self._forget_payload(record.message_id)
             taken = [
                 claim
                 for (kind, _), (code, old) in zip(claims, cancelled.reasons, strict=False)
@@ -312,6 +318,14 @@ class DynamoMessageRepository:
                     "message storage is busy", details={"operation": "TransactWriteItems"}
                 ) from cancelled
             raise ClaimTaken("another message holds this claim", claims=tuple(taken)) from cancelled
+
+    def _forget_payload(self, message_id: str) -> None:
+        """Deletes the payload written apart for a message whose transaction was refused: no
+        message will point to it. Best effort (a crash between the two writes still leaves it)."""
+        try:
+            self._table.delete(keys.payload_key(message_id))
+        except StorageUnavailable:
+            logger.warning("unreferenced payload not deleted", extra={"message_id": message_id})
 
     # --- reads -----------------------------------------------------------------------------
 
