@@ -60,6 +60,10 @@ class DynamoApiKeys:
         # 256 random bits never collide; the condition only makes sure nothing is overwritten.
         self._table.put(api_key_item(key), condition="attribute_not_exists(PK)")
 
+    def put(self, key: ApiKey) -> None:
+        """Stores `key`, replacing any item of the same hash (the local stack's fixed demo key)."""
+        self._table.put(api_key_item(key))
+
     def find(self, tenant_id: str, key_id: str) -> ApiKey | None:
         items, _ = self._table.query(
             IndexName="GSI1",
