@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from typing import Any, Protocol
 
 from hub.adapters.aws import reset_clients
+from hub.adapters.dynamo.api_keys import DynamoApiKeys
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.domain.clock import utcnow
 from hub.domain.tenancy import (
     ApiKey,
     Destination,
@@ -26,12 +28,15 @@ from hub.domain.tenancy import (
     MessageTypeConfig,
     Tenant,
     hash_api_key,
+    shown_prefix,
 )
 from hub.domain.webhook_config import InboundWebhook
 
 DEMO_TENANT_ID = "tnt_demo"
 DEMO_INTEGRATION_ID = "int_demo_erp"
 DEMO_API_KEY = "hub_demo_local-only-key-0000000000000000000000"
+#: Fixed, in the admin API's key id format, so the README's admin calls work as printed.
+DEMO_KEY_ID = "key_0000000000000000000000demo"
 DEMO_MESSAGE_TYPE = "purchase_order"
 DEMO_ADMIN_TOKEN = "hub_admin_demo_local-only-token-00000000000000"  # noqa: S105 - local stack only
 #: Partner webhooks (Standard Webhooks) into the demo tenant. The secret is the one the Standard
@@ -131,7 +136,17 @@ def _write_demo_records(stack: StackInfo, api_key: str) -> None:
             ),
         )
     )
-    config.put_api_key(ApiKey(key_id="demo", tenant_id=DEMO_TENANT_ID, key_hash=hash_api_key(api_key)))
+    # Stored as the admin API stores keys, so it is listed, and can be revoked and rotated there.
+    DynamoApiKeys(stack.resources["HubTable"]).put(
+        ApiKey(
+            key_id=DEMO_KEY_ID,
+            tenant_id=DEMO_TENANT_ID,
+            key_hash=hash_api_key(api_key),
+            label="demo (local stack only)",
+            prefix=shown_prefix(api_key),
+            created_at=utcnow(),
+        )
+    )
 
 
 def seed(stack: StackInfo) -> list[str]:

@@ -1,8 +1,9 @@
-"""Admin API (Lambda Function URL): operator actions on messages and queues, and connections'
-client certificates."""
+"""Admin API (Lambda Function URL): operator actions on messages and queues, connections'
+client certificates, and tenants' API keys."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -22,9 +23,10 @@ from hub.api.http import (
 )
 from hub.certificates.model import decode_pkcs12_base64
 from hub.config import settings
+from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import certificate_service, operations
+from hub.wiring import api_key_admin, certificate_service, operations
 
 logger = Logger()
 configure_logging(logger)
@@ -69,6 +71,31 @@ class TenantQuery(BaseModel):
 
 class ConnectionPath(BaseModel):
     connection_id: Id
+
+
+class KeyPath(BaseModel):
+    tenant_id: Id
+    key_id: Annotated[str, Field(pattern=r"^key_[0-9a-z]{26}$")]
+
+
+class NewApiKey(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str | None = Field(default=None, min_length=1, max_length=100)
+    #: Absent or null: every integration of the tenant.
+    integration_ids: list[Id] | None = Field(default=None, min_length=1, max_length=50)
+
+
+class Rotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    grace_hours: int = Field(
+        default=int(DEFAULT_ROTATION_GRACE.total_seconds() // 3600), ge=0, le=MAX_ROTATION_GRACE_HOURS
+    )
+
+
+class KeyListQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    limit: int = Field(default=50, ge=1, le=100)
+    cursor: str | None = Field(default=None, max_length=2048)
 
 
 def authenticated(app: LambdaFunctionUrlResolver, next_middleware: NextMiddleware) -> Response:
@@ -148,6 +175,35 @@ def describe_certificate(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     query = parse_query(app.current_event, TenantQuery)
     return json_response(200, certificate_service().describe(query.tenant_id, path.connection_id))
+
+
+@app.post("/api/admin/tenants/<tenant_id>/api-keys")
+def create_api_key(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    request = parse_body(app.current_event, NewApiKey) if app.current_event.body else NewApiKey()
+    created = api_key_admin().create(path.tenant_id, request.label, request.integration_ids, _actor())
+    return json_response(201, created)
+
+
+@app.get("/api/admin/tenants/<tenant_id>/api-keys")
+def list_api_keys(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(200, api_key_admin().list_keys(path.tenant_id, query.limit, query.cursor))
+
+
+@app.post("/api/admin/tenants/<tenant_id>/api-keys/<key_id>/revoke")
+def revoke_api_key(tenant_id: str, key_id: str) -> Response:
+    path = validated(KeyPath, {"tenant_id": tenant_id, "key_id": key_id}, "path")
+    return json_response(200, api_key_admin().revoke(path.tenant_id, path.key_id, _actor()))
+
+
+@app.post("/api/admin/tenants/<tenant_id>/api-keys/<key_id>/rotate")
+def rotate_api_key(tenant_id: str, key_id: str) -> Response:
+    path = validated(KeyPath, {"tenant_id": tenant_id, "key_id": key_id}, "path")
+    request = parse_body(app.current_event, Rotation) if app.current_event.body else Rotation()
+    grace = timedelta(hours=request.grace_hours)
+    return json_response(201, api_key_admin().rotate(path.tenant_id, path.key_id, grace, _actor()))
 
 
 @gc_after_first_invocation

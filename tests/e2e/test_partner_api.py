@@ -142,3 +142,30 @@ def test_demo_integration_points_at_the_echo_destination(local_stack):
         Key={"PK": {"S": f"INTEGRATION#{DEMO_INTEGRATION_ID}"}, "SK": {"S": "CONFIG"}},
     )["Item"]
     assert json.loads(item["config_json"]["S"])["destination"]["url"] == local_stack.echo_url
+
+
+def test_keys_from_the_admin_api_over_http_create_list_rotate_revoke(api: httpx.Client, admin: httpx.Client):
+    """The operator's key workflow against the local stack (no configuration cache here)."""
+    keys = "/api/admin/tenants/tnt_demo/api-keys"
+    created = admin.post(keys, json={"label": "e2e", "integration_ids": [DEMO_INTEGRATION_ID]})
+    assert created.status_code == 201
+    first = created.json()
+
+    def receive(key: str) -> int:
+        answer = api.post(
+            "/api/edi-hub/receive-message", json=unique_body(), headers={"Authorization": f"Bearer {key}"}
+        )
+        return answer.status_code
+
+    assert receive(first["key"]) == 202
+    listed = {row["key_id"]: row for row in admin.get(keys, params={"limit": "100"}).json()["items"]}
+    assert listed[first["key_id"]]["prefix"] == first["key"][:12]
+    assert "key_0000000000000000000000demo" in listed  # the demo key, seeded like the API's keys
+    assert first["key"] not in json.dumps(listed)
+
+    second = admin.post(f"{keys}/{first['key_id']}/rotate", json={"grace_hours": 1}).json()
+    assert (receive(first["key"]), receive(second["key"])) == (202, 202)
+
+    assert admin.post(f"{keys}/{first['key_id']}/revoke").status_code == 200
+    assert admin.post(f"{keys}/{second['key_id']}/revoke").status_code == 200
+    assert (receive(first["key"]), receive(second["key"])) == (401, 401)

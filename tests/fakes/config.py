@@ -20,6 +20,7 @@ def api_key_of(item: Mapping[str, Any]) -> ApiKey:
         key_hash=item["key_hash"],
         integration_ids=frozenset(ids) if ids is not None else None,
         active=bool(item.get("active", True)),
+        expires_at=datetime.fromisoformat(item["grace_until"]) if item.get("grace_until") else None,
     )
 
 

@@ -8,6 +8,7 @@ from hub.domain.tenancy import (
     generate_api_key,
     hash_api_key,
     same_secret,
+    shown_prefix,
 )
 
 INTEGRATION = Integration(integration_id="int_a", tenant_id="t1", name="ERP")
@@ -60,10 +61,12 @@ def test_an_integration_may_accept_undefined_message_types():
 
 
 def test_generated_keys_are_unique_prefixed_and_only_their_hash_is_kept():
-    first, second = generate_api_key("k1"), generate_api_key("k1")
+    first, second = generate_api_key(), generate_api_key()
     assert first != second
-    assert first.startswith(f"{API_KEY_PREFIX}k1_")
+    assert first.startswith(API_KEY_PREFIX)
+    assert len(first) == len(API_KEY_PREFIX) + 43  # 256 bits, URL-safe base64
     assert hash_api_key(first) != hash_api_key(second)
+    assert shown_prefix(first) == first[:12]
 
 
 def test_same_secret_compares_values():

@@ -3,7 +3,7 @@ use cases never import boto3."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -75,6 +75,53 @@ class ConfigRepository(Protocol):
     def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
         """Marks the integration's connection as gone (the destination answered 410). Saving the
         integration again clears it."""
+        ...
+
+
+@dataclass(frozen=True)
+class ApiKeyPage:
+    """One page of a tenant's API keys, newest first."""
+
+    keys: list[ApiKey]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
+class ApiKeyStore(Protocol):
+    """API keys as the admin API manages them (hub.admin.api_keys)."""
+
+    def tenant_exists(self, tenant_id: str) -> bool: ...
+
+    def integration_tenants(self, integration_ids: Collection[str]) -> Mapping[str, str]:
+        """The tenant of each of `integration_ids` that exists."""
+        ...
+
+    def create(self, key: ApiKey) -> None:
+        """Stores a new key (its hash and metadata), listed under its tenant."""
+        ...
+
+    def find(self, tenant_id: str, key_id: str) -> ApiKey | None:
+        """The tenant's key `key_id` as stored now; None when absent or another tenant's."""
+        ...
+
+    def list_keys(self, tenant_id: str, limit: int, cursor: str | None) -> ApiKeyPage:
+        """The tenant's keys, newest first. Raises ValidationFailed for a cursor this listing
+        did not give out."""
+        ...
+
+    def revoke(self, key: ApiKey, now: datetime) -> ApiKey:
+        """Marks the key revoked (idempotent); the key as stored afterwards."""
+        ...
+
+    def rotate(self, old: ApiKey, new: ApiKey, grace_until: datetime) -> ApiKey:
+        """Stores `new` and ends `old` at `grace_until`, atomically, only while `old` is still
+        active with no end (else Conflict); `old` as it is afterwards."""
+        ...
+
+
+class KeyUseStore(Protocol):
+    def record_use(self, key_hash: str, day: str) -> None:
+        """Sets the key's `last_used_day` to `day` (UTC, YYYY-MM-DD) unless it already is."""
         ...
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from hub.adapters.scheduler import EventBridgeRetryScheduler
+    from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.operations import Operations
     from hub.alerts.notifier import AlertNotifier
     from hub.certificates.expiry import CertExpiryAlerter
@@ -34,13 +35,19 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def ingestor() -> Ingestor:
+    from hub.adapters.dynamo.api_keys import DynamoKeyUse
     from hub.adapters.dynamo.messages import DynamoMessageRepository
     from hub.adapters.sqs import SqsStepQueue
+    from hub.ingest.key_usage import KeyUsage
     from hub.ingest.receive import Ingestor
 
     s = settings()
     return Ingestor(
-        config_repository(), DynamoMessageRepository(s.table_name), SqsStepQueue(s.pipeline_queue_url), s
+        config_repository(),
+        DynamoMessageRepository(s.table_name),
+        SqsStepQueue(s.pipeline_queue_url),
+        s,
+        usage=KeyUsage(DynamoKeyUse(s.table_name)),
     )
 
 
@@ -198,6 +205,14 @@ def certificate_service() -> CertificateService:
 
 
 @lru_cache(maxsize=1)
+def api_key_admin() -> ApiKeyAdmin:
+    from hub.adapters.dynamo.api_keys import DynamoApiKeys
+    from hub.admin.api_keys import ApiKeyAdmin
+
+    return ApiKeyAdmin(DynamoApiKeys(settings().table_name))
+
+
+@lru_cache(maxsize=1)
 def cert_expiry_alerter() -> CertExpiryAlerter:
     """The daily expiry check: alerts to Slack when configured (else only logged)."""
     from hub.adapters.certificates import DynamoCertAlertClaims, DynamoCertificateRepository
@@ -231,6 +246,7 @@ def reset() -> None:
     operations.cache_clear()
     alert_notifier.cache_clear()
     certificate_service.cache_clear()
+    api_key_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()

@@ -24,6 +24,12 @@ _CONFIG = Config(
 )
 
 
+#: For best-effort writes on a request's path (an API key's last-used day): one attempt, short
+#: timeouts, so a slow or failing DynamoDB costs the request at most about a second, once.
+_BEST_EFFORT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 1}, connect_timeout=1, read_timeout=1
+)
+
 _SESSION_LOCK = threading.Lock()
 
 
@@ -41,9 +47,17 @@ def client(service: str) -> Any:
         return _session().client(service, config=_CONFIG)
 
 
+@cache
+def best_effort_client(service: str) -> Any:
+    """A client for writes whose failure the caller ignores: no retries, 1 s timeouts."""
+    with _SESSION_LOCK:
+        return _session().client(service, config=_BEST_EFFORT_CONFIG)
+
+
 def reset_clients() -> None:
     """Forget cached clients and their session (tests that switch AWS endpoints between cases)."""
     client.cache_clear()
+    best_effort_client.cache_clear()
     _session.cache_clear()
 
 

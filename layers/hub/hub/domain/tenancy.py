@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
@@ -173,9 +173,22 @@ class Integration(BaseModel):
         return message_type in self.message_types or self.unknown_message_types is UnknownMessageTypes.ACCEPT
 
 
+class ApiKeyState(StrEnum):
+    """Where a key is in its life, as the admin API lists it."""
+
+    ACTIVE = "active"
+    #: Replaced by a rotation; still accepted until `expires_at` (the grace period).
+    ROTATING = "rotating"
+    #: Revoked, or rotated and past its grace period: ingest answers 401.
+    REVOKED = "revoked"
+
+
 class ApiKey(BaseModel):
     """A partner credential. Only its SHA-256 is stored: keys are 256-bit random values, so a
-    fast hash is enough (no password stretching needed) and lookups stay one GetItem."""
+    fast hash is enough (no password stretching needed) and lookups stay one GetItem.
+
+    The metadata (label, prefix, dates) is set for keys created through the admin API; keys
+    written by hand before it have none of it."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -185,15 +198,42 @@ class ApiKey(BaseModel):
     #: None = every integration of the tenant; otherwise only these.
     integration_ids: frozenset[str] | None = None
     active: bool = True
+    label: str | None = None
+    #: The key's first characters (`hub_` and 8 more), shown so operators can tell keys apart.
+    prefix: str | None = None
+    created_at: datetime | None = None
+    #: UTC day (YYYY-MM-DD) ingest last accepted the key; recorded at most daily (hub.ingest.key_usage).
+    last_used_day: str | None = None
+    #: The end of a rotated key's grace period; None = no end.
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    #: The key that replaced this one in a rotation, and the one this one replaced.
+    rotated_to: str | None = None
+    rotated_from: str | None = None
+
+    def usable_at(self, now: datetime) -> bool:
+        """True while ingest accepts the key: not revoked, and before the end of its grace."""
+        return self.active and (self.expires_at is None or now < self.expires_at)
+
+    def state(self, now: datetime) -> ApiKeyState:
+        if not self.usable_at(now):
+            return ApiKeyState.REVOKED
+        return ApiKeyState.ACTIVE if self.expires_at is None else ApiKeyState.ROTATING
 
     def may_use(self, integration: Integration) -> bool:
-        """True when this key may post to `integration` (same tenant, allowed integration)."""
+        """True when this key may post to `integration` (same tenant, allowed integration).
+        Whether the key is still usable at all is `usable_at`."""
         if not self.active or integration.tenant_id != self.tenant_id:
             return False
         return self.integration_ids is None or integration.integration_id in self.integration_ids
 
 
 API_KEY_PREFIX = "hub_"
+#: How many characters of a key are shown (`hub_` + 8 of its random part: 48 of its 256 bits).
+SHOWN_PREFIX_LENGTH = len(API_KEY_PREFIX) + 8
+#: Rotation grace period: the default, and the bounds an operator may choose within.
+DEFAULT_ROTATION_GRACE = timedelta(hours=24)
+MAX_ROTATION_GRACE_HOURS = 720
 
 
 def hash_api_key(raw_key: str) -> str:
@@ -201,10 +241,15 @@ def hash_api_key(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
 
 
-def generate_api_key(key_id: str) -> str:
-    """A new secret key, shown once to its owner. The key id is embedded so operators can tell
-    keys apart in logs without ever seeing the secret part."""
-    return f"{API_KEY_PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
+def generate_api_key() -> str:
+    """A new secret key, shown once to its owner: `hub_` and 256 random bits (43 URL-safe
+    characters). Operators tell keys apart by its prefix (`shown_prefix`) and key id."""
+    return f"{API_KEY_PREFIX}{secrets.token_urlsafe(32)}"
+
+
+def shown_prefix(raw_key: str) -> str:
+    """The part of a key that may be shown and stored in clear."""
+    return raw_key[:SHOWN_PREFIX_LENGTH]
 
 
 def same_secret(a: str, b: str) -> bool:

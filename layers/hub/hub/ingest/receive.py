@@ -47,6 +47,7 @@ from hub.errors import (
     Unauthorized,
     UnknownMessageType,
 )
+from hub.ingest.key_usage import KeyUsage
 from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
@@ -93,8 +94,9 @@ def require_key(raw_key: str | None) -> str:
     return hash_api_key(raw_key)
 
 
-def _check_key(api_key: ApiKey | None) -> ApiKey:
-    if api_key is None or not api_key.active:
+def _check_key(api_key: ApiKey | None, now: datetime) -> ApiKey:
+    """The key when ingest accepts it at `now`: not revoked, not past a rotation's grace."""
+    if api_key is None or not api_key.usable_at(now):
         raise Unauthorized("invalid API key")
     return api_key
 
@@ -117,13 +119,23 @@ class Ingestor:
         messages: MessageRepository,
         queue: StepQueue,
         settings: Settings,
+        *,
         clock: Callable[[], datetime] = utcnow,
+        usage: KeyUsage | None = None,
     ) -> None:
         self._config = config
         self._messages = messages
         self._queue = queue
         self._settings = settings
         self._clock = clock
+        self._usage = usage
+
+    def _accepted(self, api_key: ApiKey | None, now: datetime) -> ApiKey:
+        """The presented key if ingest accepts it now (Unauthorized otherwise), its use noted."""
+        accepted = _check_key(api_key, now)
+        if self._usage is not None:
+            self._usage.seen(accepted, now)
+        return accepted
 
     def receive(
         self,
@@ -162,7 +174,7 @@ class Ingestor:
 
         if integration is None:
             assert key_hash is not None, "an API key or an authenticated integration"
-            integration = self._authorized(key_hash, inbound.integration_id)
+            integration = self._authorized(key_hash, inbound.integration_id, now)
         elif inbound.integration_id != integration.integration_id:
             raise NotFound("integration not found")
         _check_message_type(integration, inbound.message_type)
@@ -233,9 +245,9 @@ class Ingestor:
         )
         return ReceiveOutcome(record)
 
-    def _authorized(self, key_hash: str, integration_id: str) -> Integration:
+    def _authorized(self, key_hash: str, integration_id: str, now: datetime) -> Integration:
         """The integration the presented key may use (both from the configuration cache)."""
-        api_key = _check_key(self._config.get_api_key(key_hash))
+        api_key = self._accepted(self._config.get_api_key(key_hash), now)
         integration = self._config.get_integration(integration_id)
         if integration is None or not api_key.may_use(integration):
             # Same answer whether it does not exist or belongs to someone else.
@@ -265,16 +277,17 @@ class Ingestor:
 
     def authenticate(self, raw_key: str | None) -> ApiKey:
         """The caller's active API key; Unauthorized otherwise."""
-        return _check_key(self._config.get_api_key(require_key(raw_key)))
+        return self._accepted(self._config.get_api_key(require_key(raw_key)), self._clock())
 
     def status(self, raw_key: str | None, message_id: str) -> MessageRecord:
         """The caller's own message; another tenant's or a missing one is NotFound alike."""
         key_hash = require_key(raw_key)
+        now = self._clock()
         if not is_message_id(message_id):
-            _check_key(self._config.get_api_key(key_hash))
+            self._accepted(self._config.get_api_key(key_hash), now)
             raise NotFound("message not found")
         api_key, record = self._messages.get_for_key(key_hash, message_id)
-        api_key = _check_key(api_key)
+        api_key = self._accepted(api_key, now)
         if record is None or record.tenant_id != api_key.tenant_id:
             raise NotFound("message not found")
         if api_key.integration_ids is not None and record.integration_id not in api_key.integration_ids:

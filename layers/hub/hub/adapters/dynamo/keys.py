@@ -19,7 +19,10 @@ it. Nothing else in the code base spells a key.
 
 GSI1 is sparse: a message item carries ``GSI1PK`` / ``GSI1SK`` only while it is in a status an
 operator lists (`LISTED_STATUSES`), so the happy path (received -> sent) never writes the index.
-Client certificates use GSI1 under one fixed partition, ``CERT#EXPIRY`` /
+API keys created through the admin API use GSI1 per tenant, ``TENANT#<tenant>#APIKEYS`` /
+``<key_id>`` (key ids sort by creation time), so the admin listing is one Query, newest first,
+and never meets a status tab (``TENANT#<tenant>#STATUS#<status>``). Client certificates use GSI1
+under one fixed partition, ``CERT#EXPIRY`` /
 ``<not_after>#<tenant>#<connection>``, so the expiry check is one Query sorted by expiry.
 """
 
@@ -64,6 +67,16 @@ def business_key(entity: str) -> Key:
 
 def api_key_key(key_hash: str) -> Key:
     return {"PK": f"APIKEY#{key_hash}", "SK": "APIKEY"}
+
+
+def api_key_partition(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}#APIKEYS"
+
+
+def api_key_index_keys(tenant_id: str, key_id: str) -> Key:
+    """GSI1: a tenant's API keys by key id (time-ordered). GSI1 projects only message
+    attributes, so a listing reads the keys' items by the PK the index returns."""
+    return {"GSI1PK": api_key_partition(tenant_id), "GSI1SK": key_id}
 
 
 def integration_key(integration_id: str) -> Key:

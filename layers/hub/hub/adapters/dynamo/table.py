@@ -19,7 +19,7 @@ from typing import Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from hub.adapters.aws import client, error_code
+from hub.adapters.aws import best_effort_client, client, error_code
 from hub.errors import StorageUnavailable
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -168,11 +168,17 @@ class Update:
 
 
 class Table:
-    """One DynamoDB table. `what` names the storage in errors ("message storage")."""
+    """One DynamoDB table. `what` names the storage in errors ("message storage"). A
+    `best_effort` table makes one attempt per call with short timeouts (hub.adapters.aws), for
+    writes a request must never wait long for."""
 
-    def __init__(self, name: str, what: str = "storage") -> None:
+    def __init__(self, name: str, what: str = "storage", *, best_effort: bool = False) -> None:
         self.name = name
         self._what = what
+        self._best_effort = best_effort
+
+    def _client(self) -> Any:
+        return best_effort_client("dynamodb") if self._best_effort else client("dynamodb")
 
     def _unavailable(self, operation: str, exc: Exception) -> StorageUnavailable:
         error = StorageUnavailable(
@@ -183,9 +189,7 @@ class Table:
 
     def get(self, key: Mapping[str, str], *, consistent: bool = True) -> dict[str, Any] | None:
         try:
-            answer = client("dynamodb").get_item(
-                TableName=self.name, Key=encode(key), ConsistentRead=consistent
-            )
+            answer = self._client().get_item(TableName=self.name, Key=encode(key), ConsistentRead=consistent)
         except (BotoCoreError, ClientError) as exc:
             raise self._unavailable("GetItem", exc) from exc
         found = answer.get("Item")
@@ -197,7 +201,7 @@ class Table:
         request: dict[str, Any] = {self.name: {"Keys": [encode(k) for k in keys], "ConsistentRead": True}}
         try:
             for _ in range(_MAX_BATCH_ROUNDS):
-                answer = client("dynamodb").batch_get_item(RequestItems=request)
+                answer = self._client().batch_get_item(RequestItems=request)
                 for raw in answer.get("Responses", {}).get(self.name, []):
                     item = decode(raw)
                     found[(item["PK"], item["SK"])] = item
@@ -258,7 +262,7 @@ class Table:
 
     def _write(self, method: str, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            answer: dict[str, Any] = getattr(client("dynamodb"), method)(**request)
+            answer: dict[str, Any] = getattr(self._client(), method)(**request)
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 old = exc.response.get("Item")
@@ -280,11 +284,28 @@ class Table:
                 put["ExpressionAttributeValues"] = encode(values)
         return {"Put": put}
 
+    def update_entry(self, key: Mapping[str, str], update: Update) -> dict[str, Any]:
+        """One Update of a transaction (see `transact`); a failed condition returns the old item."""
+        entry: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": encode(key),
+            "UpdateExpression": update.expression(),
+        }
+        condition = update.condition()
+        if condition:
+            entry["ConditionExpression"] = condition
+            entry["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if update.names:
+            entry["ExpressionAttributeNames"] = update.names
+        if update.values:
+            entry["ExpressionAttributeValues"] = encode(update.values)
+        return {"Update": entry}
+
     def transact(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """TransactWriteItems: all or nothing. Raises TransactionCancelled with each entry's
         reason and old item."""
         try:
-            client("dynamodb").transact_write_items(TransactItems=list(entries))
+            self._client().transact_write_items(TransactItems=list(entries))
         except ClientError as exc:
             if error_code(exc) != "TransactionCanceledException":
                 raise self._unavailable("TransactWriteItems", exc) from exc
@@ -299,7 +320,7 @@ class Table:
     def query(self, **request: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         """One Query page: decoded items and the decoded LastEvaluatedKey (None on the last)."""
         try:
-            answer = client("dynamodb").query(TableName=self.name, **request)
+            answer = self._client().query(TableName=self.name, **request)
         except (BotoCoreError, ClientError) as exc:
             raise self._unavailable("Query", exc) from exc
         last = answer.get("LastEvaluatedKey")

@@ -19,7 +19,20 @@ def api_key_from(data: Mapping[str, Any]) -> ApiKey:
         key_hash=data["key_hash"],
         integration_ids=frozenset(ids) if ids is not None else None,
         active=bool(data.get("active", True)),
+        label=data.get("label"),
+        prefix=data.get("prefix"),
+        created_at=_ts(data.get("created_at")),
+        last_used_day=data.get("last_used_day"),
+        # Not `expires_at`: that is the table's TTL attribute, which would delete the item.
+        expires_at=_ts(data.get("grace_until")),
+        revoked_at=_ts(data.get("revoked_at")),
+        rotated_to=data.get("rotated_to"),
+        rotated_from=data.get("rotated_from"),
     )
+
+
+def _ts(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
 
 
 def integration_from(data: Mapping[str, Any]) -> Integration:

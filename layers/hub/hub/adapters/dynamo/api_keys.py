@@ -1,0 +1,171 @@
+"""API keys for the admin API (hub.admin.api_keys) and their last-used day (ingest).
+
+One item per key, the one ingest reads: ``APIKEY#<sha256(key)>`` / ``APIKEY``. A key created
+here also carries GSI1 keys (``TENANT#<tenant>#APIKEYS`` / ``<key_id>``), so a tenant's keys are
+one Query, newest first. GSI1 projects only message attributes: the Query yields each key's PK,
+and one BatchGetItem reads the page's items (an admin listing, never a hot path).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Collection, Mapping
+from datetime import datetime
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
+from hub.adapters.dynamo.tenancy import api_key_from
+from hub.domain.tenancy import ApiKey
+from hub.errors import Conflict, NotFound, ValidationFailed
+from hub.ports import ApiKeyPage
+
+_API_KEY_SK = "APIKEY"
+
+
+def api_key_item(key: ApiKey) -> dict[str, Any]:
+    """The stored item of a key created through the admin API."""
+    return {
+        **keys.api_key_key(key.key_hash),
+        **keys.api_key_index_keys(key.tenant_id, key.key_id),
+        "item_type": "api_key",
+        "key_id": key.key_id,
+        "tenant_id": key.tenant_id,
+        "key_hash": key.key_hash,
+        "integration_ids": sorted(key.integration_ids) if key.integration_ids is not None else None,
+        "active": key.active,
+        "label": key.label,
+        "prefix": key.prefix,
+        "created_at": format_ts(key.created_at) if key.created_at else None,
+        "rotated_from": key.rotated_from,
+    }
+
+
+class DynamoApiKeys:
+    """hub.ports.ApiKeyStore over the hub table."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "configuration storage")
+
+    def tenant_exists(self, tenant_id: str) -> bool:
+        return self._table.get(keys.tenant_key(tenant_id), consistent=False) is not None
+
+    def integration_tenants(self, integration_ids: Collection[str]) -> Mapping[str, str]:
+        wanted = [keys.integration_key(i) for i in sorted(set(integration_ids))]
+        found = self._table.batch_get(wanted) if wanted else {}
+        return {item["PK"].removeprefix("INTEGRATION#"): item["tenant_id"] for item in found.values()}
+
+    def create(self, key: ApiKey) -> None:
+        # 256 random bits never collide; the condition only makes sure nothing is overwritten.
+        self._table.put(api_key_item(key), condition="attribute_not_exists(PK)")
+
+    def put(self, key: ApiKey) -> None:
+        """Stores `key`, replacing any item of the same hash (the local stack's fixed demo key)."""
+        self._table.put(api_key_item(key))
+
+    def find(self, tenant_id: str, key_id: str) -> ApiKey | None:
+        items, _ = self._table.query(
+            IndexName="GSI1",
+            KeyConditionExpression="GSI1PK = :pk AND GSI1SK = :sk",
+            ExpressionAttributeValues={
+                ":pk": {"S": keys.api_key_partition(tenant_id)},
+                ":sk": {"S": key_id},
+            },
+        )
+        if not items:
+            return None
+        item = self._table.get({"PK": items[0]["PK"], "SK": _API_KEY_SK})
+        return api_key_from(item) if item and item["tenant_id"] == tenant_id else None
+
+    def list_keys(self, tenant_id: str, limit: int, cursor: str | None) -> ApiKeyPage:
+        partition = keys.api_key_partition(tenant_id)
+        request: dict[str, Any] = {
+            "IndexName": "GSI1",
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": partition}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if cursor:
+            request["ExclusiveStartKey"] = {k: {"S": v} for k, v in _decode_cursor(cursor, partition).items()}
+        rows, last = self._table.query(**request)
+        found = self._table.batch_get([{"PK": row["PK"], "SK": _API_KEY_SK} for row in rows]) if rows else {}
+        items = [found.get((row["PK"], _API_KEY_SK)) for row in rows]
+        page = [api_key_from(item) for item in items if item is not None]
+        return ApiKeyPage(keys=page, next_cursor=_encode_cursor(last) if last else None)
+
+    def revoke(self, key: ApiKey, now: datetime) -> ApiKey:
+        update = Update().set(active=False, revoked_at=format_ts(now))
+        active = update.name("active")
+        update.where(f"attribute_exists({update.name('PK')}) AND {active} = {update.value(True)}")
+        try:
+            return api_key_from(self._table.update(keys.api_key_key(key.key_hash), update))
+        except ConditionFailed as failed:
+            if failed.old is None:
+                raise NotFound("api key not found", details={"key_id": key.key_id}) from failed
+            return api_key_from(failed.old)  # already revoked
+
+    def rotate(self, old: ApiKey, new: ApiKey, grace_until: datetime) -> ApiKey:
+        update = Update().set(grace_until=format_ts(grace_until), rotated_to=new.key_id)
+        active, grace = update.name("active"), update.name("grace_until")
+        update.where(f"{active} = {update.value(True)} AND attribute_not_exists({grace})")
+        try:
+            self._table.transact(
+                [
+                    self._table.put_entry(api_key_item(new), "attribute_not_exists(PK)"),
+                    self._table.update_entry(keys.api_key_key(old.key_hash), update),
+                ]
+            )
+        except TransactionCancelled as cancelled:
+            changed = Conflict("the key changed while it was rotated", details={"key_id": old.key_id})
+            raise changed from cancelled
+        return old.model_copy(update={"expires_at": grace_until, "rotated_to": new.key_id})
+
+
+class DynamoKeyUse:
+    """hub.ports.KeyUseStore: one conditional UpdateItem, one attempt, short timeouts."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "configuration storage", best_effort=True)
+
+    def record_use(self, key_hash: str, day: str) -> None:
+        update = Update().set(last_used_day=day)
+        field = update.name("last_used_day")
+        update.where(
+            f"attribute_exists({update.name('PK')}) AND "
+            f"(attribute_not_exists({field}) OR {field} <> {update.value(day)})"
+        )
+        try:
+            self._table.update(keys.api_key_key(key_hash), update)
+        except ConditionFailed:
+            return  # already recorded today (another instance), or the key is gone
+
+
+_CURSOR_KEYS = frozenset({"PK", "SK", "GSI1PK", "GSI1SK"})
+
+
+def _encode_cursor(key: Mapping[str, Any]) -> str:
+    raw = json.dumps(dict(key), separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
+    """The start key a cursor stands for; only one this tenant's listing gives out."""
+    invalid = ValidationFailed(
+        "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
+    )
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError as exc:
+        raise invalid from exc
+    if (
+        not isinstance(key, dict)
+        or set(key) != _CURSOR_KEYS
+        or not all(isinstance(v, str) for v in key.values())
+        or key["GSI1PK"] != partition
+        or key["SK"] != _API_KEY_SK
+        or not key["PK"].startswith("APIKEY#")
+    ):
+        raise invalid
+    return key
