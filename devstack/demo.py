@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from hub.adapters.aws import reset_clients
 from hub.adapters.dynamo.api_keys import DynamoApiKeys
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.adapters.dynamo.tenants import DynamoTenants
 from hub.domain.clock import utcnow
 from hub.domain.tenancy import (
     ApiKey,
@@ -103,7 +104,10 @@ def pointed_at(stack: StackInfo) -> Iterator[None]:
 
 def _write_demo_records(stack: StackInfo, api_key: str) -> None:
     config = DynamoConfigRepository(stack.resources["HubTable"])
-    config.put_tenant(Tenant(tenant_id=DEMO_TENANT_ID, name="Demo Tenant"))
+    # Stored as the admin API stores tenants, so it is listed, and can be updated or disabled there.
+    DynamoTenants(stack.resources["HubTable"]).put(
+        Tenant(tenant_id=DEMO_TENANT_ID, name="Demo Tenant", created_at=utcnow(), updated_at=utcnow())
+    )
     config.put_integration(
         Integration(
             integration_id=DEMO_INTEGRATION_ID,

@@ -1,5 +1,5 @@
 """Admin API (Lambda Function URL): operator actions on messages and queues, connections'
-client certificates, and tenants' API keys."""
+client certificates, tenants and their API keys."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from hub.admin.operations import QueueTab
 from hub.api.http import (
@@ -23,10 +23,10 @@ from hub.api.http import (
 )
 from hub.certificates.model import decode_pkcs12_base64
 from hub.config import settings
-from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS
+from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS, IntegrationMode
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import api_key_admin, certificate_service, operations
+from hub.wiring import api_key_admin, certificate_service, operations, tenant_admin
 
 logger = Logger()
 configure_logging(logger)
@@ -90,6 +90,29 @@ class Rotation(BaseModel):
     grace_hours: int = Field(
         default=int(DEFAULT_ROTATION_GRACE.total_seconds() // 3600), ge=0, le=MAX_ROTATION_GRACE_HOURS
     )
+
+
+TenantName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class NewTenant(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: Absent: generated (`tnt_` + 26 characters).
+    tenant_id: Id | None = None
+    name: TenantName
+    default_mode: IntegrationMode = IntegrationMode.OBSERVABILITY
+
+
+class TenantChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: TenantName | None = None
+    default_mode: IntegrationMode | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> TenantChange:
+        if self.name is None and self.default_mode is None:
+            raise ValueError("give name, default_mode or both")
+        return self
 
 
 class KeyListQuery(BaseModel):
@@ -175,6 +198,46 @@ def describe_certificate(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     query = parse_query(app.current_event, TenantQuery)
     return json_response(200, certificate_service().describe(query.tenant_id, path.connection_id))
+
+
+@app.post("/api/admin/tenants")
+def create_tenant() -> Response:
+    request = parse_body(app.current_event, NewTenant)
+    created = tenant_admin().create(request.tenant_id, request.name, request.default_mode, _actor())
+    return json_response(201, created)
+
+
+@app.get("/api/admin/tenants")
+def list_tenants() -> Response:
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(200, tenant_admin().list_tenants(query.limit, query.cursor))
+
+
+@app.get("/api/admin/tenants/<tenant_id>")
+def get_tenant(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    return json_response(200, tenant_admin().get(path.tenant_id))
+
+
+@app.patch("/api/admin/tenants/<tenant_id>")
+def update_tenant(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    request = parse_body(app.current_event, TenantChange)
+    return json_response(
+        200, tenant_admin().update(path.tenant_id, request.name, request.default_mode, _actor())
+    )
+
+
+@app.post("/api/admin/tenants/<tenant_id>/disable")
+def disable_tenant(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    return json_response(200, tenant_admin().disable(path.tenant_id, _actor()))
+
+
+@app.post("/api/admin/tenants/<tenant_id>/enable")
+def enable_tenant(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    return json_response(200, tenant_admin().enable(path.tenant_id, _actor()))
 
 
 @app.post("/api/admin/tenants/<tenant_id>/api-keys")

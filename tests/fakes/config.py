@@ -35,6 +35,8 @@ class FakeConfig:
         self.table = table or FakeTable()
         #: How often an integration was read (a worker reads it once per step).
         self.integration_reads = 0
+        #: How often a tenant was read (ingest checks that the key's tenant is not disabled).
+        self.tenant_reads = 0
 
     def get_api_key(self, key_hash: str) -> ApiKey | None:
         item = self.table.get(_key(keys.api_key_key(key_hash)))
@@ -50,6 +52,11 @@ class FakeConfig:
             gone = datetime.fromisoformat(item["connection_gone_at"])
             integration = integration.model_copy(update={"connection_gone_at": gone})
         return integration
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        self.tenant_reads += 1
+        item = self.table.get(_key(keys.tenant_key(tenant_id)))
+        return Tenant.model_validate(item) if item else None
 
     def put_tenant(self, tenant: Tenant) -> None:
         self.table.put({**keys.tenant_key(tenant.tenant_id), "item_type": "tenant", **tenant.model_dump()})

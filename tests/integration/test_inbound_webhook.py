@@ -456,6 +456,29 @@ def test_one_read_for_the_integration_then_one_transaction_a_refusal_only_the_re
         events.unregister("before-call.dynamodb.*", unique_id="count-ops")
 
     assert (accepted.status, refused.status) == (202, 401)
-    # The integration (cold cache), then the one transaction: claims are never read before it.
-    assert accepted_calls == ["GetItem", "TransactWriteItems"]
+    # The integration and its tenant (cold cache; a verified delivery only), then the one
+    # transaction: claims are never read before it.
+    assert accepted_calls == ["GetItem", "GetItem", "TransactWriteItems"]
     assert calls == []  # a warm instance knows the integration: a refusal costs no request
+
+
+def test_a_disabled_tenants_webhooks_are_401_after_the_signature_and_202_once_enabled(
+    stack, webhooks, ingest_api, admin_api, monkeypatch
+):
+    from hub import wiring  # noqa: PLC0415
+
+    monkeypatch.setenv("HUB_CONFIG_CACHE_SECONDS", "0")
+    wiring.reset()
+    admin_api("POST", "/api/admin/tenants/t1/disable")
+
+    refused = ingest_api(standard(raw()))
+    badly_signed = ingest_api(standard(raw(), secret=ROTATED[:-4] + "AAA="))
+    admin_api("POST", "/api/admin/tenants/t1/enable")
+    accepted = ingest_api(standard(raw()))
+
+    assert (refused.status, refused.body["error"]["code"]) == (401, "unauthorized")
+    assert refused.body["error"]["message"] == "this tenant is disabled"
+    # Whoever cannot sign learns nothing about the tenant: the signature is checked first.
+    assert (badly_signed.status, badly_signed.body["error"]["code"]) == (401, "signature_invalid")
+    assert accepted.status == 202
+    assert len(stack.message_items()) == 1

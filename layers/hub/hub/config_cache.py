@@ -1,9 +1,11 @@
-"""Configuration a warm instance keeps in memory: API keys and integrations, for a short time.
+"""Configuration a warm instance keeps in memory: API keys, integrations and tenants, for a
+short time.
 
 Ingest and the worker read them on every message; DynamoDB reads cost money and latency, and
 the configuration changes rarely. A cached entry lives `ttl_seconds`: a revoked key stops
-working, and a changed integration takes effect, within that time (documented in the README).
-Misses are cached too (an unknown key hash or integration id), so probing costs one read per
+working, a disabled tenant is refused, and a changed integration takes effect, within that
+time (documented in the README).
+Misses are cached too (an unknown key hash, integration or tenant id), so probing costs one read per
 instance and TTL. Bounded: past `max_entries` the oldest entries are dropped.
 """
 
@@ -56,6 +58,7 @@ class CachedConfig:
         self._inner = inner
         self._keys: TtlCache[ApiKey | None] = TtlCache(ttl_seconds, clock=clock)
         self._integrations: TtlCache[Integration | None] = TtlCache(ttl_seconds, clock=clock)
+        self._tenants: TtlCache[Tenant | None] = TtlCache(ttl_seconds, clock=clock)
 
     def get_api_key(self, key_hash: str) -> ApiKey | None:
         return self._keys.get(key_hash, lambda: self._inner.get_api_key(key_hash))
@@ -63,8 +66,12 @@ class CachedConfig:
     def get_integration(self, integration_id: str) -> Integration | None:
         return self._integrations.get(integration_id, lambda: self._inner.get_integration(integration_id))
 
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        return self._tenants.get(tenant_id, lambda: self._inner.get_tenant(tenant_id))
+
     def put_tenant(self, tenant: Tenant) -> None:
         self._inner.put_tenant(tenant)
+        self._tenants.forget(tenant.tenant_id)
 
     def put_integration(self, integration: Integration) -> None:
         self._inner.put_integration(integration)

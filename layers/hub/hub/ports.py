@@ -66,6 +66,8 @@ class ConfigRepository(Protocol):
 
     def get_integration(self, integration_id: str) -> Integration | None: ...
 
+    def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
     def put_tenant(self, tenant: Tenant) -> None: ...
 
     def put_integration(self, integration: Integration) -> None: ...
@@ -116,6 +118,36 @@ class ApiKeyStore(Protocol):
     def rotate(self, old: ApiKey, new: ApiKey, grace_until: datetime) -> ApiKey:
         """Stores `new` and ends `old` at `grace_until`, atomically, only while `old` is still
         active with no end (else Conflict); `old` as it is afterwards."""
+        ...
+
+
+@dataclass(frozen=True)
+class TenantPage:
+    """One page of tenants, by tenant id."""
+
+    tenants: list[Tenant]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
+class TenantStore(Protocol):
+    """Tenants as the admin API manages them (hub.admin.tenants)."""
+
+    def create(self, tenant: Tenant) -> None:
+        """Stores a new tenant, listed; TenantExists (409) when the id is taken."""
+        ...
+
+    def get(self, tenant_id: str) -> Tenant | None:
+        """The tenant as stored now (a consistent read); None when absent."""
+        ...
+
+    def list_tenants(self, limit: int, cursor: str | None) -> TenantPage:
+        """Tenants by id. Raises ValidationFailed for a cursor this listing did not give out."""
+        ...
+
+    def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
+        """Sets `changes` (model field names) and `updated_at` on an existing tenant, and lists
+        it if it was not (a tenant written by hand); NotFound when absent. The tenant afterwards."""
         ...
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.operations import Operations
+    from hub.admin.tenants import TenantAdmin
     from hub.alerts.notifier import AlertNotifier
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
@@ -213,6 +214,14 @@ def api_key_admin() -> ApiKeyAdmin:
 
 
 @lru_cache(maxsize=1)
+def tenant_admin() -> TenantAdmin:
+    from hub.adapters.dynamo.tenants import DynamoTenants
+    from hub.admin.tenants import TenantAdmin
+
+    return TenantAdmin(DynamoTenants(settings().table_name))
+
+
+@lru_cache(maxsize=1)
 def cert_expiry_alerter() -> CertExpiryAlerter:
     """The daily expiry check: alerts to Slack when configured (else only logged)."""
     from hub.adapters.certificates import DynamoCertAlertClaims, DynamoCertificateRepository
@@ -247,6 +256,7 @@ def reset() -> None:
     alert_notifier.cache_clear()
     certificate_service.cache_clear()
     api_key_admin.cache_clear()
+    tenant_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()

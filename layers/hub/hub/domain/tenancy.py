@@ -137,11 +137,37 @@ class Destination(BaseModel):
         return self
 
 
+class TenantState(StrEnum):
+    ACTIVE = "active"
+    #: Its API keys and inbound webhooks answer 401; its messages are kept and still readable.
+    DISABLED = "disabled"
+
+
 class Tenant(BaseModel):
+    """A customer of the hub. Tenants written before the admin API (by hand, or by older code)
+    have only `tenant_id` and `name`: they are active, with the default mode."""
+
     model_config = ConfigDict(frozen=True)
 
     tenant_id: str
     name: str
+    #: The mode a new integration of this tenant starts in (seed 000: observability by default).
+    default_mode: IntegrationMode = IntegrationMode.OBSERVABILITY
+    active: bool = True
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    disabled_at: datetime | None = None
+
+    @property
+    def state(self) -> TenantState:
+        return TenantState.ACTIVE if self.active else TenantState.DISABLED
+
+
+def tenant_accepts_traffic(tenant: Tenant | None) -> bool:
+    """Whether ingest takes messages for a tenant: only an explicitly disabled one is refused.
+    A key or integration whose tenant item is missing (written by hand without one) keeps
+    working as it did before tenants could be disabled."""
+    return tenant is None or tenant.active
 
 
 class Integration(BaseModel):

@@ -37,7 +37,7 @@ from hub.domain.message import (
     StepMessage,
 )
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import ApiKey, Integration, hash_api_key
+from hub.domain.tenancy import ApiKey, Integration, hash_api_key, tenant_accepts_traffic
 from hub.errors import (
     ClaimTaken,
     IdempotencyKeyReused,
@@ -131,11 +131,19 @@ class Ingestor:
         self._usage = usage
 
     def _accepted(self, api_key: ApiKey | None, now: datetime) -> ApiKey:
-        """The presented key if ingest accepts it now (Unauthorized otherwise), its use noted."""
+        """The presented key if ingest accepts it now (Unauthorized otherwise: also when its
+        tenant is disabled), its use noted."""
         accepted = _check_key(api_key, now)
+        self._require_enabled_tenant(accepted.tenant_id)
         if self._usage is not None:
             self._usage.seen(accepted, now)
         return accepted
+
+    def _require_enabled_tenant(self, tenant_id: str) -> None:
+        """Unauthorized when the tenant is disabled. From the configuration cache, like the key:
+        a warm instance reads nothing more per request, and sees a disable within its TTL."""
+        if not tenant_accepts_traffic(self._config.get_tenant(tenant_id)):
+            raise Unauthorized("this tenant is disabled")
 
     def receive(
         self,
@@ -155,7 +163,9 @@ class Ingestor:
         correlation_id: str,
     ) -> ReceiveOutcome:
         """receive-message for a caller already authenticated for `integration` (an inbound
-        webhook whose signature was verified): the same claims, answers and guarantees."""
+        webhook whose signature was verified): the same claims, answers and guarantees; 401 when
+        the integration's tenant is disabled."""
+        self._require_enabled_tenant(integration.tenant_id)
         return self._ingest(inbound, idempotency_key, correlation_id, integration=integration)
 
     def _ingest(

@@ -21,7 +21,9 @@ GSI1 is sparse: a message item carries ``GSI1PK`` / ``GSI1SK`` only while it is 
 operator lists (`LISTED_STATUSES`), so the happy path (received -> sent) never writes the index.
 API keys created through the admin API use GSI1 per tenant, ``TENANT#<tenant>#APIKEYS`` /
 ``<key_id>`` (key ids sort by creation time), so the admin listing is one Query, newest first,
-and never meets a status tab (``TENANT#<tenant>#STATUS#<status>``). Client certificates use GSI1
+and never meets a status tab (``TENANT#<tenant>#STATUS#<status>``). Tenants use GSI1 under one
+fixed partition, ``TENANTS`` / ``<tenant_id>`` (no ``#``: it cannot meet a ``TENANT#...`` or
+``CERT#...`` partition), so the admin listing is one Query by tenant id. Client certificates use GSI1
 under one fixed partition, ``CERT#EXPIRY`` /
 ``<not_after>#<tenant>#<connection>``, so the expiry check is one Query sorted by expiry.
 """
@@ -85,6 +87,16 @@ def integration_key(integration_id: str) -> Key:
 
 def tenant_key(tenant_id: str) -> Key:
     return {"PK": f"TENANT#{tenant_id}", "SK": "PROFILE"}
+
+
+#: GSI1 partition holding every tenant written by the admin API (or `put_tenant`), by tenant id.
+TENANTS_PARTITION = "TENANTS"
+
+
+def tenant_index_keys(tenant_id: str) -> Key:
+    """GSI1: every tenant in one partition, sorted by id. Tenants are few and listed rarely;
+    GSI1 projects only message attributes, so a listing reads the items by the PK it returns."""
+    return {"GSI1PK": TENANTS_PARTITION, "GSI1SK": tenant_id}
 
 
 def status_partition(tenant_id: str, status: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
-from hub.domain.tenancy import ApiKey, Integration, Tenant
+from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
 
 
 def api_key_from(data: Mapping[str, Any]) -> ApiKey:
@@ -28,6 +28,36 @@ def api_key_from(data: Mapping[str, Any]) -> ApiKey:
         revoked_at=_ts(data.get("revoked_at")),
         rotated_to=data.get("rotated_to"),
         rotated_from=data.get("rotated_from"),
+    )
+
+
+def tenant_item(tenant: Tenant) -> dict[str, Any]:
+    """The stored item of a tenant, with its GSI1 keys (listed by the admin API)."""
+    return {
+        **keys.tenant_key(tenant.tenant_id),
+        **keys.tenant_index_keys(tenant.tenant_id),
+        "item_type": "tenant",
+        "tenant_id": tenant.tenant_id,
+        "name": tenant.name,
+        "default_mode": tenant.default_mode.value,
+        "active": tenant.active,
+        "created_at": format_ts(tenant.created_at) if tenant.created_at else None,
+        "updated_at": format_ts(tenant.updated_at) if tenant.updated_at else None,
+        "disabled_at": format_ts(tenant.disabled_at) if tenant.disabled_at else None,
+    }
+
+
+def tenant_from(data: Mapping[str, Any]) -> Tenant:
+    """A stored tenant; one written before the admin API (only id and name) is active, with
+    the default mode."""
+    return Tenant(
+        tenant_id=data["tenant_id"],
+        name=data["name"],
+        default_mode=data.get("default_mode") or IntegrationMode.OBSERVABILITY,
+        active=bool(data.get("active", True)),
+        created_at=_ts(data.get("created_at")),
+        updated_at=_ts(data.get("updated_at")),
+        disabled_at=_ts(data.get("disabled_at")),
     )
 
 
@@ -57,8 +87,13 @@ class DynamoConfigRepository:
         item = self._table.get(keys.integration_key(integration_id), consistent=False)
         return integration_from(item) if item else None
 
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        item = self._table.get(keys.tenant_key(tenant_id), consistent=False)
+        return tenant_from(item) if item else None
+
     def put_tenant(self, tenant: Tenant) -> None:
-        self._table.put({**keys.tenant_key(tenant.tenant_id), "item_type": "tenant", **tenant.model_dump()})
+        """Stores `tenant` as the admin API does (listed), replacing any item of the same id."""
+        self._table.put(tenant_item(tenant))
 
     def put_integration(self, integration: Integration) -> None:
         self._table.put(

@@ -1,0 +1,101 @@
+"""Tenants for the admin API (hub.admin.tenants).
+
+One item per tenant, the one ingest reads through its configuration cache: ``TENANT#<id>`` /
+``PROFILE``. It carries GSI1 keys (``TENANTS`` / ``<tenant_id>``), so the listing is one Query by
+tenant id; GSI1 projects only message attributes, so one BatchGetItem reads the page's items.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
+from hub.adapters.dynamo.tenancy import tenant_from, tenant_item
+from hub.domain.tenancy import Tenant
+from hub.errors import Conflict, NotFound, ValidationFailed
+from hub.ports import TenantPage
+
+_TENANT_SK = "PROFILE"
+
+
+class DynamoTenants:
+    """hub.ports.TenantStore over the hub table."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "configuration storage")
+
+    def create(self, tenant: Tenant) -> None:
+        try:
+            self._table.put(tenant_item(tenant), condition="attribute_not_exists(PK)")
+        except ConditionFailed as taken:
+            raise Conflict("tenant exists", details={"tenant_id": tenant.tenant_id}) from taken
+
+    def put(self, tenant: Tenant) -> None:
+        """Stores `tenant`, replacing any item of the same id (the local stack's demo tenant)."""
+        self._table.put(tenant_item(tenant))
+
+    def get(self, tenant_id: str) -> Tenant | None:
+        item = self._table.get(keys.tenant_key(tenant_id))
+        return tenant_from(item) if item else None
+
+    def list_tenants(self, limit: int, cursor: str | None) -> TenantPage:
+        request: dict[str, Any] = {
+            "IndexName": "GSI1",
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": keys.TENANTS_PARTITION}},
+            "Limit": limit,
+        }
+        if cursor:
+            request["ExclusiveStartKey"] = {k: {"S": v} for k, v in _decode_cursor(cursor).items()}
+        rows, last = self._table.query(**request)
+        found = self._table.batch_get([{"PK": row["PK"], "SK": _TENANT_SK} for row in rows]) if rows else {}
+        items = [found.get((row["PK"], _TENANT_SK)) for row in rows]
+        page = [tenant_from(item) for item in items if item is not None]
+        return TenantPage(tenants=page, next_cursor=_encode_cursor(last) if last else None)
+
+    def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
+        stored = {
+            name: format_ts(value) if isinstance(value, datetime) else value
+            for name, value in changes.items()
+        }
+        # The index keys too: a tenant written by hand (without them) is listed from its first change.
+        update = Update().set(**stored, **keys.tenant_index_keys(tenant_id), updated_at=format_ts(now))
+        update.where(f"attribute_exists({update.name('PK')})")
+        try:
+            return tenant_from(self._table.update(keys.tenant_key(tenant_id), update))
+        except ConditionFailed as missing:
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id}) from missing
+
+
+_CURSOR_KEYS = frozenset({"PK", "SK", "GSI1PK", "GSI1SK"})
+
+
+def _encode_cursor(key: Mapping[str, Any]) -> str:
+    raw = json.dumps(dict(key), separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> dict[str, str]:
+    """The start key a cursor stands for; only one the tenant listing gives out."""
+    invalid = ValidationFailed(
+        "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
+    )
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError as exc:
+        raise invalid from exc
+    if (
+        not isinstance(key, dict)
+        or set(key) != _CURSOR_KEYS
+        or not all(isinstance(v, str) for v in key.values())
+        or key["GSI1PK"] != keys.TENANTS_PARTITION
+        or key["SK"] != _TENANT_SK
+        or key["PK"] != keys.tenant_key(key["GSI1SK"])["PK"]
+    ):
+        raise invalid
+    return key

@@ -1,0 +1,122 @@
+"""Tenants, managed by operators (issue 11): create, list, read, update (name, default mode),
+disable and enable.
+
+A disabled tenant's API keys and inbound webhooks answer 401 at ingest once its configuration
+cache reloads the tenant (HUB_CONFIG_CACHE_SECONDS); its messages are kept, and the admin API
+still reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from hub.domain.clock import utcnow
+from hub.domain.ids import new_id
+from hub.domain.tenancy import IntegrationMode, Tenant
+from hub.errors import Conflict, NotFound
+from hub.ports import TenantStore
+
+logger = logging.getLogger(__name__)
+
+
+class TenantExists(Conflict):
+    """A tenant with this id already exists; nothing was changed."""
+
+    code = "tenant_exists"
+
+
+def tenant_view(tenant: Tenant) -> dict[str, Any]:
+    """A tenant as the admin API shows it."""
+    return {
+        "tenant_id": tenant.tenant_id,
+        "name": tenant.name,
+        "default_mode": tenant.default_mode.value,
+        "state": tenant.state.value,
+        "created_at": _iso(tenant.created_at),
+        "updated_at": _iso(tenant.updated_at),
+        "disabled_at": _iso(tenant.disabled_at),
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+class TenantAdmin:
+    """The tenant use cases of the admin API."""
+
+    def __init__(self, store: TenantStore, clock: Callable[[], datetime] = utcnow) -> None:
+        self._store = store
+        self._clock = clock
+
+    def create(
+        self, tenant_id: str | None, name: str, default_mode: IntegrationMode | None, actor: str
+    ) -> dict[str, Any]:
+        """A new active tenant; its id is generated (`tnt_` + 26 characters) unless given.
+        TenantExists when the id is taken."""
+        now = self._clock()
+        tenant = Tenant(
+            tenant_id=tenant_id or new_id("tnt"),
+            name=name,
+            default_mode=default_mode or IntegrationMode.OBSERVABILITY,
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            self._store.create(tenant)
+        except Conflict as taken:
+            raise TenantExists(
+                "a tenant with this id exists", details={"tenant_id": tenant.tenant_id}
+            ) from taken
+        logger.info("tenant created", extra={"tenant_id": tenant.tenant_id, "actor": actor})
+        return tenant_view(tenant)
+
+    def list_tenants(self, limit: int, cursor: str | None) -> dict[str, Any]:
+        page = self._store.list_tenants(limit, cursor)
+        return {"items": [tenant_view(t) for t in page.tenants], "next_cursor": page.next_cursor}
+
+    def get(self, tenant_id: str) -> dict[str, Any]:
+        tenant = self._store.get(tenant_id)
+        if tenant is None:
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        return tenant_view(tenant)
+
+    def update(
+        self, tenant_id: str, name: str | None, default_mode: IntegrationMode | None, actor: str
+    ) -> dict[str, Any]:
+        """Changes what is given (at least one of the two; the handler checks)."""
+        changes: dict[str, Any] = {}
+        if name is not None:
+            changes["name"] = name
+        if default_mode is not None:
+            changes["default_mode"] = default_mode.value
+        tenant = self._store.update(tenant_id, changes, self._clock())
+        logger.info(
+            "tenant updated", extra={"tenant_id": tenant_id, "fields": sorted(changes), "actor": actor}
+        )
+        return tenant_view(tenant)
+
+    def disable(self, tenant_id: str, actor: str) -> dict[str, Any]:
+        """Idempotent: disabling a disabled tenant keeps its first `disabled_at`."""
+        current = self._store.get(tenant_id)
+        if current is None:
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        if not current.active:
+            return tenant_view(current)
+        tenant = self._store.update(tenant_id, {"active": False, "disabled_at": self._clock()}, self._clock())
+        logger.info("tenant disabled", extra={"tenant_id": tenant_id, "actor": actor})
+        return tenant_view(tenant)
+
+    def enable(self, tenant_id: str, actor: str) -> dict[str, Any]:
+        """Idempotent: enabling an active tenant changes nothing."""
+        current = self._store.get(tenant_id)
+        if current is None:
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        if current.active:
+            return tenant_view(current)
+        tenant = self._store.update(tenant_id, {"active": True, "disabled_at": None}, self._clock())
+        logger.info("tenant enabled", extra={"tenant_id": tenant_id, "actor": actor})
+        return tenant_view(tenant)

@@ -1,0 +1,148 @@
+"""Tenants: their state, the admin use cases over an in-memory store, and ingest refusing a
+disabled tenant's keys from the configuration cache."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hub.admin.tenants import TenantAdmin, TenantExists
+from hub.config import Settings
+from hub.config_cache import CachedConfig
+from hub.domain.message import InboundMessage
+from hub.domain.tenancy import IntegrationMode, Tenant, TenantState, tenant_accepts_traffic
+from hub.errors import NotFound, Unauthorized
+from hub.ingest.receive import Ingestor
+from tests.fakes import FakeClock
+from tests.fakes.tenants import FakeTenants
+from tests.fakes.world import API_KEY, INTEGRATION, KEYED, World
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+class TestTenantState:
+    def test_a_tenant_written_before_the_admin_api_is_active_in_observability(self):
+        tenant = Tenant.model_validate({"tenant_id": "t1", "name": "T1"})
+
+        assert (tenant.state, tenant.default_mode) == (TenantState.ACTIVE, IntegrationMode.OBSERVABILITY)
+        assert tenant_accepts_traffic(tenant)
+
+    def test_only_an_explicitly_disabled_tenant_is_refused(self):
+        assert not tenant_accepts_traffic(Tenant(tenant_id="t1", name="T1", active=False))
+        # A key whose tenant item is missing (written by hand) keeps working.
+        assert tenant_accepts_traffic(None)
+
+
+@pytest.fixture
+def store() -> FakeTenants:
+    return FakeTenants()
+
+
+@pytest.fixture
+def admin(store: FakeTenants) -> TenantAdmin:
+    return TenantAdmin(store, clock=lambda: NOW)
+
+
+class TestAdmin:
+    def test_create_generates_an_id_and_defaults_to_observability(self, admin, store):
+        created = admin.create(None, "ACME", None, "op")
+
+        assert created["tenant_id"].startswith("tnt_")
+        assert len(created["tenant_id"]) == 30
+        assert (created["default_mode"], created["state"]) == ("observability", "active")
+        assert created["created_at"] == created["updated_at"] == "2026-11-30T12:00:00Z"
+        assert store.tenants[created["tenant_id"]].name == "ACME"
+
+    def test_an_existing_id_is_tenant_exists_and_unchanged(self, admin, store):
+        admin.create("acme", "ACME", IntegrationMode.ORCHESTRATION, "op")
+
+        with pytest.raises(TenantExists) as refused:
+            admin.create("acme", "Other", None, "op")
+
+        assert (refused.value.http_status, refused.value.details) == (409, {"tenant_id": "acme"})
+        assert store.tenants["acme"].name == "ACME"
+
+    def test_update_changes_only_what_is_given(self, admin):
+        admin.create("acme", "ACME", None, "op")
+
+        renamed = admin.update("acme", "ACME Ltda", None, "op")
+        moded = admin.update("acme", None, IntegrationMode.ORCHESTRATION, "op")
+
+        assert (renamed["name"], renamed["default_mode"]) == ("ACME Ltda", "observability")
+        assert (moded["name"], moded["default_mode"]) == ("ACME Ltda", "orchestration")
+
+    def test_disable_and_enable_are_idempotent(self, store):
+        clock = FakeClock(NOW, tick=timedelta(minutes=1))
+        admin = TenantAdmin(store, clock=clock)
+        admin.create("acme", "ACME", None, "op")
+
+        first = admin.disable("acme", "op")
+        second = admin.disable("acme", "op")
+        enabled = admin.enable("acme", "op")
+        again = admin.enable("acme", "op")
+
+        assert first == second
+        assert first["state"] == "disabled"
+        assert first["disabled_at"] is not None
+        assert (enabled["state"], enabled["disabled_at"]) == ("active", None)
+        assert again == enabled
+
+    def test_an_unknown_tenant_is_not_found_everywhere(self, admin):
+        for call in (
+            lambda: admin.get("nope"),
+            lambda: admin.update("nope", "x", None, "op"),
+            lambda: admin.disable("nope", "op"),
+            lambda: admin.enable("nope", "op"),
+        ):
+            with pytest.raises(NotFound):
+                call()
+
+    def test_the_listing_pages_by_id(self, admin):
+        for tenant_id in ("c", "a", "b"):
+            admin.create(tenant_id, tenant_id, None, "op")
+
+        first = admin.list_tenants(2, None)
+        second = admin.list_tenants(2, first["next_cursor"])
+
+        assert [t["tenant_id"] for t in first["items"]] == ["a", "b"]
+        assert ([t["tenant_id"] for t in second["items"]], second["next_cursor"]) == (["c"], None)
+
+
+class TestIngest:
+    def test_a_disabled_tenants_key_is_unauthorized_and_nothing_is_stored(self):
+        world = World()
+        world.hub.config.put_tenant(Tenant(tenant_id="t1", name="T1", active=False))
+
+        with pytest.raises(Unauthorized, match="tenant is disabled"):
+            world.receive({"po_number": "PO-1"})
+
+        assert world.hub.queue.published == []
+
+    def test_a_warm_instance_reads_the_tenant_once_per_cache_time(self):
+        world = World()
+        seconds = [0.0]
+        cached = CachedConfig(world.hub.config, ttl_seconds=30, clock=lambda: seconds[0])
+        # The ingestor as wiring builds it: over the configuration cache.
+        ingestor = Ingestor(
+            cached, world.hub.messages, world.hub.queue, Settings(table_name="f", pipeline_queue_url="f")
+        )
+
+        def receive(po: str) -> None:
+            ingestor.receive(
+                API_KEY,
+                InboundMessage(integration_id=INTEGRATION, message_type=KEYED, payload={"po_number": po}),
+                None,
+                "corr",
+            )
+
+        receive("PO-1")
+        receive("PO-2")
+        assert world.hub.config.tenant_reads == 1
+
+        world.hub.config.put_tenant(Tenant(tenant_id="t1", name="T1", active=False))
+        receive("PO-3")  # cached: still active on this instance
+        seconds[0] = 31
+        with pytest.raises(Unauthorized):
+            receive("PO-4")
+        assert world.hub.config.tenant_reads == 2
