@@ -169,3 +169,31 @@ def test_keys_from_the_admin_api_over_http_create_list_rotate_revoke(api: httpx.
     assert admin.post(f"{keys}/{first['key_id']}/revoke").status_code == 200
     assert admin.post(f"{keys}/{second['key_id']}/revoke").status_code == 200
     assert (receive(first["key"]), receive(second["key"])) == (401, 401)
+
+
+def test_tenants_from_the_admin_api_over_http_create_update_disable_enable(
+    api: httpx.Client, admin: httpx.Client
+):
+    """The operator's tenant workflow against the local stack (no configuration cache here)."""
+    tenant_id = f"e2e-{uuid.uuid4().hex[:8]}"
+    created = admin.post("/api/admin/tenants", json={"tenant_id": tenant_id, "name": "E2E"})
+    assert (created.status_code, created.json()["default_mode"]) == (201, "observability")
+    assert admin.post("/api/admin/tenants", json={"tenant_id": tenant_id, "name": "x"}).status_code == 409
+    changed = admin.patch(f"/api/admin/tenants/{tenant_id}", json={"default_mode": "orchestration"})
+    assert (changed.status_code, changed.json()["default_mode"]) == (200, "orchestration")
+    listed = [
+        t["tenant_id"] for t in admin.get("/api/admin/tenants", params={"limit": "100"}).json()["items"]
+    ]
+    assert {"tnt_demo", tenant_id} <= set(listed)  # the demo tenant, seeded like the API's tenants
+
+    kept = api.post("/api/edi-hub/receive-message", json=unique_body())
+    assert kept.status_code == 202
+    try:
+        assert admin.post("/api/admin/tenants/tnt_demo/disable").json()["state"] == "disabled"
+        refused = api.post("/api/edi-hub/receive-message", json=unique_body())
+        assert (refused.status_code, refused.json()["error"]["code"]) == (401, "unauthorized")
+        view = admin.get(f"/api/admin/messages/{kept.json()['message_id']}")
+        assert view.status_code == 200  # its messages are kept and readable
+    finally:
+        assert admin.post("/api/admin/tenants/tnt_demo/enable").json()["state"] == "active"
+    assert api.post("/api/edi-hub/receive-message", json=unique_body()).status_code == 202
