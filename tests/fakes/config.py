@@ -59,7 +59,9 @@ class FakeConfig:
         return Tenant.model_validate(item) if item else None
 
     def put_tenant(self, tenant: Tenant) -> None:
-        self.table.put({**keys.tenant_key(tenant.tenant_id), "item_type": "tenant", **tenant.model_dump()})
+        # Plain values only, as DynamoDB stores them (times as ISO strings, the mode as its value).
+        item = {**keys.tenant_key(tenant.tenant_id), "item_type": "tenant", **tenant.model_dump(mode="json")}
+        self.table.put(item)
 
     def put_integration(self, integration: Integration) -> None:
         self.table.put(
