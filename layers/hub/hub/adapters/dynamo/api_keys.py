@@ -8,17 +8,16 @@ and one BatchGetItem reads the page's items (an admin listing, never a hot path)
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.cursors import decode_cursor, encode_cursor
 from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
 from hub.adapters.dynamo.tenancy import api_key_from
 from hub.domain.tenancy import ApiKey
-from hub.errors import Conflict, NotFound, ValidationFailed
+from hub.errors import Conflict, NotFound
 from hub.ports import ApiKeyPage
 
 _API_KEY_SK = "APIKEY"
@@ -93,7 +92,7 @@ class DynamoApiKeys:
         found = self._table.batch_get([{"PK": row["PK"], "SK": _API_KEY_SK} for row in rows]) if rows else {}
         items = [found.get((row["PK"], _API_KEY_SK)) for row in rows]
         page = [api_key_from(item) for item in items if item is not None]
-        return ApiKeyPage(keys=page, next_cursor=_encode_cursor(last) if last else None)
+        return ApiKeyPage(keys=page, next_cursor=encode_cursor(last) if last else None)
 
     def revoke(self, key: ApiKey, now: datetime) -> ApiKey:
         update = Update().set(active=False, revoked_at=format_ts(now))
@@ -142,30 +141,11 @@ class DynamoKeyUse:
             return  # already recorded today (another instance), or the key is gone
 
 
-_CURSOR_KEYS = frozenset({"PK", "SK", "GSI1PK", "GSI1SK"})
-
-
-def _encode_cursor(key: Mapping[str, Any]) -> str:
-    raw = json.dumps(dict(key), separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
 def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
     """The start key a cursor stands for; only one this tenant's listing gives out."""
-    invalid = ValidationFailed(
-        "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
+    return decode_cursor(
+        cursor,
+        lambda key: (
+            key["GSI1PK"] == partition and key["SK"] == _API_KEY_SK and key["PK"].startswith("APIKEY#")
+        ),
     )
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except ValueError as exc:
-        raise invalid from exc
-    if (
-        not isinstance(key, dict)
-        or set(key) != _CURSOR_KEYS
-        or not all(isinstance(v, str) for v in key.values())
-        or key["GSI1PK"] != partition
-        or key["SK"] != _API_KEY_SK
-        or not key["PK"].startswith("APIKEY#")
-    ):
-        raise invalid
-    return key

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import json
-from collections.abc import Mapping
 from typing import Any
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.cursors import decode_cursor, encode_cursor
 from hub.adapters.dynamo.table import Table
 from hub.domain.status import PipelineStatus
-from hub.errors import ValidationFailed
 from hub.ports import QueuePage
 
 #: What an admin queue row shows; template.yaml projects exactly these into GSI1 (a test checks),
@@ -55,36 +52,18 @@ class DynamoStatusIndex:
         rows = [
             {field: value for field, value in item.items() if field in QUEUE_ROW_FIELDS} for item in items
         ]
-        return QueuePage(rows=rows, next_cursor=_encode_cursor(last) if last else None)
-
-
-_CURSOR_KEYS = frozenset({"PK", "SK", "GSI1PK", "GSI1SK"})
-
-
-def _encode_cursor(key: Mapping[str, Any]) -> str:
-    raw = json.dumps(dict(key), separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return QueuePage(rows=rows, next_cursor=encode_cursor(last) if last else None)
 
 
 def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
-    """The start key a cursor stands for; it must be one this listing gives out (same tenant
-    and status, keys consistent with each other), so a cursor can never open another tenant's
-    partition nor make DynamoDB refuse the query."""
-    invalid = ValidationFailed(
-        "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
+    """The start key a cursor stands for: one this listing gives out (same tenant and status,
+    the index key naming the same message as the table key)."""
+    return decode_cursor(
+        cursor,
+        lambda key: (
+            key["GSI1PK"] == partition
+            and key["SK"] == "STATUS"
+            and key["PK"].startswith("MSG#")
+            and key["GSI1SK"].endswith("#" + key["PK"].removeprefix("MSG#"))
+        ),
     )
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except ValueError as exc:
-        raise invalid from exc
-    if (
-        not isinstance(key, dict)
-        or set(key) != _CURSOR_KEYS
-        or not all(isinstance(v, str) for v in key.values())
-        or key["GSI1PK"] != partition
-        or key["SK"] != "STATUS"
-        or not key["PK"].startswith("MSG#")
-        or not key["GSI1SK"].endswith("#" + key["PK"].removeprefix("MSG#"))
-    ):
-        raise invalid
-    return key

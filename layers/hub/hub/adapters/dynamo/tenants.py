@@ -7,17 +7,16 @@ tenant id; GSI1 projects only message attributes, so one BatchGetItem reads the 
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.cursors import decode_cursor, encode_cursor
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
 from hub.adapters.dynamo.tenancy import tenant_from, tenant_item
 from hub.domain.tenancy import Tenant
-from hub.errors import Conflict, NotFound, ValidationFailed
+from hub.errors import Conflict, NotFound
 from hub.ports import TenantPage
 
 _TENANT_SK = "PROFILE"
@@ -56,7 +55,7 @@ class DynamoTenants:
         found = self._table.batch_get([{"PK": row["PK"], "SK": _TENANT_SK} for row in rows]) if rows else {}
         items = [found.get((row["PK"], _TENANT_SK)) for row in rows]
         page = [tenant_from(item) for item in items if item is not None]
-        return TenantPage(tenants=page, next_cursor=_encode_cursor(last) if last else None)
+        return TenantPage(tenants=page, next_cursor=encode_cursor(last) if last else None)
 
     def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
         stored = {
@@ -72,30 +71,13 @@ class DynamoTenants:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id}) from missing
 
 
-_CURSOR_KEYS = frozenset({"PK", "SK", "GSI1PK", "GSI1SK"})
-
-
-def _encode_cursor(key: Mapping[str, Any]) -> str:
-    raw = json.dumps(dict(key), separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
 def _decode_cursor(cursor: str) -> dict[str, str]:
     """The start key a cursor stands for; only one the tenant listing gives out."""
-    invalid = ValidationFailed(
-        "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
+    return decode_cursor(
+        cursor,
+        lambda key: (
+            key["GSI1PK"] == keys.TENANTS_PARTITION
+            and key["SK"] == _TENANT_SK
+            and key["PK"] == keys.tenant_key(key["GSI1SK"])["PK"]
+        ),
     )
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except ValueError as exc:
-        raise invalid from exc
-    if (
-        not isinstance(key, dict)
-        or set(key) != _CURSOR_KEYS
-        or not all(isinstance(v, str) for v in key.values())
-        or key["GSI1PK"] != keys.TENANTS_PARTITION
-        or key["SK"] != _TENANT_SK
-        or key["PK"] != keys.tenant_key(key["GSI1SK"])["PK"]
-    ):
-        raise invalid
-    return key
