@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.cursors import decode_cursor, encode_cursor
+from hub.adapters.dynamo.cursors import index_page, items_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
 from hub.adapters.dynamo.tenancy import api_key_from
 from hub.domain.tenancy import ApiKey
@@ -78,21 +78,11 @@ class DynamoApiKeys:
         return api_key_from(item) if item and item["tenant_id"] == tenant_id else None
 
     def list_keys(self, tenant_id: str, limit: int, cursor: str | None) -> ApiKeyPage:
-        partition = keys.api_key_partition(tenant_id)
-        request: dict[str, Any] = {
-            "IndexName": "GSI1",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": partition}},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if cursor:
-            request["ExclusiveStartKey"] = {k: {"S": v} for k, v in _decode_cursor(cursor, partition).items()}
-        rows, last = self._table.query(**request)
-        found = self._table.batch_get([{"PK": row["PK"], "SK": _API_KEY_SK} for row in rows]) if rows else {}
-        items = [found.get((row["PK"], _API_KEY_SK)) for row in rows]
-        page = [api_key_from(item) for item in items if item is not None]
-        return ApiKeyPage(keys=page, next_cursor=encode_cursor(last) if last else None)
+        rows, next_cursor = index_page(
+            self._table, keys.api_key_partition(tenant_id), limit, cursor, _one_of_its_keys
+        )
+        page = [api_key_from(item) for item in items_of(self._table, rows, _API_KEY_SK)]
+        return ApiKeyPage(keys=page, next_cursor=next_cursor)
 
     def revoke(self, key: ApiKey, now: datetime) -> ApiKey:
         update = Update().set(active=False, revoked_at=format_ts(now))
@@ -141,11 +131,6 @@ class DynamoKeyUse:
             return  # already recorded today (another instance), or the key is gone
 
 
-def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
-    """The start key a cursor stands for; only one this tenant's listing gives out."""
-    return decode_cursor(
-        cursor,
-        lambda key: (
-            key["GSI1PK"] == partition and key["SK"] == _API_KEY_SK and key["PK"].startswith("APIKEY#")
-        ),
-    )
+def _one_of_its_keys(key: dict[str, str]) -> bool:
+    """A cursor of a tenant's key listing names an API key item."""
+    return key["SK"] == _API_KEY_SK and key["PK"].startswith("APIKEY#")

@@ -1,7 +1,7 @@
-"""The opaque cursors of GSI1 listings (admin queue tabs, API keys, tenants): a page's
-LastEvaluatedKey as base64url JSON. A cursor coming back is checked to be one the same listing
-gives out (its own partition, keys consistent with each other), so it can never open another
-tenant's partition nor make DynamoDB refuse the query."""
+"""Pages of the GSI1 listings (admin queue tabs, API keys, tenants) and their opaque cursors: a
+page's LastEvaluatedKey as base64url JSON. A cursor coming back is checked to be one the same
+listing gives out (its own partition, keys consistent with each other), so it can never open
+another tenant's partition nor make DynamoDB refuse the query."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hub.adapters.dynamo.table import Table
 from hub.errors import ValidationFailed
 
 #: The attributes of a GSI1 LastEvaluatedKey: the table's key and the index's.
@@ -39,3 +40,37 @@ def decode_cursor(cursor: str, belongs: Callable[[dict[str, str]], bool]) -> dic
     ):
         raise invalid
     return key
+
+
+def index_page(
+    table: Table,
+    partition: str,
+    limit: int,
+    cursor: str | None,
+    belongs: Callable[[dict[str, str]], bool],
+    *,
+    newest_first: bool = True,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One Query page of GSI1 `partition` from `cursor` (checked: same partition and `belongs`),
+    with the cursor of the next page (None on the last)."""
+    request: dict[str, Any] = {
+        "IndexName": "GSI1",
+        "KeyConditionExpression": "GSI1PK = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": partition}},
+        "ScanIndexForward": not newest_first,
+        "Limit": limit,
+    }
+    if cursor:
+        start = decode_cursor(cursor, lambda key: key["GSI1PK"] == partition and belongs(key))
+        request["ExclusiveStartKey"] = {name: {"S": value} for name, value in start.items()}
+    rows, last = table.query(**request)
+    return rows, encode_cursor(last) if last else None
+
+
+def items_of(table: Table, rows: list[dict[str, Any]], sort_key: str) -> list[dict[str, Any]]:
+    """The table items (`PK` of each row, `sort_key`) of index rows that project only keys, in
+    the rows' order; one BatchGetItem, none for no rows. Items gone meanwhile are left out."""
+    if not rows:
+        return []
+    found = table.batch_get([{"PK": row["PK"], "SK": sort_key} for row in rows])
+    return [item for row in rows if (item := found.get((row["PK"], sort_key))) is not None]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.cursors import decode_cursor, encode_cursor
+from hub.adapters.dynamo.cursors import index_page
 from hub.adapters.dynamo.table import Table
 from hub.domain.status import PipelineStatus
 from hub.ports import QueuePage
@@ -38,32 +36,19 @@ class DynamoStatusIndex:
     def list_by_status(
         self, tenant_id: str, status: PipelineStatus, limit: int, cursor: str | None
     ) -> QueuePage:
-        partition = keys.status_partition(tenant_id, status.value)
-        request: dict[str, Any] = {
-            "IndexName": "GSI1",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": partition}},
-            "ScanIndexForward": False,
-            "Limit": limit,
-        }
-        if cursor:
-            request["ExclusiveStartKey"] = {k: {"S": v} for k, v in _decode_cursor(cursor, partition).items()}
-        items, last = self._table.query(**request)
+        items, next_cursor = index_page(
+            self._table, keys.status_partition(tenant_id, status.value), limit, cursor, _one_of_its_messages
+        )
         rows = [
             {field: value for field, value in item.items() if field in QUEUE_ROW_FIELDS} for item in items
         ]
-        return QueuePage(rows=rows, next_cursor=encode_cursor(last) if last else None)
+        return QueuePage(rows=rows, next_cursor=next_cursor)
 
 
-def _decode_cursor(cursor: str, partition: str) -> dict[str, str]:
-    """The start key a cursor stands for: one this listing gives out (same tenant and status,
-    the index key naming the same message as the table key)."""
-    return decode_cursor(
-        cursor,
-        lambda key: (
-            key["GSI1PK"] == partition
-            and key["SK"] == "STATUS"
-            and key["PK"].startswith("MSG#")
-            and key["GSI1SK"].endswith("#" + key["PK"].removeprefix("MSG#"))
-        ),
+def _one_of_its_messages(key: dict[str, str]) -> bool:
+    """A cursor of the queue tabs: the index key names the same message as the table key."""
+    return (
+        key["SK"] == "STATUS"
+        and key["PK"].startswith("MSG#")
+        and key["GSI1SK"].endswith("#" + key["PK"].removeprefix("MSG#"))
     )

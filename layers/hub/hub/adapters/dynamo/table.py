@@ -233,20 +233,7 @@ class Table:
     def update(self, key: Mapping[str, str], update: Update) -> dict[str, Any]:
         """Applies `update`; the item as it is afterwards. Raises ConditionFailed (with the old
         item, None when there was none) when its condition does not hold."""
-        request: dict[str, Any] = {
-            "TableName": self.name,
-            "Key": encode(key),
-            "UpdateExpression": update.expression(),
-            "ReturnValues": "ALL_NEW",
-        }
-        condition = update.condition()
-        if condition:
-            request["ConditionExpression"] = condition
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        if update.names:
-            request["ExpressionAttributeNames"] = update.names
-        if update.values:
-            request["ExpressionAttributeValues"] = encode(update.values)
+        request = {**self.update_entry(key, update)["Update"], "ReturnValues": "ALL_NEW"}
         answer = self._write("update_item", "UpdateItem", request)
         return decode(answer.get("Attributes") or {})
 

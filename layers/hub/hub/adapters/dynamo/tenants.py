@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.cursors import decode_cursor, encode_cursor
+from hub.adapters.dynamo.cursors import index_page, items_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
 from hub.adapters.dynamo.tenancy import tenant_from, tenant_item
 from hub.domain.tenancy import Tenant
@@ -43,19 +43,11 @@ class DynamoTenants:
         return tenant_from(item) if item else None
 
     def list_tenants(self, limit: int, cursor: str | None) -> TenantPage:
-        request: dict[str, Any] = {
-            "IndexName": "GSI1",
-            "KeyConditionExpression": "GSI1PK = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": keys.TENANTS_PARTITION}},
-            "Limit": limit,
-        }
-        if cursor:
-            request["ExclusiveStartKey"] = {k: {"S": v} for k, v in _decode_cursor(cursor).items()}
-        rows, last = self._table.query(**request)
-        found = self._table.batch_get([{"PK": row["PK"], "SK": _TENANT_SK} for row in rows]) if rows else {}
-        items = [found.get((row["PK"], _TENANT_SK)) for row in rows]
-        page = [tenant_from(item) for item in items if item is not None]
-        return TenantPage(tenants=page, next_cursor=encode_cursor(last) if last else None)
+        rows, next_cursor = index_page(
+            self._table, keys.TENANTS_PARTITION, limit, cursor, _one_of_the_tenants, newest_first=False
+        )
+        page = [tenant_from(item) for item in items_of(self._table, rows, _TENANT_SK)]
+        return TenantPage(tenants=page, next_cursor=next_cursor)
 
     def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
         stored = {
@@ -71,13 +63,6 @@ class DynamoTenants:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id}) from missing
 
 
-def _decode_cursor(cursor: str) -> dict[str, str]:
-    """The start key a cursor stands for; only one the tenant listing gives out."""
-    return decode_cursor(
-        cursor,
-        lambda key: (
-            key["GSI1PK"] == keys.TENANTS_PARTITION
-            and key["SK"] == _TENANT_SK
-            and key["PK"] == keys.tenant_key(key["GSI1SK"])["PK"]
-        ),
-    )
+def _one_of_the_tenants(key: dict[str, str]) -> bool:
+    """A cursor of the tenant listing names a tenant item, under its own id."""
+    return key["SK"] == _TENANT_SK and key["PK"] == keys.tenant_key(key["GSI1SK"])["PK"]
