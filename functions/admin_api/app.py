@@ -12,9 +12,10 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
+from hub.admin.access import Principal
 from hub.admin.operations import QueueTab
 from hub.api.http import (
-    admin_actor,
+    admin_principal,
     install_error_handlers,
     json_response,
     parse_body,
@@ -122,15 +123,22 @@ class KeyListQuery(BaseModel):
 
 
 def authenticated(app: LambdaFunctionUrlResolver, next_middleware: NextMiddleware) -> Response:
-    app.append_context(actor=admin_actor(app.current_event, settings().admin_token_sha256))
+    app.append_context(principal=admin_principal(app.current_event, settings().admin_token_sha256))
     return next_middleware(app)
 
 
 app.use([authenticated])
 
 
+def _principal() -> Principal:
+    principal = app.context["principal"]
+    assert isinstance(principal, Principal)
+    return principal
+
+
 def _actor() -> str:
-    return str(app.context["actor"])
+    """Who acts, as audit events and logs name it: the token's id."""
+    return _principal().token_id
 
 
 @app.post("/api/edi-hub/reprocess-message")

@@ -87,6 +87,14 @@ class Unauthorized(HubError):
         return {"WWW-Authenticate": "Bearer"}
 
 
+class Forbidden(HubError):
+    """The admin token is valid but its role may not do this (e.g. a viewer reprocessing), or
+    the action is the platform's and the token is one tenant's."""
+
+    code = "forbidden"
+    http_status = 403
+
+
 class MalformedXml(MalformedBody):
     code = "malformed_xml"
 

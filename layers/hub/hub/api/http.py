@@ -23,6 +23,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel, ValidationError
 
+from hub.admin.access import BOOTSTRAP, Principal
 from hub.api.routing import unmatched
 from hub.domain import media_type
 from hub.domain.strict_json import parse_json
@@ -158,11 +159,7 @@ def require_content_type(event: BaseProxyEvent, accepted: tuple[str, ...]) -> No
     media_type.require(event.headers.get("content-type"), accepted)
 
 
-#: Who acts when the bootstrap admin token is presented (recorded in audit events).
-BOOTSTRAP_ADMIN = "bootstrap-admin"
-
-
-def admin_actor(event: BaseProxyEvent, token_sha256: str) -> str:
+def admin_principal(event: BaseProxyEvent, token_sha256: str) -> Principal:
     """The operator behind an admin request: `Authorization: Bearer <bootstrap admin token>`,
     whose SHA-256 the stack was deployed with. Unauthorized otherwise, also when none is
     configured (an admin API without a token is closed, never open)."""
@@ -173,7 +170,7 @@ def admin_actor(event: BaseProxyEvent, token_sha256: str) -> str:
         if not token_sha256:
             logger.warning("admin request refused: no admin token is configured (AdminTokenSha256)")
         raise Unauthorized("a valid admin token is required (Authorization: Bearer <token>)")
-    return BOOTSTRAP_ADMIN
+    return BOOTSTRAP
 
 
 def correlation_id(event: BaseProxyEvent, fallback: str) -> str:

@@ -1,0 +1,67 @@
+"""Roles and scopes of admin tokens (hub.admin.access)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hub.admin.access import BOOTSTRAP, Principal, Role
+from hub.errors import Forbidden, NotFound
+
+
+def _token(role: Role, tenant_id: str | None) -> Principal:
+    return Principal(token_id="tok_x", label="x", role=role, tenant_id=tenant_id)
+
+
+@pytest.mark.parametrize(
+    ("held", "needed", "allowed"),
+    [
+        (Role.VIEWER, Role.VIEWER, True),
+        (Role.VIEWER, Role.OPERATOR, False),
+        (Role.VIEWER, Role.ADMIN, False),
+        (Role.OPERATOR, Role.VIEWER, True),
+        (Role.OPERATOR, Role.OPERATOR, True),
+        (Role.OPERATOR, Role.ADMIN, False),
+        (Role.ADMIN, Role.OPERATOR, True),
+        (Role.ADMIN, Role.ADMIN, True),
+    ],
+)
+def test_a_role_covers_the_roles_below_it(held: Role, needed: Role, allowed: bool) -> None:
+    principal = _token(held, "t1")
+    if allowed:
+        principal.require(needed, "t1")
+    else:
+        with pytest.raises(Forbidden) as refused:
+            principal.require(needed, "t1")
+        assert refused.value.details == {"role": held.value, "needs": needed.value}
+
+
+def test_another_tenants_resource_is_not_found_even_for_an_admin() -> None:
+    with pytest.raises(NotFound) as missing:
+        _token(Role.ADMIN, "t1").require(Role.VIEWER, "t2", what="integration")
+    assert missing.value.message == "integration not found"
+
+
+def test_another_tenant_beats_a_low_role_so_nothing_is_learned() -> None:
+    with pytest.raises(NotFound):
+        _token(Role.VIEWER, "t1").require(Role.ADMIN, "t2")
+
+
+def test_a_platform_token_reaches_every_tenant_and_the_platform() -> None:
+    platform = _token(Role.OPERATOR, None)
+    platform.require(Role.OPERATOR, "any-tenant")
+    platform.require_platform(Role.OPERATOR)
+    with pytest.raises(Forbidden):
+        platform.require_platform(Role.ADMIN)
+
+
+def test_a_tenant_token_never_acts_on_the_platform() -> None:
+    with pytest.raises(Forbidden) as refused:
+        _token(Role.ADMIN, "t1").require_platform(Role.VIEWER)
+    assert refused.value.http_status == 403
+    assert refused.value.code == "forbidden"
+
+
+def test_the_bootstrap_token_is_a_platform_admin() -> None:
+    assert BOOTSTRAP.platform
+    assert BOOTSTRAP.role is Role.ADMIN
+    BOOTSTRAP.require_platform(Role.ADMIN)
