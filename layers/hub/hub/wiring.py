@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.admin.api_keys import ApiKeyAdmin
+    from hub.admin.audit import AuditTrail
     from hub.admin.operations import Operations
     from hub.admin.tenants import TenantAdmin
     from hub.alerts.notifier import AlertNotifier
@@ -260,3 +261,10 @@ def reset() -> None:
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()
+
+
+@lru_cache(maxsize=1)
+def audit_trail() -> AuditTrail:
+    from hub.adapters.dynamo.audit import DynamoAuditTrail
+
+    return DynamoAuditTrail(settings().table_name)

@@ -179,6 +179,10 @@ class Integration(BaseModel):
     name: str
     mode: IntegrationMode = IntegrationMode.OBSERVABILITY
     destination: Destination | None = None
+    #: The tenant's connection this integration delivers to (issue 11). The configuration
+    #: repository resolves it into `destination` when it reads the integration; an integration
+    #: written before connections were their own items embeds `destination` instead.
+    connection_id: str | None = None
     message_types: dict[str, MessageTypeConfig] = Field(default_factory=dict)
     #: A type not in `message_types`: refused (422) or accepted with the defaults.
     unknown_message_types: UnknownMessageTypes = UnknownMessageTypes.REJECT

@@ -14,6 +14,8 @@ it. Nothing else in the code base spells a key.
   (hub.adapters.alert_claims); TTL
 - client certificate: ``CERT#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
   expiry check (GSI1) (hub.adapters.certificates); no TTL
+- audit entry: ``AUDIT#<tenant or "platform">`` / ``<at>#<entry id>`` - admin API
+  (hub.adapters.dynamo.audit); no TTL (newest first: a Query in descending order)
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
 
@@ -145,3 +147,11 @@ def certificate_expiry_of(gsi1sk: str) -> tuple[str, str, str]:
 def cert_alert_key(connection_id: str, not_after: str, bucket: int) -> Key:
     """One expiry alert of a certificate (`not_after` as in its GSI1SK) and alert bucket (days)."""
     return {"PK": f"CERTALERT#{connection_id}#{not_after}#{bucket}", "SK": ALERT_SK}
+
+
+def audit_key(scope: str, at: str, entry_id: str) -> Key:
+    return {"PK": audit_partition(scope), "SK": f"{at}#{entry_id}"}
+
+
+def audit_partition(scope: str) -> str:
+    return f"AUDIT#{scope}"
