@@ -3,7 +3,7 @@ import json
 import pytest
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
-from hub.api.http import api_key, correlation_id, error_response, parse_body
+from hub.api.http import api_key, correlation_id, error_response, etag, if_match, parse_body
 from hub.domain.message import InboundMessage
 from hub.errors import MalformedBody, ServiceUnavailable, ValidationFailed
 from tests.events import http_event
@@ -156,3 +156,17 @@ def test_numbers_json_cannot_carry_are_malformed_json(number):
     with pytest.raises(MalformedBody) as raised:
         parse_body(event(body=text), InboundMessage)
     assert raised.value.details == {"problem": "number"}
+
+
+def test_if_match_reads_the_version_of_an_etag() -> None:
+    def event(value: str | None) -> APIGatewayProxyEventV2:
+        headers = {"if-match": value} if value is not None else {}
+        return APIGatewayProxyEventV2({"headers": headers, "requestContext": {}})
+
+    assert etag(7) == {"ETag": '"7"'}
+    assert if_match(event('"7"')) == 7
+    assert if_match(event('W/"7"')) == 7
+    assert if_match(event(None)) is None
+    assert if_match(event("*")) is None
+    with pytest.raises(ValidationFailed):
+        if_match(event('"seven"'))

@@ -150,6 +150,14 @@ class Conflict(HubError):
     http_status = 409
 
 
+class PreconditionFailed(HubError):
+    """`If-Match` names a version that is no longer the stored one: someone changed the resource
+    since the caller read it. `details.current_version` says which version is stored."""
+
+    code = "precondition_failed"
+    http_status = 412
+
+
 class InvalidTransition(Conflict):
     """The stored status is no longer the one the caller read: someone else moved it."""
 

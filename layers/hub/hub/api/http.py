@@ -127,6 +127,26 @@ def parse_body(event: BaseProxyEvent, model: type[M]) -> M:
     return validated(model, data, "request body")
 
 
+def etag(version: int) -> dict[str, str]:
+    """The ETag header of a versioned configuration resource (integration, connection)."""
+    return {"ETag": f'"{version}"'}
+
+
+def if_match(event: BaseProxyEvent) -> int | None:
+    """The version an `If-Match: "<version>"` header names (None when absent or `*`); a value
+    that is no version of ours is a 400 naming the header."""
+    raw = (event.headers.get("if-match") or "").strip()
+    if not raw or raw == "*":
+        return None
+    tag = raw.removeprefix("W/").strip('"')
+    if not tag.isdigit() or len(tag) > 12:
+        raise ValidationFailed(
+            'If-Match must be the ETag of the resource, e.g. "3"',
+            details=[{"field": "If-Match", "problem": "etag", "message": "not an ETag of this API"}],
+        )
+    return int(tag)
+
+
 def parse_query(event: BaseProxyEvent, model: type[M]) -> M:
     """The query string validated as `model` (ValidationFailed naming each offending field)."""
     return validated(model, dict(event.query_string_parameters or {}), "query string")

@@ -7,7 +7,8 @@ it. Nothing else in the code base spells a key.
 - fingerprint claim: ``FP#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
 - business key (+ entity lease): ``BK#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
 - API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<id>`` / ``CONFIG``,
-  tenant ``TENANT#<id>`` / ``PROFILE`` - configuration (the worker flags a gone connection)
+  connection ``CONNECTION#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
+  configuration (the worker flags a gone connection)
 - dead-letter alert: ``ALERT#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
   (hub.adapters.alert_claims); TTL
 - alarm alert: ``ALARM#<alarm name>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
@@ -85,6 +86,11 @@ def api_key_index_keys(tenant_id: str, key_id: str) -> Key:
 
 def integration_key(integration_id: str) -> Key:
     return {"PK": f"INTEGRATION#{integration_id}", "SK": "CONFIG"}
+
+
+def connection_key(connection_id: str) -> Key:
+    """A tenant's connection (issue 11): where and how an integration delivers."""
+    return {"PK": f"CONNECTION#{connection_id}", "SK": "CONFIG"}
 
 
 def tenant_key(tenant_id: str) -> Key:
