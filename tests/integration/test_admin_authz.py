@@ -305,3 +305,16 @@ def test_a_revoked_token_is_refused_at_once(world: World) -> None:
 
     refused = world.api("GET", f"/api/admin/tenants/{TENANT}", token=token)
     assert (refused.status, refused.body["error"]["code"]) == (401, "unauthorized")
+
+
+def test_the_bootstrap_hash_comes_from_secrets_manager_not_the_environment(stack: Stack) -> None:
+    import hashlib  # noqa: PLC0415
+
+    import boto3  # noqa: PLC0415
+
+    from tests.integration.conftest import ADMIN_TOKEN  # noqa: PLC0415
+
+    digest = hashlib.sha256(ADMIN_TOKEN.encode()).hexdigest()
+    arn = stack.env["HUB_ADMIN_TOKEN_SECRET_ARN"]
+    assert boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"] == digest
+    assert digest not in "".join(stack.env.values())

@@ -19,7 +19,7 @@ from tests.fakes.audit import FakeAuditTrail
 from tests.fakes.tenants import FakeTenants
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-BOOTSTRAP_TOKEN = "hub_admin_bootstrap-for-unit-tests"  # noqa: S105 - a test value
+BOOTSTRAP_TOKEN = "hub_admin_bootstrap-for-unit-tests"
 
 
 class World:
