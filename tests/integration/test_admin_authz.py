@@ -318,3 +318,26 @@ def test_the_bootstrap_hash_comes_from_secrets_manager_not_the_environment(stack
     arn = stack.env["HUB_ADMIN_TOKEN_SECRET_ARN"]
     assert boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"] == digest
     assert digest not in "".join(stack.env.values())
+
+
+def test_a_new_bootstrap_secret_value_applies_without_a_deploy(
+    stack: Stack, admin_api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib  # noqa: PLC0415
+
+    import boto3  # noqa: PLC0415
+
+    from hub import wiring  # noqa: PLC0415
+
+    monkeypatch.setenv("HUB_SECRETS_CACHE_SECONDS", "0")  # no wait for the cache to age
+    wiring.reset()
+    assert admin_api("GET", "/api/admin/tenants").status == 200
+    rotated = "hub_admin_the-next-bootstrap-token"  # noqa: S105 - a test value
+
+    boto3.client("secretsmanager").put_secret_value(
+        SecretId=stack.env["HUB_ADMIN_TOKEN_SECRET_ARN"],
+        SecretString=hashlib.sha256(rotated.encode()).hexdigest(),
+    )
+
+    assert admin_api("GET", "/api/admin/tenants").status == 401
+    assert admin_api("GET", "/api/admin/tenants", token=rotated).status == 200

@@ -205,3 +205,17 @@ class TestListAndRevoke:
         with pytest.raises(Forbidden):
             world.admin.revoke(t1_operator, t1_admin.token_id)
         assert world.admin.revoke(t1_admin, t1_operator.token_id)["state"] == "revoked"
+
+
+def test_stored_tokens_work_while_the_bootstrap_secret_cannot_be_read(world: World) -> None:
+    from hub.errors import ServiceUnavailable  # noqa: PLC0415
+
+    raw, _ = world.token(Role.VIEWER, "t1")
+
+    def unreadable() -> str:
+        raise ServiceUnavailable("secrets are temporarily unavailable")
+
+    auth = Authenticator(unreadable, world.tokens, world.tenants)
+    assert auth.principal(raw).tenant_id == "t1"
+    with pytest.raises(ServiceUnavailable):
+        auth.principal(BOOTSTRAP_TOKEN)
