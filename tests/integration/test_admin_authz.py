@@ -332,7 +332,7 @@ def test_a_new_bootstrap_secret_value_applies_without_a_deploy(
     monkeypatch.setenv("HUB_SECRETS_CACHE_SECONDS", "0")  # no wait for the cache to age
     wiring.reset()
     assert admin_api("GET", "/api/admin/tenants").status == 200
-    rotated = "hub_admin_the-next-bootstrap-token"  # noqa: S105 - a test value
+    rotated = "hub_admin_the-next-bootstrap-token"
 
     boto3.client("secretsmanager").put_secret_value(
         SecretId=stack.env["HUB_ADMIN_TOKEN_SECRET_ARN"],
