@@ -3,7 +3,7 @@
 Supported: AWS::DynamoDB::Table (and AWS::Serverless::SimpleTable), AWS::SQS::Queue,
 AWS::Scheduler::ScheduleGroup, AWS::Scheduler::Schedule, AWS::SNS::Topic, AWS::SNS::Subscription
 AWS::CloudWatch::Alarm (stored: moto never evaluates an alarm, so none ever notifies),
-AWS::KMS::Key and AWS::KMS::Alias.
+AWS::KMS::Key, AWS::KMS::Alias and AWS::SecretsManager::Secret (a given SecretString).
 Serverless functions, layers and HTTP APIs only get their Ref/GetAtt values here
 (``devstack.functions`` runs them). Every other type is skipped, but Refs and GetAtts to it
 resolve to placeholders so templates with IAM or KMS still load.
@@ -29,7 +29,12 @@ IMPLICIT_HTTP_API = "ServerlessHttpApi"
 SCHEDULER_ROLE = f"arn:aws:iam::{ACCOUNT_ID}:role/devstack-scheduler"
 
 # Types whose Ref is an ARN rather than a name (placeholders follow CloudFormation).
-_ARN_REF_TYPES = {"AWS::SNS::Topic", "AWS::IAM::ManagedPolicy", "AWS::StepFunctions::StateMachine"}
+_ARN_REF_TYPES = {
+    "AWS::SNS::Topic",
+    "AWS::IAM::ManagedPolicy",
+    "AWS::StepFunctions::StateMachine",
+    "AWS::SecretsManager::Secret",
+}
 _QUEUE_ATTRIBUTES = (
     "DelaySeconds",
     "MaximumMessageSize",
@@ -219,6 +224,7 @@ class Provisioner:
             "AWS::CloudWatch::Alarm": self._alarm,
             "AWS::KMS::Key": self._kms_key,
             "AWS::KMS::Alias": self._kms_alias,
+            "AWS::SecretsManager::Secret": self._secret,
             HTTP_API: self._http_api,
             LAYER_TYPES[0]: self._layer,
             LAYER_TYPES[1]: self._layer,
@@ -381,6 +387,21 @@ class Provisioner:
     def _kms_alias(self, logical_id: str, props: dict[str, Any]) -> None:
         self.clients["kms"].create_alias(AliasName=props["AliasName"], TargetKeyId=props["TargetKeyId"])
         self.result.refs[logical_id] = props["AliasName"]
+
+    def _secret(self, logical_id: str, props: dict[str, Any]) -> None:
+        if "SecretString" not in props:
+            raise TemplateError(f"{logical_id}: only secrets with a SecretString are provisioned locally")
+        request: dict[str, Any] = {
+            "Name": self.physical_name(logical_id, props.get("Name")),
+            "SecretString": to_string(props["SecretString"]),
+        }
+        for key in ("Description", "KmsKeyId"):
+            if key in props:
+                request[key] = props[key]
+        arn = self.clients["secretsmanager"].create_secret(**request)["ARN"]
+        # CloudFormation: Ref and GetAtt Id of a secret are its ARN.
+        self.result.refs[logical_id] = arn
+        self.result.attributes[(logical_id, "Id")] = arn
 
     def _http_api(self, logical_id: str, props: dict[str, Any]) -> None:
         api_id = api_id_for(self.stack_name, logical_id)

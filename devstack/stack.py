@@ -216,7 +216,16 @@ class LocalStack:
             _live_stacks += 1
         clients = {
             name: self.client(name)
-            for name in ("dynamodb", "dynamodbstreams", "sqs", "scheduler", "sns", "cloudwatch", "kms")
+            for name in (
+                "dynamodb",
+                "dynamodbstreams",
+                "sqs",
+                "scheduler",
+                "sns",
+                "cloudwatch",
+                "kms",
+                "secretsmanager",
+            )
         }
 
         invoke = self._invoke_for_gateway

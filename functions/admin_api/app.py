@@ -1,5 +1,9 @@
 """Admin API (Lambda Function URL): operator actions on messages and queues, connections'
-client certificates, tenants and their API keys."""
+client certificates, tenants and their API keys, admin tokens and the audit log.
+
+Every route checks the caller's admin token (role and scope, hub.admin.access) before acting;
+where the resource's tenant is known only from the stored item (a message, an integration, a
+token), the use case reads it and checks then."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from hub.admin.access import Principal
+from hub.admin.access import Principal, Role
 from hub.admin.operations import QueueTab
 from hub.api.http import (
     admin_principal,
@@ -23,11 +27,18 @@ from hub.api.http import (
     validated,
 )
 from hub.certificates.model import decode_pkcs12_base64
-from hub.config import settings
 from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS, IntegrationMode
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import api_key_admin, certificate_service, operations, tenant_admin
+from hub.wiring import (
+    admin_authenticator,
+    api_key_admin,
+    audit_log,
+    certificate_service,
+    operations,
+    tenant_admin,
+    token_admin,
+)
 
 logger = Logger()
 configure_logging(logger)
@@ -122,8 +133,25 @@ class KeyListQuery(BaseModel):
     cursor: str | None = Field(default=None, max_length=2048)
 
 
+class NewAdminToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: str = Field(min_length=1, max_length=100)
+    role: Role
+    #: Null: a platform token.
+    tenant_id: Id | None
+
+
+class TokenListQuery(KeyListQuery):
+    #: Absent: the platform's tokens.
+    tenant_id: Id | None = None
+
+
+class TokenPath(BaseModel):
+    token_id: Annotated[str, Field(pattern=r"^tok_[0-9a-z]{26}$")]
+
+
 def authenticated(app: LambdaFunctionUrlResolver, next_middleware: NextMiddleware) -> Response:
-    app.append_context(principal=admin_principal(app.current_event, settings().admin_token_sha256))
+    app.append_context(principal=admin_principal(app.current_event, admin_authenticator().principal))
     return next_middleware(app)
 
 
@@ -136,40 +164,36 @@ def _principal() -> Principal:
     return principal
 
 
-def _actor() -> str:
-    """Who acts, as audit events and logs name it: the token's id."""
-    return _principal().token_id
-
-
 @app.post("/api/edi-hub/reprocess-message")
 def reprocess_message() -> Response:
     request = parse_body(app.current_event, ReprocessRequest)
-    record = operations().reprocess(request.message_id, _actor())
+    record = operations().reprocess(request.message_id, _principal())
     return json_response(202, record.public_view())
 
 
 @app.post("/api/admin/messages/<message_id>/cancel-retry")
 def cancel_retry(message_id: str) -> Response:
     checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
-    record = operations().cancel_retry(checked.message_id, _actor())
+    record = operations().cancel_retry(checked.message_id, _principal())
     return json_response(200, record.public_view())
 
 
 @app.get("/api/admin/messages/<message_id>")
 def message_view(message_id: str) -> Response:
     checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
-    return json_response(200, operations().message_view(checked.message_id))
+    return json_response(200, operations().message_view(checked.message_id, _principal()))
 
 
 @app.get("/api/admin/integrations/<integration_id>")
 def integration_view(integration_id: str) -> Response:
     checked = validated(IntegrationPath, {"integration_id": integration_id}, "path")
-    return json_response(200, operations().integration_view(checked.integration_id))
+    return json_response(200, operations().integration_view(checked.integration_id, _principal()))
 
 
 @app.get("/api/admin/queue")
 def queue() -> Response:
     query = parse_query(app.current_event, QueueQuery)
+    _principal().require(Role.VIEWER, query.tenant_id, what="tenant")
     page = operations().queue(query.tenant_id, query.tab, query.limit, query.cursor)
     return json_response(
         200,
@@ -184,19 +208,21 @@ def queue() -> Response:
 
 @app.post("/api/admin/dlq/<lane>/redrive")
 def redrive(lane: str) -> Response:
-    return json_response(200, {"lane": lane, "moved": operations().redrive(lane, _actor())})
+    _principal().require_platform(Role.OPERATOR)
+    return json_response(200, {"lane": lane, "moved": operations().redrive(lane, _principal())})
 
 
 @app.post("/api/admin/connections/<connection_id>/certificate")
 def upload_certificate(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     request = parse_body(app.current_event, CertificateUpload)
+    _principal().require(Role.ADMIN, request.tenant_id, what="connection")
     view = certificate_service().upload(
         request.tenant_id,
         path.connection_id,
         decode_pkcs12_base64(request.pkcs12_base64),
         request.password.get_secret_value().encode("utf-8"),
-        _actor(),
+        _principal(),
     )
     return json_response(201, view)
 
@@ -205,18 +231,21 @@ def upload_certificate(connection_id: str) -> Response:
 def describe_certificate(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     query = parse_query(app.current_event, TenantQuery)
+    _principal().require(Role.VIEWER, query.tenant_id, what="connection")
     return json_response(200, certificate_service().describe(query.tenant_id, path.connection_id))
 
 
 @app.post("/api/admin/tenants")
 def create_tenant() -> Response:
+    _principal().require_platform(Role.ADMIN)
     request = parse_body(app.current_event, NewTenant)
-    created = tenant_admin().create(request.tenant_id, request.name, request.default_mode, _actor())
+    created = tenant_admin().create(request.tenant_id, request.name, request.default_mode, _principal())
     return json_response(201, created)
 
 
 @app.get("/api/admin/tenants")
 def list_tenants() -> Response:
+    _principal().require_platform(Role.VIEWER)
     query = parse_query(app.current_event, KeyListQuery)
     return json_response(200, tenant_admin().list_tenants(query.limit, query.cursor))
 
@@ -224,41 +253,47 @@ def list_tenants() -> Response:
 @app.get("/api/admin/tenants/<tenant_id>")
 def get_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
     return json_response(200, tenant_admin().get(path.tenant_id))
 
 
 @app.patch("/api/admin/tenants/<tenant_id>")
 def update_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
     request = parse_body(app.current_event, TenantChange)
     return json_response(
-        200, tenant_admin().update(path.tenant_id, request.name, request.default_mode, _actor())
+        200, tenant_admin().update(path.tenant_id, request.name, request.default_mode, _principal())
     )
 
 
 @app.post("/api/admin/tenants/<tenant_id>/disable")
 def disable_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
-    return json_response(200, tenant_admin().disable(path.tenant_id, _actor()))
+    _principal().require_platform(Role.ADMIN)
+    return json_response(200, tenant_admin().disable(path.tenant_id, _principal()))
 
 
 @app.post("/api/admin/tenants/<tenant_id>/enable")
 def enable_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
-    return json_response(200, tenant_admin().enable(path.tenant_id, _actor()))
+    _principal().require_platform(Role.ADMIN)
+    return json_response(200, tenant_admin().enable(path.tenant_id, _principal()))
 
 
 @app.post("/api/admin/tenants/<tenant_id>/api-keys")
 def create_api_key(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
     request = parse_body(app.current_event, NewApiKey) if app.current_event.body else NewApiKey()
-    created = api_key_admin().create(path.tenant_id, request.label, request.integration_ids, _actor())
+    created = api_key_admin().create(path.tenant_id, request.label, request.integration_ids, _principal())
     return json_response(201, created)
 
 
 @app.get("/api/admin/tenants/<tenant_id>/api-keys")
 def list_api_keys(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
     query = parse_query(app.current_event, KeyListQuery)
     return json_response(200, api_key_admin().list_keys(path.tenant_id, query.limit, query.cursor))
 
@@ -266,15 +301,56 @@ def list_api_keys(tenant_id: str) -> Response:
 @app.post("/api/admin/tenants/<tenant_id>/api-keys/<key_id>/revoke")
 def revoke_api_key(tenant_id: str, key_id: str) -> Response:
     path = validated(KeyPath, {"tenant_id": tenant_id, "key_id": key_id}, "path")
-    return json_response(200, api_key_admin().revoke(path.tenant_id, path.key_id, _actor()))
+    _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
+    return json_response(200, api_key_admin().revoke(path.tenant_id, path.key_id, _principal()))
 
 
 @app.post("/api/admin/tenants/<tenant_id>/api-keys/<key_id>/rotate")
 def rotate_api_key(tenant_id: str, key_id: str) -> Response:
     path = validated(KeyPath, {"tenant_id": tenant_id, "key_id": key_id}, "path")
+    _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
     request = parse_body(app.current_event, Rotation) if app.current_event.body else Rotation()
     grace = timedelta(hours=request.grace_hours)
-    return json_response(201, api_key_admin().rotate(path.tenant_id, path.key_id, grace, _actor()))
+    return json_response(201, api_key_admin().rotate(path.tenant_id, path.key_id, grace, _principal()))
+
+
+# --- admin tokens and the audit log (issue 11, authz) ---------------------------------------
+
+
+@app.post("/api/admin/tokens")
+def create_admin_token() -> Response:
+    request = parse_body(app.current_event, NewAdminToken)
+    created = token_admin().create(_principal(), request.tenant_id, request.label, request.role)
+    return json_response(201, created)
+
+
+@app.get("/api/admin/tokens")
+def list_admin_tokens() -> Response:
+    query = parse_query(app.current_event, TokenListQuery)
+    return json_response(
+        200, token_admin().list_tokens(_principal(), query.tenant_id, query.limit, query.cursor)
+    )
+
+
+@app.post("/api/admin/tokens/<token_id>/revoke")
+def revoke_admin_token(token_id: str) -> Response:
+    path = validated(TokenPath, {"token_id": token_id}, "path")
+    return json_response(200, token_admin().revoke(_principal(), path.token_id))
+
+
+@app.get("/api/admin/tenants/<tenant_id>/audit")
+def tenant_audit(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(200, audit_log().tenant_log(path.tenant_id, query.limit, query.cursor))
+
+
+@app.get("/api/admin/audit")
+def platform_audit() -> Response:
+    _principal().require_platform(Role.VIEWER)
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(200, audit_log().platform_log(query.limit, query.cursor))
 
 
 @gc_after_first_invocation

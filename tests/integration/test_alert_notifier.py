@@ -436,7 +436,12 @@ def test_alarms_watch_every_lane_and_notify_the_alert_topic(alerts: AlertStack):
         "Subscriptions"
     ]
     assert [(s["Protocol"], s["Endpoint"]) for s in subscriptions] == [("email", ALERT_TO)]
-    assert alerts.env["SLACK_ALERTS_WEBHOOK_URL"] == alerts.webhook_url
+    # The URL is in Secrets Manager, not in the environment: the function gets the secret's ARN.
+    secret = boto3.client("secretsmanager").get_secret_value(
+        SecretId=alerts.env["HUB_SLACK_WEBHOOK_SECRET_ARN"]
+    )
+    assert secret["SecretString"] == alerts.webhook_url
+    assert alerts.webhook_url not in json.dumps(alerts.env)
     assert (alerts.env["HUB_ALERT_EMAIL"], alerts.env["HUB_ALERT_EMAIL_FROM"]) == (ALERT_TO, ALERT_FROM)
 
 
@@ -446,7 +451,7 @@ def test_without_alert_parameters_there_is_no_email_subscription_and_no_channel(
     topic = bare.refs["AlertTopic"]
     assert boto3.client("sns").list_subscriptions_by_topic(TopicArn=topic)["Subscriptions"] == []
     env = bare.environments["AlertNotifierFunction"]
-    assert (env["SLACK_ALERTS_WEBHOOK_URL"], env["HUB_ALERT_EMAIL"], env["HUB_ALERT_EMAIL_FROM"]) == (
+    assert (env["HUB_SLACK_WEBHOOK_SECRET_ARN"], env["HUB_ALERT_EMAIL"], env["HUB_ALERT_EMAIL_FROM"]) == (
         "",
         "",
         "",

@@ -25,7 +25,9 @@ PATH = f"/api/admin/connections/{CONNECTION}/certificate"
 @pytest.fixture
 def slack(stack: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpDestination]:
     with HttpDestination() as receiver:
-        monkeypatch.setenv("SLACK_ALERTS_WEBHOOK_URL", receiver.url)
+        # As the template passes it: the URL in Secrets Manager, the function given its ARN.
+        secret = boto3.client("secretsmanager").create_secret(Name="slack-url", SecretString=receiver.url)
+        monkeypatch.setenv("HUB_SLACK_WEBHOOK_SECRET_ARN", secret["ARN"])
         wiring.reset()
         yield receiver
 

@@ -443,8 +443,9 @@ class TestAdminToken:
     def test_a_stack_without_an_admin_token_is_closed(self, stack, admin_api, monkeypatch):
         from hub.config import settings  # noqa: PLC0415
 
-        monkeypatch.setenv("HUB_ADMIN_TOKEN_SHA256", "")
+        monkeypatch.setenv("HUB_ADMIN_TOKEN_SECRET_ARN", "")
         settings.cache_clear()
+        wiring.reset()
 
         answer = admin_api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "error"})
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from hub.admin.access import BOOTSTRAP as OP
 from hub.admin.api_keys import ApiKeyAdmin, ApiKeyNotActive, UnknownIntegrations
 from hub.domain.tenancy import API_KEY_PREFIX, ApiKey, ApiKeyState, hash_api_key
 from hub.errors import NotFound
@@ -52,7 +53,7 @@ def admin(store: FakeApiKeys) -> ApiKeyAdmin:
 
 class TestCreate:
     def test_the_key_is_shown_once_and_only_its_hash_is_stored(self, admin, store):
-        created = admin.create("t1", "ERP prod", ["int_a"], "op")
+        created = admin.create("t1", "ERP prod", ["int_a"], OP)
 
         raw = created["key"]
         assert raw.startswith(API_KEY_PREFIX)
@@ -66,19 +67,19 @@ class TestCreate:
 
     def test_an_unknown_tenant_is_not_found(self, admin, store):
         with pytest.raises(NotFound):
-            admin.create("t9", None, None, "op")
+            admin.create("t9", None, None, OP)
         assert store.keys == {}
 
     def test_unknown_and_other_tenants_integrations_are_named_alike(self, admin, store):
         with pytest.raises(UnknownIntegrations) as refused:
-            admin.create("t1", None, ["int_a", "int_x", "int_nope"], "op")
+            admin.create("t1", None, ["int_a", "int_x", "int_nope"], OP)
 
         assert refused.value.http_status == 422
         assert refused.value.details == {"field": "integration_ids", "unknown": ["int_nope", "int_x"]}
         assert store.keys == {}
 
     def test_the_view_never_carries_the_hash(self, admin):
-        created = admin.create("t1", None, None, "op")
+        created = admin.create("t1", None, None, OP)
         listed = admin.list_keys("t1", 10, None)["items"]
 
         assert [item["key_id"] for item in listed] == [created["key_id"]]
@@ -88,9 +89,9 @@ class TestCreate:
 
 class TestRotate:
     def test_the_new_key_inherits_and_the_old_one_gets_its_grace(self, admin, store):
-        old = admin.create("t1", "ERP", ["int_b"], "op")
+        old = admin.create("t1", "ERP", ["int_b"], OP)
 
-        rotated = admin.rotate("t1", old["key_id"], timedelta(hours=24), "op")
+        rotated = admin.rotate("t1", old["key_id"], timedelta(hours=24), OP)
 
         assert rotated["key"] != old["key"]
         assert (rotated["label"], rotated["integration_ids"]) == ("ERP", ["int_b"])
@@ -101,19 +102,19 @@ class TestRotate:
         assert store.keys[old["key_id"]].expires_at == NOW + timedelta(hours=24)
 
     def test_only_an_active_key_rotates(self, admin):
-        old = admin.create("t1", None, None, "op")
-        admin.rotate("t1", old["key_id"], HOUR, "op")
-        revoked = admin.create("t1", None, None, "op")
-        admin.revoke("t1", revoked["key_id"], "op")
+        old = admin.create("t1", None, None, OP)
+        admin.rotate("t1", old["key_id"], HOUR, OP)
+        revoked = admin.create("t1", None, None, OP)
+        admin.revoke("t1", revoked["key_id"], OP)
 
         for key_id, state in ((old["key_id"], "rotating"), (revoked["key_id"], "revoked")):
             with pytest.raises(ApiKeyNotActive) as refused:
-                admin.rotate("t1", key_id, HOUR, "op")
+                admin.rotate("t1", key_id, HOUR, OP)
             assert refused.value.http_status == 409
             assert refused.value.details["state"] == state
 
     def test_a_rotation_that_loses_a_race_is_a_conflict(self, admin, store):
-        old = admin.create("t1", None, None, "op")
+        old = admin.create("t1", None, None, OP)
         real_rotate = store.rotate
 
         def revoked_meanwhile(stale, new, until):
@@ -123,28 +124,28 @@ class TestRotate:
         store.rotate = revoked_meanwhile
 
         with pytest.raises(ApiKeyNotActive) as refused:
-            admin.rotate("t1", old["key_id"], HOUR, "op")
+            admin.rotate("t1", old["key_id"], HOUR, OP)
         assert refused.value.details["state"] == "revoked"
         assert list(store.keys) == [old["key_id"]]
 
 
 class TestRevokeAndTenancy:
     def test_revoke_is_idempotent(self, admin):
-        created = admin.create("t1", None, None, "op")
+        created = admin.create("t1", None, None, OP)
 
-        first = admin.revoke("t1", created["key_id"], "op")
-        again = admin.revoke("t1", created["key_id"], "op")
+        first = admin.revoke("t1", created["key_id"], OP)
+        again = admin.revoke("t1", created["key_id"], OP)
 
         assert first == again
         assert first["state"] == "revoked"
         assert first["revoked_at"] == "2026-11-30T12:00:00Z"
 
     def test_another_tenants_key_is_not_found(self, admin):
-        created = admin.create("t1", None, None, "op")
+        created = admin.create("t1", None, None, OP)
 
         for action in (
-            lambda: admin.revoke("t2", created["key_id"], "op"),
-            lambda: admin.rotate("t2", created["key_id"], HOUR, "op"),
+            lambda: admin.revoke("t2", created["key_id"], OP),
+            lambda: admin.rotate("t2", created["key_id"], HOUR, OP),
         ):
             with pytest.raises(NotFound):
                 action()
@@ -154,7 +155,7 @@ class TestRevokeAndTenancy:
         ids = iter(f"key_{n}" for n in range(3))
         admin = ApiKeyAdmin(store, clock=lambda: NOW)
         for _ in range(3):
-            created = admin.create("t1", None, None, "op")
+            created = admin.create("t1", None, None, OP)
             store.keys[next(ids)] = store.keys.pop(created["key_id"]).model_copy()
         first = admin.list_keys("t1", 2, None)
         second = admin.list_keys("t1", 2, first["next_cursor"])

@@ -174,6 +174,9 @@ def test_the_admin_api_loads_certificate_code_on_the_certificate_routes_only() -
     assert opened == {"cryptography"}
 
 
+SLACK_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:slack-AbCdEf"
+
+
 def test_the_alert_notifier_loads_httpx_at_its_first_slack_alert_only() -> None:
     _, without_slack = loaded_by("AlertNotifierFunction", ["wiring.alert_notifier()"])
     _, with_slack, sent = loaded_by(
@@ -183,7 +186,7 @@ def test_the_alert_notifier_loads_httpx_at_its_first_slack_alert_only() -> None:
             "slack = wiring._slack(wiring.settings())[0]\ntry:\n    slack.send(None)\n"
             "except AttributeError:\n    pass",
         ],
-        {"SLACK_ALERTS_WEBHOOK_URL": "https://hooks.slack.invalid/services/T0/B0/x"},
+        {"HUB_SLACK_WEBHOOK_SECRET_ARN": SLACK_SECRET_ARN},
     )
     assert without_slack == set()
     assert with_slack == set()
@@ -194,7 +197,7 @@ def test_the_expiry_check_loads_no_soap_http_client_crypto_or_tracing_library() 
     imported, built = loaded_by(
         "CertExpiryFunction",
         ["wiring.cert_expiry_alerter()"],
-        {"SLACK_ALERTS_WEBHOOK_URL": "https://hooks.slack.invalid/services/T0/B0/x"},
+        {"HUB_SLACK_WEBHOOK_SECRET_ARN": SLACK_SECRET_ARN},
     )
     assert imported == set()
     assert built == set()  # httpx with the first alert; it only reads certificates' metadata

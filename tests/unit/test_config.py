@@ -9,14 +9,20 @@ import pytest
 from hub.config import settings
 from hub.errors import ConfigurationError
 
-WEBHOOK = "https://hooks.slack.com/services/T000/B000/very-secret-token"
+SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:slack-AbCdEf"
 
 
 @pytest.fixture(autouse=True)
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("HUB_TABLE_NAME", "table")
     monkeypatch.setenv("HUB_PIPELINE_QUEUE_URL", "https://sqs/queue")
-    for name in ("SLACK_ALERTS_WEBHOOK_URL", "HUB_ALERT_EMAIL", "HUB_ALERT_EMAIL_FROM", "HUB_STAGE"):
+    for name in (
+        "HUB_SLACK_WEBHOOK_SECRET_ARN",
+        "HUB_ADMIN_TOKEN_SECRET_ARN",
+        "HUB_ALERT_EMAIL",
+        "HUB_ALERT_EMAIL_FROM",
+        "HUB_STAGE",
+    ):
         monkeypatch.delenv(name, raising=False)
     settings.cache_clear()
     yield
@@ -24,24 +30,30 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_alerts_are_off_when_the_template_parameters_are_empty(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("SLACK_ALERTS_WEBHOOK_URL", "HUB_ALERT_EMAIL", "HUB_ALERT_EMAIL_FROM"):
+    for name in (
+        "HUB_SLACK_WEBHOOK_SECRET_ARN",
+        "HUB_ADMIN_TOKEN_SECRET_ARN",
+        "HUB_ALERT_EMAIL",
+        "HUB_ALERT_EMAIL_FROM",
+    ):
         monkeypatch.setenv(name, "")
 
     s = settings()
 
-    assert (s.slack_alerts_webhook_url, s.alert_email_to, s.alert_email_from) == (None, None, None)
+    assert (s.slack_webhook_secret_arn, s.alert_email_to, s.alert_email_from) == (None, None, None)
+    assert s.admin_token_secret_arn is None
 
 
-def test_the_webhook_url_is_kept_as_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SLACK_ALERTS_WEBHOOK_URL", WEBHOOK)
+def test_secrets_are_named_by_their_arn_never_given_in_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HUB_SLACK_WEBHOOK_SECRET_ARN", SECRET_ARN)
     monkeypatch.setenv("HUB_STAGE", "prod")
 
     s = settings()
 
-    assert s.slack_alerts_webhook_url is not None
-    assert s.slack_alerts_webhook_url.get_secret_value() == WEBHOOK
-    assert "very-secret-token" not in repr(s)
-    assert "very-secret-token" not in str(s)
+    assert s.slack_webhook_secret_arn == SECRET_ARN
+    assert s.secrets_cache_seconds == 300
     assert s.stage == "prod"
 
 
@@ -50,7 +62,7 @@ def test_half_an_email_configuration_is_refused_without_echoing_the_environment(
     monkeypatch: pytest.MonkeyPatch, given: str
 ) -> None:
     monkeypatch.setenv(given, "ops@example.com")
-    monkeypatch.setenv("SLACK_ALERTS_WEBHOOK_URL", WEBHOOK)
+    monkeypatch.setenv("HUB_SLACK_WEBHOOK_SECRET_ARN", SECRET_ARN)
 
     with pytest.raises(ConfigurationError) as caught:
         settings()
@@ -58,7 +70,7 @@ def test_half_an_email_configuration_is_refused_without_echoing_the_environment(
     assert "HUB_ALERT_EMAIL_FROM" in caught.value.message
     assert caught.value.__cause__ is None
     assert caught.value.__suppress_context__
-    assert "very-secret-token" not in str(caught.value)
+    assert "ops@example.com" not in str(caught.value)
 
 
 def test_a_missing_table_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from hub.admin.access import BOOTSTRAP as OP
 from hub.admin.tenants import TenantAdmin, TenantExists
 from hub.config import Settings
 from hub.config_cache import CachedConfig
@@ -46,7 +47,7 @@ def admin(store: FakeTenants) -> TenantAdmin:
 
 class TestAdmin:
     def test_create_generates_an_id_and_defaults_to_observability(self, admin, store):
-        created = admin.create(None, "ACME", None, "op")
+        created = admin.create(None, "ACME", None, OP)
 
         assert created["tenant_id"].startswith("tnt_")
         assert len(created["tenant_id"]) == 30
@@ -55,19 +56,19 @@ class TestAdmin:
         assert store.tenants[created["tenant_id"]].name == "ACME"
 
     def test_an_existing_id_is_tenant_exists_and_unchanged(self, admin, store):
-        admin.create("acme", "ACME", IntegrationMode.ORCHESTRATION, "op")
+        admin.create("acme", "ACME", IntegrationMode.ORCHESTRATION, OP)
 
         with pytest.raises(TenantExists) as refused:
-            admin.create("acme", "Other", None, "op")
+            admin.create("acme", "Other", None, OP)
 
         assert (refused.value.http_status, refused.value.details) == (409, {"tenant_id": "acme"})
         assert store.tenants["acme"].name == "ACME"
 
     def test_update_changes_only_what_is_given(self, admin):
-        admin.create("acme", "ACME", None, "op")
+        admin.create("acme", "ACME", None, OP)
 
-        renamed = admin.update("acme", "ACME Ltda", None, "op")
-        moded = admin.update("acme", None, IntegrationMode.ORCHESTRATION, "op")
+        renamed = admin.update("acme", "ACME Ltda", None, OP)
+        moded = admin.update("acme", None, IntegrationMode.ORCHESTRATION, OP)
 
         assert (renamed["name"], renamed["default_mode"]) == ("ACME Ltda", "observability")
         assert (moded["name"], moded["default_mode"]) == ("ACME Ltda", "orchestration")
@@ -75,12 +76,12 @@ class TestAdmin:
     def test_disable_and_enable_are_idempotent(self, store):
         clock = FakeClock(NOW, tick=timedelta(minutes=1))
         admin = TenantAdmin(store, clock=clock)
-        admin.create("acme", "ACME", None, "op")
+        admin.create("acme", "ACME", None, OP)
 
-        first = admin.disable("acme", "op")
-        second = admin.disable("acme", "op")
-        enabled = admin.enable("acme", "op")
-        again = admin.enable("acme", "op")
+        first = admin.disable("acme", OP)
+        second = admin.disable("acme", OP)
+        enabled = admin.enable("acme", OP)
+        again = admin.enable("acme", OP)
 
         assert first == second
         assert first["state"] == "disabled"
@@ -91,16 +92,16 @@ class TestAdmin:
     def test_an_unknown_tenant_is_not_found_everywhere(self, admin):
         for call in (
             lambda: admin.get("nope"),
-            lambda: admin.update("nope", "x", None, "op"),
-            lambda: admin.disable("nope", "op"),
-            lambda: admin.enable("nope", "op"),
+            lambda: admin.update("nope", "x", None, OP),
+            lambda: admin.disable("nope", OP),
+            lambda: admin.enable("nope", OP),
         ):
             with pytest.raises(NotFound):
                 call()
 
     def test_the_listing_pages_by_id(self, admin):
         for tenant_id in ("c", "a", "b"):
-            admin.create(tenant_id, tenant_id, None, "op")
+            admin.create(tenant_id, tenant_id, None, OP)
 
         first = admin.list_tenants(2, None)
         second = admin.list_tenants(2, first["next_cursor"])

@@ -13,7 +13,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -41,15 +40,19 @@ class Settings(BaseModel):
     schedule_group: str | None = None
     pipeline_queue_arn: str | None = None
     scheduler_role_arn: str | None = None
-    #: The admin API: the pipeline lane's DLQ (redrive) and the SHA-256 (hex) of the bootstrap
-    #: admin token. Empty: the admin API refuses every request.
+    #: The admin API: the pipeline lane's DLQ (redrive) and the Secrets Manager secret holding
+    #: the SHA-256 (hex) of the bootstrap admin token. None: no bootstrap token (only stored
+    #: admin tokens are taken).
     pipeline_dlq_url: str | None = None
-    admin_token_sha256: str = Field(default="", pattern=r"^([0-9a-f]{64})?$")
+    admin_token_secret_arn: str | None = None
     #: The deployment stage (Globals), named in alerts.
     stage: str | None = None
     #: Alerts (the notifier only). An empty template parameter arrives as "" and means "off".
-    #: The Slack incoming-webhook URL is a secret: SecretStr keeps it out of reprs and logs.
-    slack_alerts_webhook_url: SecretStr | None = None
+    #: The Secrets Manager secret holding the Slack incoming-webhook URL (read at run time).
+    slack_webhook_secret_arn: str | None = None
+    #: How long a warm instance keeps a value read from Secrets Manager (seconds): a rotated
+    #: secret takes effect within this time.
+    secrets_cache_seconds: int = Field(default=300, ge=0, le=86400)
     #: Where alert emails go and who sends them (an SES-verified identity): both or neither.
     alert_email_to: str | None = None
     alert_email_from: str | None = None
@@ -61,7 +64,8 @@ class Settings(BaseModel):
 
     @field_validator(
         "stage",
-        "slack_alerts_webhook_url",
+        "admin_token_secret_arn",
+        "slack_webhook_secret_arn",
         "alert_email_to",
         "alert_email_from",
         "certificate_key_id",
@@ -90,9 +94,10 @@ _ENV = {
     "pipeline_queue_arn": "HUB_PIPELINE_QUEUE_ARN",
     "scheduler_role_arn": "HUB_SCHEDULER_ROLE_ARN",
     "pipeline_dlq_url": "HUB_PIPELINE_DLQ_URL",
-    "admin_token_sha256": "HUB_ADMIN_TOKEN_SHA256",
+    "admin_token_secret_arn": "HUB_ADMIN_TOKEN_SECRET_ARN",
     "stage": "HUB_STAGE",
-    "slack_alerts_webhook_url": "SLACK_ALERTS_WEBHOOK_URL",
+    "slack_webhook_secret_arn": "HUB_SLACK_WEBHOOK_SECRET_ARN",
+    "secrets_cache_seconds": "HUB_SECRETS_CACHE_SECONDS",
     "alert_email_to": "HUB_ALERT_EMAIL",
     "alert_email_from": "HUB_ALERT_EMAIL_FROM",
     "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
@@ -111,5 +116,5 @@ def settings() -> Settings:
         return Settings.model_validate(raw)
     except ValidationError as exc:
         names = [_ENV[str(err["loc"][0])] if err["loc"] else _CROSS_FIELD for err in exc.errors()]
-        # Not chained: pydantic's error repeats the input, and the input holds the Slack URL.
+        # Not chained: pydantic's error repeats the input.
         raise ConfigurationError(f"invalid or missing settings: {', '.join(sorted(set(names)))}") from None

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from hub.adapters.scheduler import EventBridgeRetryScheduler
+    from hub.adapters.secrets import SecretValues
     from hub.admin.api_keys import ApiKeyAdmin
-    from hub.admin.audit import AuditTrail
+    from hub.admin.audit import Audit, AuditLog, AuditTrail
     from hub.admin.operations import Operations
     from hub.admin.tenants import TenantAdmin
+    from hub.admin.tokens import Authenticator, TokenAdmin
     from hub.alerts.notifier import AlertNotifier
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
@@ -159,16 +161,75 @@ def operations() -> Operations:
         lanes={
             "pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)
         },
+        audit=_audit(),
     )
 
 
 def _slack(s: Settings) -> list[AlertChannel]:
-    """The Slack channel when a webhook URL is configured (httpx loads only then)."""
-    if not s.slack_alerts_webhook_url:
+    """The Slack channel when a webhook URL secret is configured (httpx loads only then). The URL
+    is read from Secrets Manager at the first alert, and again once its cache age has passed."""
+    arn = s.slack_webhook_secret_arn
+    if not arn:
         return []
+    from pydantic import SecretStr
+
     from hub.adapters.slack import SlackWebhook
 
-    return [SlackWebhook(s.slack_alerts_webhook_url)]
+    return [SlackWebhook(lambda: SecretStr(secret_values().get(arn).strip()))]
+
+
+@lru_cache(maxsize=1)
+def secret_values() -> SecretValues:
+    from hub.adapters.secrets import SecretValues
+
+    return SecretValues(settings().secrets_cache_seconds)
+
+
+def bootstrap_token_sha256() -> str:
+    """The bootstrap admin token's SHA-256 from its secret ("" when the stack has none)."""
+    import re
+
+    arn = settings().admin_token_secret_arn
+    if not arn:
+        return ""
+    value = secret_values().get(arn).strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ConfigurationError("the bootstrap admin token secret is not a SHA-256 (64 hex digits)")
+    return value
+
+
+@lru_cache(maxsize=1)
+def admin_authenticator() -> Authenticator:
+    from hub.adapters.dynamo.admin_tokens import DynamoAdminTokens
+    from hub.adapters.dynamo.tenants import DynamoTenants
+    from hub.admin.tokens import Authenticator
+
+    table = settings().table_name
+    return Authenticator(bootstrap_token_sha256, DynamoAdminTokens(table), DynamoTenants(table))
+
+
+@lru_cache(maxsize=1)
+def token_admin() -> TokenAdmin:
+    from hub.adapters.dynamo.admin_tokens import DynamoAdminTokens
+    from hub.adapters.dynamo.tenants import DynamoTenants
+    from hub.admin.tokens import TokenAdmin
+
+    table = settings().table_name
+    return TokenAdmin(DynamoAdminTokens(table), DynamoTenants(table), _audit())
+
+
+@lru_cache(maxsize=1)
+def audit_log() -> AuditLog:
+    from hub.adapters.dynamo.tenants import DynamoTenants
+    from hub.admin.audit import AuditLog
+
+    return AuditLog(audit_trail(), DynamoTenants(settings().table_name))
+
+
+def _audit() -> Audit:
+    from hub.admin.audit import Audit
+
+    return Audit(audit_trail())
 
 
 @lru_cache(maxsize=1)
@@ -203,7 +264,9 @@ def certificate_service() -> CertificateService:
     s = settings()
     if not s.certificate_key_id:
         raise ConfigurationError("client certificates need HUB_CERTIFICATE_KEY_ID")
-    return CertificateService(DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id))
+    return CertificateService(
+        DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id), audit=_audit()
+    )
 
 
 @lru_cache(maxsize=1)
@@ -211,7 +274,7 @@ def api_key_admin() -> ApiKeyAdmin:
     from hub.adapters.dynamo.api_keys import DynamoApiKeys
     from hub.admin.api_keys import ApiKeyAdmin
 
-    return ApiKeyAdmin(DynamoApiKeys(settings().table_name))
+    return ApiKeyAdmin(DynamoApiKeys(settings().table_name), audit=_audit())
 
 
 @lru_cache(maxsize=1)
@@ -219,7 +282,7 @@ def tenant_admin() -> TenantAdmin:
     from hub.adapters.dynamo.tenants import DynamoTenants
     from hub.admin.tenants import TenantAdmin
 
-    return TenantAdmin(DynamoTenants(settings().table_name))
+    return TenantAdmin(DynamoTenants(settings().table_name), audit=_audit())
 
 
 @lru_cache(maxsize=1)
@@ -260,6 +323,11 @@ def reset() -> None:
     tenant_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
+    secret_values.cache_clear()
+    admin_authenticator.cache_clear()
+    token_admin.cache_clear()
+    audit_log.cache_clear()
+    audit_trail.cache_clear()
     settings.cache_clear()
 
 

@@ -105,7 +105,7 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
     # The local SNS gateway only: no AlertEmail, so no email subscription.
     assert [s["Protocol"] for s in subscriptions] == ["http"]
     spec = stack.model.specs["AlertNotifierFunction"]
-    assert spec.environment["SLACK_ALERTS_WEBHOOK_URL"] == ""
+    assert spec.environment["HUB_SLACK_WEBHOOK_SECRET_ARN"] == ""
     assert spec.timeout_seconds == 60
     alarms = stack.client("cloudwatch").describe_alarms()["MetricAlarms"]
     assert {a["AlarmName"] for a in alarms} == {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from hub.errors import AlertChannelUnavailable
@@ -33,7 +34,8 @@ def slack_text(alert: Alert) -> str:
 class SlackWebhook:
     name = "slack"
 
-    def __init__(self, url: SecretStr, http: httpx.Client | None = None) -> None:
+    def __init__(self, url: SecretStr | Callable[[], SecretStr], http: httpx.Client | None = None) -> None:
+        #: The URL, or where to read it at each alert (a cached secret: a rotation takes effect).
         self._url = url
         #: Made at the first alert, and httpx imported then: an HTTPS client loads the CA
         #: bundle, and most runs of the daily expiry check (and grouped dead letters) send nothing.
@@ -49,7 +51,8 @@ class SlackWebhook:
             timeout = httpx.Timeout(10.0, connect=5.0)
             self._http = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
         try:
-            response = self._http.post(self._url.get_secret_value(), json=payload)
+            url = self._url() if callable(self._url) else self._url
+            response = self._http.post(url.get_secret_value(), json=payload)
         except httpx.HTTPError as exc:
             raise AlertChannelUnavailable(
                 "Slack did not take the alert", details={"channel": self.name, "error": type(exc).__name__}

@@ -48,6 +48,10 @@ class Principal:
     def platform(self) -> bool:
         return self.tenant_id is None
 
+    def sees(self, tenant_id: str | None) -> bool:
+        """Whether a resource of `tenant_id` (None: of the platform) is visible to this caller."""
+        return self.tenant_id is None or self.tenant_id == tenant_id
+
     def require(self, role: Role, tenant_id: str, *, what: str = "resource") -> None:
         """May this caller act with `role` on a resource of `tenant_id`? NotFound (the same
         answer as a missing `what`) for another tenant's; Forbidden when the role is too low.

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hub.admin.audit import Audit
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.tenancy import (
@@ -24,6 +25,9 @@ from hub.domain.tenancy import (
 )
 from hub.errors import Conflict, HubError, NotFound
 from hub.ports import ApiKeyStore
+
+if TYPE_CHECKING:
+    from hub.admin.access import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -68,12 +72,15 @@ class ApiKeyAdmin:
     """The API-key use cases of the admin API. Every answer about another tenant's key is the
     same NotFound as for a missing one."""
 
-    def __init__(self, store: ApiKeyStore, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self, store: ApiKeyStore, clock: Callable[[], datetime] = utcnow, audit: Audit | None = None
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._audit = audit or Audit(None)
 
     def create(
-        self, tenant_id: str, label: str | None, integration_ids: Collection[str] | None, actor: str
+        self, tenant_id: str, label: str | None, integration_ids: Collection[str] | None, actor: Principal
     ) -> dict[str, Any]:
         """A new key: its view plus `key`, the secret, which is never retrievable again."""
         self._require_tenant(tenant_id)
@@ -81,8 +88,13 @@ class ApiKeyAdmin:
             self._require_integrations(tenant_id, integration_ids)
         raw, key = self._new_key(tenant_id, label, integration_ids)
         self._store.create(key)
-        logger.info("api key created", extra={"tenant_id": tenant_id, "key_id": key.key_id, "actor": actor})
-        return {**key_view(key, self._clock()), "key": raw}
+        now = self._clock()
+        view = key_view(key, now)
+        self._audit.record(actor, tenant_id, "api_key.created", {"key_id": key.key_id}, now, after=view)
+        logger.info(
+            "api key created", extra={"tenant_id": tenant_id, "key_id": key.key_id, "actor": actor.token_id}
+        )
+        return {**view, "key": raw}
 
     def list_keys(self, tenant_id: str, limit: int, cursor: str | None) -> dict[str, Any]:
         self._require_tenant(tenant_id)
@@ -94,16 +106,29 @@ class ApiKeyAdmin:
             "next_cursor": page.next_cursor,
         }
 
-    def revoke(self, tenant_id: str, key_id: str, actor: str) -> dict[str, Any]:
+    def revoke(self, tenant_id: str, key_id: str, actor: Principal) -> dict[str, Any]:
         """Idempotent: revoking a revoked key answers it as it is. Ingest refuses the key once
         its configuration cache reloads it."""
         key = self._key(tenant_id, key_id)
         now = self._clock()
         revoked = self._store.revoke(key, now)
-        logger.info("api key revoked", extra={"tenant_id": tenant_id, "key_id": key_id, "actor": actor})
-        return key_view(revoked, now)
+        view = key_view(revoked, now)
+        if key.active:  # a repeat changes nothing and logs nothing
+            self._audit.record(
+                actor,
+                tenant_id,
+                "api_key.revoked",
+                {"key_id": key_id},
+                now,
+                before=key_view(key, now),
+                after=view,
+            )
+        logger.info(
+            "api key revoked", extra={"tenant_id": tenant_id, "key_id": key_id, "actor": actor.token_id}
+        )
+        return view
 
-    def rotate(self, tenant_id: str, key_id: str, grace: timedelta, actor: str) -> dict[str, Any]:
+    def rotate(self, tenant_id: str, key_id: str, grace: timedelta, actor: Principal) -> dict[str, Any]:
         """A new key with the old one's label and integrations; the old one keeps working until
         now + `grace`. Only an active key rotates (ApiKeyNotActive otherwise, also when a
         concurrent rotation or revocation got there first)."""
@@ -116,11 +141,26 @@ class ApiKeyAdmin:
             ended = self._store.rotate(old, new, now + grace)
         except Conflict as changed:  # a concurrent rotation or revocation
             raise self._not_active(self._key(tenant_id, key_id), now) from changed
+        new_view, previous = key_view(new, now), key_view(ended, now)
+        self._audit.record(
+            actor,
+            tenant_id,
+            "api_key.rotated",
+            {"key_id": key_id, "new_key_id": new.key_id},
+            now,
+            before=key_view(old, now),
+            after={"previous": previous, "new": new_view},
+        )
         logger.info(
             "api key rotated",
-            extra={"tenant_id": tenant_id, "key_id": key_id, "new_key_id": new.key_id, "actor": actor},
+            extra={
+                "tenant_id": tenant_id,
+                "key_id": key_id,
+                "new_key_id": new.key_id,
+                "actor": actor.token_id,
+            },
         )
-        return {**key_view(new, now), "key": raw, "previous": key_view(ended, now)}
+        return {**new_view, "key": raw, "previous": previous}
 
     def _new_key(
         self,

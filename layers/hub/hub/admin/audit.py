@@ -9,13 +9,19 @@ that forgets one never puts it in the log.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from hub.errors import HubError, NotFound
+
 if TYPE_CHECKING:
     from hub.admin.access import Principal
+    from hub.ports import TenantStore
+
+logger = logging.getLogger(__name__)
 
 #: The audit partition of actions on no tenant.
 PLATFORM_SCOPE = "platform"
@@ -40,10 +46,24 @@ class AuditEntry:
     entry_id: str = field(default="")
 
 
+@dataclass(frozen=True)
+class AuditPage:
+    """One page of a scope's log, newest first."""
+
+    entries: list[AuditEntry]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
 class AuditTrail(Protocol):
     def record(self, entry: AuditEntry) -> None:
         """Stores `entry`; StorageUnavailable when it cannot (the caller's change already
         happened: see `Audit.record`)."""
+
+    def list_entries(self, scope: str, limit: int, cursor: str | None) -> AuditPage:
+        """The scope's entries, newest first. ValidationFailed for a cursor this listing did
+        not give out (another scope's included)."""
+        ...
 
 
 def redacted(view: Any) -> Any:
@@ -84,3 +104,72 @@ def entry(
         before=redacted(before) if before is not None else None,
         after=redacted(after) if after is not None else None,
     )
+
+
+def audit_view(stored: AuditEntry) -> dict[str, Any]:
+    """An entry as the admin API lists it."""
+    return {
+        "entry_id": stored.entry_id,
+        "at": stored.at.isoformat().replace("+00:00", "Z"),
+        "actor": {"token_id": stored.actor_token_id, "label": stored.actor_label},
+        "action": stored.action,
+        "target": dict(stored.target),
+        "before": stored.before,
+        "after": stored.after,
+    }
+
+
+class Audit:
+    """What a use case holds to write the log.
+
+    The change an entry describes has already happened when it is written (a second store, no
+    transaction across them), so a failed write is logged as an error and never raised: a 5xx
+    would tell the caller to resend a change that was made (a second API key, a second
+    reprocess). None (tests, tools): nothing is recorded.
+    """
+
+    def __init__(self, trail: AuditTrail | None) -> None:
+        self._trail = trail
+
+    def record(
+        self,
+        principal: Principal,
+        scope: str,
+        action: str,
+        target: Mapping[str, str],
+        at: datetime,
+        *,
+        before: Mapping[str, Any] | None = None,
+        after: Mapping[str, Any] | None = None,
+    ) -> None:
+        if self._trail is None:
+            return
+        try:
+            self._trail.record(entry(principal, scope, action, target, at, before=before, after=after))
+        except HubError as failed:
+            logger.error(
+                "audit entry not stored",
+                extra={"action": action, "scope": scope, "target": dict(target), "code": failed.code},
+            )
+
+
+class AuditLog:
+    """Reading the log (the admin API's audit routes)."""
+
+    def __init__(self, trail: AuditTrail, tenants: TenantStore) -> None:
+        self._trail = trail
+        self._tenants = tenants
+
+    def tenant_log(self, tenant_id: str, limit: int, cursor: str | None) -> dict[str, Any]:
+        """A tenant's entries, newest first; NotFound for a tenant that does not exist."""
+        if self._tenants.get(tenant_id) is None:
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        return {"tenant_id": tenant_id, **self._page(tenant_id, limit, cursor)}
+
+    def platform_log(self, limit: int, cursor: str | None) -> dict[str, Any]:
+        """Entries of actions on no tenant (DLQ redrives, platform tokens), newest first."""
+        return self._page(PLATFORM_SCOPE, limit, cursor)
+
+    def _page(self, scope: str, limit: int, cursor: str | None) -> dict[str, Any]:
+        page = self._trail.list_entries(scope, limit, cursor)
+        return {"items": [audit_view(e) for e in page.entries], "next_cursor": page.next_cursor}

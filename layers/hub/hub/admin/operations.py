@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from hub.admin.access import Role
+from hub.admin.audit import PLATFORM_SCOPE, Audit
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, PayloadFormat
@@ -27,6 +29,9 @@ from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
 from hub.ports import ConfigRepository, QueuePage, StepQueue
+
+if TYPE_CHECKING:
+    from hub.admin.access import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +123,9 @@ class Operations:
         mover: DeadLetterMover,
         lanes: Mapping[str, Lane],
         clock: Callable[[], datetime] = utcnow,
+        audit: Audit | None = None,
     ) -> None:
+        self._audit = audit or Audit(None)
         self._messages = messages
         self._index = index
         self._executions = executions
@@ -129,21 +136,25 @@ class Operations:
         self._lanes = lanes
         self._clock = clock
 
-    def _record(self, message_id: str) -> MessageRecord:
+    def _record(self, message_id: str, principal: Principal, role: Role) -> MessageRecord:
+        """The message, when `principal` may act on it with `role`: another tenant's message is
+        the same NotFound as a missing one; Forbidden when the role is too low."""
         record = self._messages.get(message_id)
-        if record is None:
+        if record is None or not principal.sees(record.tenant_id):
             raise NotFound("message not found", details={"message_id": message_id})
+        principal.require(role, record.tenant_id, what="message")
         return record
 
-    def reprocess(self, message_id: str, actor: str) -> MessageRecord:
+    def reprocess(self, message_id: str, actor: Principal) -> MessageRecord:
         """Re-runs the message's pipeline from the start as a new execution (seed 000, D). One
         conditional update admits the execution and moves the message to `received`: while
         another execution is alive - a click a moment ago, a pending retry - this raises
         ExecutionInFlight and nothing is published."""
-        record = self._record(message_id)
+        record = self._record(message_id, actor, Role.OPERATOR)
         now = self._clock()
         execution_id = new_id("exe")
-        audit = {"event": "message.reprocessed", "actor": actor, "execution_id": execution_id}
+        # The message's own timeline keeps a short event; the audit log has the full entry.
+        audit = {"event": "message.reprocessed", "actor": actor.token_id, "execution_id": execution_id}
         try:
             rerun = self._messages.restart(
                 record, execution_id, now, rules.ADMISSION_ABANDONED_AFTER, [audit]
@@ -163,17 +174,26 @@ class Operations:
             # Not published: free the message so the operator's next click can run it.
             self._executions.release_admission(message_id, execution_id, now)
             raise
+        self._audit.record(
+            actor,
+            record.tenant_id,
+            "message.reprocessed",
+            {"message_id": message_id, "execution_id": execution_id},
+            now,
+            before=_status_view(record),
+            after=_status_view(rerun),
+        )
         logger.info("message reprocessed", extra={"message_id": message_id, "execution_id": execution_id})
         return rerun
 
-    def cancel_retry(self, message_id: str, actor: str) -> MessageRecord:
+    def cancel_retry(self, message_id: str, actor: Principal) -> MessageRecord:
         """Stops a waiting or dead-lettered message for good (seed 000, G): `cancelled`, no next
         retry, its pending schedule deleted and its execution closed - in one update that
         requires no step to hold the message: during a delivery attempt this raises
         DeliveryInProgress (try again in a moment); after it, every step finds the message
         cancelled and sends nothing. Idempotent: cancelling a cancelled message again finishes
         any cleanup a failure left undone."""
-        record = self._record(message_id)
+        record = self._record(message_id, actor, Role.OPERATOR)
         if record.pipeline_status is PipelineStatus.CANCELLED:
             self._close(record)
             return record
@@ -183,7 +203,11 @@ class Operations:
                 details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
             )
         now = self._clock()
-        audit = {"event": "message.retry_cancelled", "actor": actor, "previous": record.pipeline_status.value}
+        audit = {
+            "event": "message.retry_cancelled",
+            "actor": actor.token_id,
+            "previous": record.pipeline_status.value,
+        }
         try:
             cancelled = self._messages.cancel(record, now, [audit])
         except LeaseHeld as running:
@@ -194,6 +218,15 @@ class Operations:
         except InvalidTransition as moved:
             raise NotCancellable("the message moved on; reload it", details=moved.details) from moved
         self._close(cancelled)
+        self._audit.record(
+            actor,
+            record.tenant_id,
+            "message.retry_cancelled",
+            {"message_id": message_id},
+            now,
+            before=_status_view(record),
+            after=_status_view(cancelled),
+        )
         logger.info("retry cancelled", extra={"message_id": message_id})
         return cancelled
 
@@ -207,10 +240,10 @@ class Operations:
                 # Harmless if it stays: its step finds the message cancelled.
                 logger.warning("retry schedule not deleted", extra={"message_id": cancelled.message_id})
 
-    def message_view(self, message_id: str) -> dict[str, Any]:
+    def message_view(self, message_id: str, principal: Principal) -> dict[str, Any]:
         """A message for the admin page: status, payload and log, every part through the
         redaction helper (the message type's sensitive fields; personal data in free text)."""
-        record = self._record(message_id)
+        record = self._record(message_id, principal, Role.VIEWER)
         integration = self._config.get_integration(record.integration_id)
         fields = integration.message_type_config(record.message_type).sensitive_fields if integration else ()
         text = self._messages.get_payload(message_id)
@@ -228,26 +261,36 @@ class Operations:
             view["dest_status_text"] = redact_text(view["dest_status_text"])
         return view
 
-    def integration_view(self, integration_id: str) -> dict[str, Any]:
+    def integration_view(self, integration_id: str, principal: Principal) -> dict[str, Any]:
         """An integration for the admin page: its configuration with every credential masked,
-        and whether its connection was found gone (410)."""
+        and whether its connection was found gone (410). Another tenant's is not found."""
         integration = self._config.get_integration(integration_id)
-        if integration is None:
+        if integration is None or not principal.sees(integration.tenant_id):
             raise NotFound("integration not found", details={"integration_id": integration_id})
+        principal.require(Role.VIEWER, integration.tenant_id, what="integration")
         return redact_credentials(integration.model_dump(mode="json"))
 
     def queue(self, tenant_id: str, tab: QueueTab, limit: int, cursor: str | None) -> QueuePage:
         return self._index.list_by_status(tenant_id, tab.status, limit, cursor)
 
-    def redrive(self, lane: str, actor: str, limit: int = 1000) -> int:
+    def redrive(self, lane: str, actor: Principal, limit: int = 1000) -> int:
         """Moves the lane's dead-lettered step messages back to its work queue. Their messages'
         states are left as they are: each step re-reads its message and resumes or drops."""
         found = self._lanes.get(lane)
         if found is None:
             raise NotFound("no such lane", details={"lanes": sorted(self._lanes)})
         moved = self._mover.move(found.dead_letter_queue_url, found.work_queue_url, limit)
-        logger.info("dead-letter queue redriven", extra={"lane": lane, "moved": moved, "actor": actor})
+        self._audit.record(
+            actor, PLATFORM_SCOPE, "dlq.redriven", {"lane": lane}, self._clock(), after={"moved": moved}
+        )
+        logger.info(
+            "dead-letter queue redriven", extra={"lane": lane, "moved": moved, "actor": actor.token_id}
+        )
         return moved
+
+
+def _status_view(record: MessageRecord) -> dict[str, Any]:
+    return {"pipeline_status": record.pipeline_status.value, "execution_id": record.execution_id}
 
 
 _LOG_KEYS = frozenset({"PK", "SK", "item_type"})

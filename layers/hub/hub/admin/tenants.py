@@ -11,13 +11,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hub.admin.audit import PLATFORM_SCOPE, Audit
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.tenancy import IntegrationMode, Tenant
-from hub.errors import Conflict, NotFound
+from hub.errors import Conflict, NotFound, ValidationFailed
 from hub.ports import TenantStore
+
+if TYPE_CHECKING:
+    from hub.admin.access import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +52,23 @@ def _iso(value: datetime | None) -> str | None:
 class TenantAdmin:
     """The tenant use cases of the admin API."""
 
-    def __init__(self, store: TenantStore, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self, store: TenantStore, clock: Callable[[], datetime] = utcnow, audit: Audit | None = None
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._audit = audit or Audit(None)
 
     def create(
-        self, tenant_id: str | None, name: str, default_mode: IntegrationMode | None, actor: str
+        self, tenant_id: str | None, name: str, default_mode: IntegrationMode | None, actor: Principal
     ) -> dict[str, Any]:
         """A new active tenant; its id is generated (`tnt_` + 26 characters) unless given.
         TenantExists when the id is taken."""
+        if tenant_id == PLATFORM_SCOPE:  # the audit log's partition of actions on no tenant
+            raise ValidationFailed(
+                "this tenant id is reserved",
+                details=[{"field": "tenant_id", "problem": "reserved", "message": "reserved id"}],
+            )
         now = self._clock()
         tenant = Tenant(
             tenant_id=tenant_id or new_id("tnt"),
@@ -71,8 +83,12 @@ class TenantAdmin:
             raise TenantExists(
                 "a tenant with this id exists", details={"tenant_id": tenant.tenant_id}
             ) from taken
-        logger.info("tenant created", extra={"tenant_id": tenant.tenant_id, "actor": actor})
-        return tenant_view(tenant)
+        view = tenant_view(tenant)
+        self._audit.record(
+            actor, tenant.tenant_id, "tenant.created", _target(tenant.tenant_id), now, after=view
+        )
+        logger.info("tenant created", extra={"tenant_id": tenant.tenant_id, "actor": actor.token_id})
+        return view
 
     def list_tenants(self, limit: int, cursor: str | None) -> dict[str, Any]:
         page = self._store.list_tenants(limit, cursor)
@@ -85,7 +101,7 @@ class TenantAdmin:
         return tenant_view(tenant)
 
     def update(
-        self, tenant_id: str, name: str | None, default_mode: IntegrationMode | None, actor: str
+        self, tenant_id: str, name: str | None, default_mode: IntegrationMode | None, actor: Principal
     ) -> dict[str, Any]:
         """Changes what is given (at least one of the two; the handler checks)."""
         changes: dict[str, Any] = {}
@@ -93,30 +109,71 @@ class TenantAdmin:
             changes["name"] = name
         if default_mode is not None:
             changes["default_mode"] = default_mode.value
-        tenant = self._store.update(tenant_id, changes, self._clock())
-        logger.info(
-            "tenant updated", extra={"tenant_id": tenant_id, "fields": sorted(changes), "actor": actor}
+        before = self._store.get(tenant_id)
+        if before is None:
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        now = self._clock()
+        tenant = self._store.update(tenant_id, changes, now)
+        view = tenant_view(tenant)
+        self._audit.record(
+            actor,
+            tenant_id,
+            "tenant.updated",
+            _target(tenant_id),
+            now,
+            before=tenant_view(before),
+            after=view,
         )
-        return tenant_view(tenant)
+        logger.info(
+            "tenant updated",
+            extra={"tenant_id": tenant_id, "fields": sorted(changes), "actor": actor.token_id},
+        )
+        return view
 
-    def disable(self, tenant_id: str, actor: str) -> dict[str, Any]:
+    def disable(self, tenant_id: str, actor: Principal) -> dict[str, Any]:
         """Idempotent: disabling a disabled tenant keeps its first `disabled_at`."""
         current = self._store.get(tenant_id)
         if current is None:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
         if not current.active:
             return tenant_view(current)
-        tenant = self._store.update(tenant_id, {"active": False, "disabled_at": self._clock()}, self._clock())
-        logger.info("tenant disabled", extra={"tenant_id": tenant_id, "actor": actor})
-        return tenant_view(tenant)
+        now = self._clock()
+        tenant = self._store.update(tenant_id, {"active": False, "disabled_at": now}, now)
+        view = tenant_view(tenant)
+        self._audit.record(
+            actor,
+            tenant_id,
+            "tenant.disabled",
+            _target(tenant_id),
+            now,
+            before=tenant_view(current),
+            after=view,
+        )
+        logger.info("tenant disabled", extra={"tenant_id": tenant_id, "actor": actor.token_id})
+        return view
 
-    def enable(self, tenant_id: str, actor: str) -> dict[str, Any]:
+    def enable(self, tenant_id: str, actor: Principal) -> dict[str, Any]:
         """Idempotent: enabling an active tenant changes nothing."""
         current = self._store.get(tenant_id)
         if current is None:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
         if current.active:
             return tenant_view(current)
-        tenant = self._store.update(tenant_id, {"active": True, "disabled_at": None}, self._clock())
-        logger.info("tenant enabled", extra={"tenant_id": tenant_id, "actor": actor})
-        return tenant_view(tenant)
+        now = self._clock()
+        tenant = self._store.update(tenant_id, {"active": True, "disabled_at": None}, now)
+        view = tenant_view(tenant)
+        self._audit.record(
+            actor,
+            tenant_id,
+            "tenant.enabled",
+            _target(tenant_id),
+            now,
+            before=tenant_view(current),
+            after=view,
+        )
+        logger.info("tenant enabled", extra={"tenant_id": tenant_id, "actor": actor.token_id})
+        return view
+
+
+def _target(tenant_id: str) -> dict[str, str]:
+    return {"tenant_id": tenant_id}

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import logging
 import re
@@ -23,7 +21,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel, ValidationError
 
-from hub.admin.access import BOOTSTRAP, Principal
+from hub.admin.access import Principal
 from hub.api.routing import unmatched
 from hub.domain import media_type
 from hub.domain.strict_json import parse_json
@@ -179,18 +177,15 @@ def require_content_type(event: BaseProxyEvent, accepted: tuple[str, ...]) -> No
     media_type.require(event.headers.get("content-type"), accepted)
 
 
-def admin_principal(event: BaseProxyEvent, token_sha256: str) -> Principal:
-    """The operator behind an admin request: `Authorization: Bearer <bootstrap admin token>`,
-    whose SHA-256 the stack was deployed with. Unauthorized otherwise, also when none is
-    configured (an admin API without a token is closed, never open)."""
+def admin_principal(event: BaseProxyEvent, authenticate: Callable[[str], Principal]) -> Principal:
+    """The operator behind an admin request, from `Authorization: Bearer <admin token>`:
+    `authenticate` (hub.admin.tokens.Authenticator.principal) knows the bootstrap token and the
+    stored tokens, and raises Unauthorized for anything else (a token sent any other way too)."""
     scheme, _, token = (event.headers.get("authorization") or "").partition(" ")
     presented = token.strip() if scheme.lower() == "bearer" else ""
-    digest = hashlib.sha256(presented.encode()).hexdigest() if presented else ""
-    if not token_sha256 or not hmac.compare_digest(digest, token_sha256):
-        if not token_sha256:
-            logger.warning("admin request refused: no admin token is configured (AdminTokenSha256)")
+    if not presented:
         raise Unauthorized("a valid admin token is required (Authorization: Bearer <token>)")
-    return BOOTSTRAP
+    return authenticate(presented)
 
 
 def correlation_id(event: BaseProxyEvent, fallback: str) -> str:

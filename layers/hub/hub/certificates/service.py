@@ -11,12 +11,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from hub.admin.audit import Audit
 from hub.certificates.envelope import DataKeys, SealedSecret, open_sealed, seal
 from hub.certificates.model import CertificateExpiry, CertificateMetadata, inspect_pkcs12
 from hub.domain.clock import utcnow
 from hub.errors import NotFound
+
+if TYPE_CHECKING:
+    from hub.admin.access import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -52,13 +56,15 @@ class CertificateService:
         repository: CertificateRepository,
         keys: DataKeys,
         clock: Callable[[], datetime] = utcnow,
+        audit: Audit | None = None,
     ) -> None:
         self._repository = repository
         self._keys = keys
         self._clock = clock
+        self._audit = audit or Audit(None)
 
     def upload(
-        self, tenant_id: str, connection_id: str, pfx: bytes, password: bytes, actor: str
+        self, tenant_id: str, connection_id: str, pfx: bytes, password: bytes, actor: Principal
     ) -> dict[str, Any]:
         """Checks the PKCS#12 (password, key matches certificate, not expired), seals it and its
         password, stores it; returns the public view. Raises a CertificateRejected subtype."""
@@ -74,12 +80,26 @@ class CertificateService:
             not_after=public.not_after,
         )
         sealed = seal(self._keys, encryption_context(tenant_id, connection_id), pfx, password)
-        self._repository.put(StoredCertificate(metadata, sealed, now, actor))
+        previous = self._repository.get(connection_id)
+        self._repository.put(StoredCertificate(metadata, sealed, now, actor.token_id))
+        view = metadata.view(now)
+        # The views only: never the PKCS#12 nor its password.
+        self._audit.record(
+            actor,
+            tenant_id,
+            "certificate.uploaded",
+            {"connection_id": connection_id},
+            now,
+            before=previous.metadata.view(now)
+            if previous and previous.metadata.tenant_id == tenant_id
+            else None,
+            after=view,
+        )
         logger.info(
             "client certificate stored",
             extra={"tenant_id": tenant_id, "connection_id": connection_id, "serial": public.serial},
         )
-        return metadata.view(now)
+        return view
 
     def describe(self, tenant_id: str, connection_id: str) -> dict[str, Any]:
         """The public view with badge data; another tenant's certificate is not found."""

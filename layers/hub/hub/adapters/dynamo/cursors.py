@@ -22,9 +22,11 @@ def encode_cursor(key: Mapping[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, belongs: Callable[[dict[str, str]], bool]) -> dict[str, str]:
-    """The start key `cursor` stands for, when it has a GSI1 key's shape and `belongs` to the
-    listing; 400 `validation_error` (field `cursor`) otherwise."""
+def decode_cursor(
+    cursor: str, belongs: Callable[[dict[str, str]], bool], shape: frozenset[str] = CURSOR_KEYS
+) -> dict[str, str]:
+    """The start key `cursor` stands for, when it has the key's `shape` (a GSI1 key's unless
+    told) and `belongs` to the listing; 400 `validation_error` (field `cursor`) otherwise."""
     invalid = ValidationFailed(
         "cursor is not valid", details=[{"field": "cursor", "problem": "invalid_cursor"}]
     )
@@ -34,7 +36,7 @@ def decode_cursor(cursor: str, belongs: Callable[[dict[str, str]], bool]) -> dic
         raise invalid from exc
     if (
         not isinstance(key, dict)
-        or set(key) != CURSOR_KEYS
+        or set(key) != shape
         or not all(isinstance(v, str) for v in key.values())
         or not belongs(key)
     ):

@@ -15,6 +15,9 @@ it. Nothing else in the code base spells a key.
   (hub.adapters.alert_claims); TTL
 - client certificate: ``CERT#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
   expiry check (GSI1) (hub.adapters.certificates); no TTL
+- admin token: ``ADMINTOKEN#<sha256(token)>`` / ``ADMINTOKEN`` (what authentication reads),
+  and its id's pointer ``ADMINTOKENID#<token id>`` / ``ADMINTOKEN`` (the hash; written once with
+  it) - admin API (hub.adapters.dynamo.admin_tokens); no TTL
 - audit entry: ``AUDIT#<tenant or "platform">`` / ``<at>#<entry id>`` - admin API
   (hub.adapters.dynamo.audit); no TTL (newest first: a Query in descending order)
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
@@ -29,6 +32,8 @@ fixed partition, ``TENANTS`` / ``<tenant_id>`` (no ``#``: it cannot meet a ``TEN
 ``CERT#...`` partition), so the admin listing is one Query by tenant id. Client certificates use GSI1
 under one fixed partition, ``CERT#EXPIRY`` /
 ``<not_after>#<tenant>#<connection>``, so the expiry check is one Query sorted by expiry.
+Admin tokens use GSI1 per scope, ``TENANT#<tenant>#ADMINTOKENS`` or ``PLATFORM#ADMINTOKENS`` /
+``<token_id>`` (time-ordered), so each scope's listing is one Query, newest first.
 """
 
 from __future__ import annotations
@@ -153,6 +158,27 @@ def certificate_expiry_of(gsi1sk: str) -> tuple[str, str, str]:
 def cert_alert_key(connection_id: str, not_after: str, bucket: int) -> Key:
     """One expiry alert of a certificate (`not_after` as in its GSI1SK) and alert bucket (days)."""
     return {"PK": f"CERTALERT#{connection_id}#{not_after}#{bucket}", "SK": ALERT_SK}
+
+
+ADMIN_TOKEN_SK = "ADMINTOKEN"  # noqa: S105 - a sort key, not a secret
+
+
+def admin_token_key(token_hash: str) -> Key:
+    return {"PK": f"ADMINTOKEN#{token_hash}", "SK": ADMIN_TOKEN_SK}
+
+
+def admin_token_id_key(token_id: str) -> Key:
+    """The pointer from a token's id to its hash (revocation names the id)."""
+    return {"PK": f"ADMINTOKENID#{token_id}", "SK": ADMIN_TOKEN_SK}
+
+
+def admin_token_partition(tenant_id: str | None) -> str:
+    return f"TENANT#{tenant_id}#ADMINTOKENS" if tenant_id is not None else "PLATFORM#ADMINTOKENS"
+
+
+def admin_token_index_keys(tenant_id: str | None, token_id: str) -> Key:
+    """GSI1: a scope's tokens by token id (time-ordered); the listing reads the items by PK."""
+    return {"GSI1PK": admin_token_partition(tenant_id), "GSI1SK": token_id}
 
 
 def audit_key(scope: str, at: str, entry_id: str) -> Key:
