@@ -21,13 +21,15 @@ if TYPE_CHECKING:
     from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import AuditTrail
+    from hub.admin.connections import ConnectionAdmin
     from hub.admin.operations import Operations
     from hub.admin.tenants import TenantAdmin
     from hub.alerts.notifier import AlertNotifier
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
     from hub.config_cache import CachedConfig
-    from hub.delivery.port import CertificateStore, Connector
+    from hub.delivery.port import CertificateStore, Connector, Prober
+    from hub.delivery.probe import ConnectorTester
     from hub.domain.tenancy import DestinationProtocol
     from hub.ingest.receive import Ingestor
     from hub.pipeline.worker import PipelineWorker
@@ -248,6 +250,37 @@ def config_repository() -> CachedConfig:
     return CachedConfig(DynamoConfigRepository(s.table_name), s.config_cache_seconds)
 
 
+@lru_cache(maxsize=1)
+def connection_admin() -> ConnectionAdmin:
+    """Connections (admin API), and their test tool over the worker's connectors (httpx, zeep
+    and the certificate store load at the first test of their kind)."""
+    from hub.adapters.dynamo.connections import DynamoConnections
+    from hub.admin.connections import ConnectionAdmin
+
+    return ConnectionAdmin(DynamoConnections(settings().table_name), audit_trail(), tester=_connection_tester)
+
+
+def _connection_tester() -> ConnectorTester:
+    from hub.delivery.lazy import LazyCertificateStore
+    from hub.delivery.probe import ConnectorTester
+    from hub.domain.tenancy import DestinationProtocol
+
+    s = settings()
+    certificates = LazyCertificateStore(lambda: _certificate_store(s))
+
+    def http() -> Prober:
+        from hub.delivery.http import HttpConnector
+
+        return HttpConnector(certificates)
+
+    def soap() -> Prober:
+        from hub.delivery.soap import SoapConnector
+
+        return SoapConnector(certificates)
+
+    return ConnectorTester({DestinationProtocol.HTTP: http, DestinationProtocol.SOAP: soap})
+
+
 def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
@@ -260,6 +293,8 @@ def reset() -> None:
     tenant_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
+    connection_admin.cache_clear()
+    audit_trail.cache_clear()
     settings.cache_clear()
 
 
