@@ -450,3 +450,41 @@ class TestResolution:
         assert again == first
         assert again.destination is not None
         assert world.config.integration_reads == reads
+
+
+class TestConnectorTester:
+    @staticmethod
+    def raising(error: Exception) -> Any:
+        from hub.delivery.probe import ConnectorTester  # noqa: PLC0415
+        from hub.domain.tenancy import DestinationProtocol  # noqa: PLC0415
+
+        class Raises:
+            def probe(self, destination: Any, tenant_id: str | None) -> Any:
+                raise error
+
+        return ConnectorTester({DestinationProtocol.HTTP: Raises})
+
+    def test_a_connection_the_connector_refuses_is_reported_like_the_worker_reports_it(self):
+        from hub.delivery.tls import CertificateInvalid, TrustedRootsInvalid  # noqa: PLC0415
+        from hub.domain.tenancy import Destination  # noqa: PLC0415
+        from hub.errors import ConfigurationError  # noqa: PLC0415
+
+        destination = Destination(url="https://erp.example.com/orders")
+        for error, error_class in (
+            (CertificateInvalid("bad pfx"), "tls"),
+            (TrustedRootsInvalid("bad roots"), "tls"),
+            (ConfigurationError("no such operation"), "syntax"),
+        ):
+            result = self.raising(error).probe(destination, "t1")
+            assert (result["ok"], result["error_class"], result["detail"]) == (
+                False,
+                error_class,
+                error.message,
+            )
+
+    def test_our_own_outage_is_not_blamed_on_the_connection(self):
+        from hub.domain.tenancy import Destination  # noqa: PLC0415
+        from hub.errors import StorageUnavailable  # noqa: PLC0415
+
+        with pytest.raises(StorageUnavailable):
+            self.raising(StorageUnavailable("down")).probe(Destination(url="https://erp.example.com/x"), "t1")

@@ -115,7 +115,8 @@ class ProbeResult:
                 "only, so the credentials were not checked",
                 duration_ms,
             )
-        return cls(False, error_class, str(status), f"the destination answered {status}", duration_ms)
+        detail = f"the destination answered {status} to the test's GET (it is reachable and TLS works)"
+        return cls(False, error_class, str(status), detail, duration_ms)
 
 
 METHOD_NOT_ALLOWED = 405

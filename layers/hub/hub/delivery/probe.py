@@ -14,7 +14,7 @@ from typing import Any
 
 from hub.delivery.port import Prober, ProbeResult, unusable_destination_class
 from hub.domain.tenancy import Destination, DestinationProtocol
-from hub.errors import HubError
+from hub.errors import HubError, ServiceUnavailable
 
 
 def probe_view(result: ProbeResult) -> dict[str, Any]:
@@ -40,6 +40,8 @@ class ConnectorTester:
             prober = self._built[destination.protocol] = self._factories[destination.protocol]()
         try:
             result = prober.probe(destination, tenant_id)
+        except ServiceUnavailable:
+            raise  # our storage or KMS, not the connection: the admin API answers 503
         except HubError as unusable:
             # As the worker reports it: a connection the connector cannot even call.
             result = ProbeResult(False, unusable_destination_class(unusable.code), None, unusable.message)

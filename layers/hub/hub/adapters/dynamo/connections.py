@@ -35,7 +35,7 @@ def connection_item(connection: Connection) -> dict[str, Any]:
         "tenant_id": connection.tenant_id,
         "name": connection.name,
         "version": connection.version,
-        "config_json": connection.destination.model_dump_json(exclude_defaults=True),
+        "config_json": connection.destination.model_dump_json(),
         "created_at": format_ts(connection.created_at) if connection.created_at else None,
         "updated_at": format_ts(connection.updated_at) if connection.updated_at else None,
     }
