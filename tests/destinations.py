@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections import deque
@@ -30,9 +31,10 @@ class SeenRequest:
 
 
 class HttpDestination:
-    """Answers each request with the next scripted Answer (the last one repeats)."""
+    """Answers each request with the next scripted Answer (the last one repeats). With `tls` (a
+    server SSLContext), it serves HTTPS at https://localhost:<port>."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[SeenRequest] = []
         self._script: deque[Answer] = deque([Answer()])
         self._lock = threading.Lock()
@@ -64,10 +66,17 @@ class HttpDestination:
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the client gave up (a timeout test): nothing to answer
 
-            do_POST = do_PUT = do_PATCH = _serve  # noqa: N815 - http.server's naming
+            do_POST = do_PUT = do_PATCH = do_GET = do_DELETE = _serve  # noqa: N815 - http.server's naming
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._tls = tls is not None
+        if tls is not None:
+            # Handshake in the handler thread, so a refused client never blocks the accept loop.
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
+            self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def _script_next(self) -> Answer:
@@ -85,7 +94,7 @@ class HttpDestination:
     @property
     def url(self) -> str:
         port = self._server.server_address[1]
-        return f"http://127.0.0.1:{port}/orders"
+        return f"https://localhost:{port}/orders" if self._tls else f"http://127.0.0.1:{port}/orders"
 
     def __enter__(self) -> HttpDestination:
         self._thread.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import ssl
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -180,6 +181,17 @@ class Pki:
         for path, data in files:
             path.write_bytes(data)
         return files[0][0], files[1][0], files[2][0]
+
+    def server_context(self, directory: Path, *, require_client_certificate: bool = False) -> ssl.SSLContext:
+        """A TLS server context with the localhost certificate (from this CA); with
+        `require_client_certificate`, clients must present one issued by this CA."""
+        ca, cert, key = self.write_server_files(directory)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(cert), str(key))
+        if require_client_certificate:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cafile=str(ca))
+        return context
 
 
 @cache

@@ -86,6 +86,17 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._answer(200, SUCCESS_ENVELOPE, SOAP12_CONTENT_TYPE)
 
+    def do_GET(self) -> None:
+        """`?wsdl` answers the service's WSDL (as SEFAZ services do); anything else is 405."""
+        owner = self.server.owner
+        owner.requests.append(
+            RecordedRequest(self.path, dict(self.headers.items()), b"", _peer_subject(self.connection))
+        )
+        if self.path.endswith("?wsdl"):
+            self._answer(200, _status_wsdl(), "text/xml; charset=utf-8")
+        else:
+            self._answer(405, "Method Not Allowed", "text/plain")
+
     def _answer(self, status: int, text: str, content_type: str) -> None:
         data = text.encode("utf-8")
         self.send_response(status)
@@ -96,6 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: tests assert on `requests`, not on stderr."""
+
+
+def _status_wsdl() -> str:
+    from importlib import resources  # noqa: PLC0415
+
+    return (resources.files("nfelib") / "nfe/wsdl/v4_0/nfestatusservico4.wsdl").read_text("utf-8")
 
 
 def _peer_subject(connection: object) -> str | None:

@@ -17,9 +17,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from hub.admin.access import Principal, Role
+from hub.admin.connections import ConnectionSpec
 from hub.admin.operations import QueueTab
 from hub.api.http import (
     admin_principal,
+    etag,
+    if_match,
     install_error_handlers,
     json_response,
     parse_body,
@@ -35,6 +38,7 @@ from hub.wiring import (
     api_key_admin,
     audit_log,
     certificate_service,
+    connection_admin,
     operations,
     tenant_admin,
     token_admin,
@@ -351,6 +355,69 @@ def platform_audit() -> Response:
     _principal().require_platform(Role.VIEWER)
     query = parse_query(app.current_event, KeyListQuery)
     return json_response(200, audit_log().platform_log(query.limit, query.cursor))
+
+
+# --- issue 11: connections ------------------------------------------------------------------
+
+
+class TenantConnectionPath(BaseModel):
+    tenant_id: Id
+    connection_id: Id
+
+
+def _connection_path(tenant_id: str, connection_id: str) -> TenantConnectionPath:
+    return validated(TenantConnectionPath, {"tenant_id": tenant_id, "connection_id": connection_id}, "path")
+
+
+@app.post("/api/admin/tenants/<tenant_id>/connections")
+def create_connection(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
+    request = parse_body(app.current_event, ConnectionSpec)
+    view = connection_admin().create(_principal(), path.tenant_id, request)
+    return json_response(201, view, etag(view["version"]))
+
+
+@app.get("/api/admin/tenants/<tenant_id>/connections")
+def list_connections(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(200, connection_admin().list_connections(path.tenant_id, query.limit, query.cursor))
+
+
+@app.get("/api/admin/tenants/<tenant_id>/connections/<connection_id>")
+def get_connection(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.VIEWER, path.tenant_id, what="connection")
+    view = connection_admin().get(path.tenant_id, path.connection_id)
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.put("/api/admin/tenants/<tenant_id>/connections/<connection_id>")
+def update_connection(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="connection")
+    request = parse_body(app.current_event, ConnectionSpec)
+    view = connection_admin().update(
+        _principal(), path.tenant_id, path.connection_id, request, if_match(app.current_event)
+    )
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.delete("/api/admin/tenants/<tenant_id>/connections/<connection_id>")
+def delete_connection(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="connection")
+    connection_admin().delete(_principal(), path.tenant_id, path.connection_id, if_match(app.current_event))
+    return Response(status_code=204, body="")
+
+
+@app.post("/api/admin/tenants/<tenant_id>/connections/<connection_id>/test")
+def test_connection(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.OPERATOR, path.tenant_id, what="connection")
+    return json_response(200, connection_admin().test(path.tenant_id, path.connection_id))
 
 
 @gc_after_first_invocation

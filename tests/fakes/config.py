@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.domain.tenancy import ApiKey, Integration, Tenant
+from hub.domain.tenancy import ApiKey, Destination, Integration, Tenant
 from tests.fakes.table import Change, ConditionFailed, FakeTable, format_ts
 
 
@@ -51,7 +51,20 @@ class FakeConfig:
         if item.get("connection_gone_at"):
             gone = datetime.fromisoformat(item["connection_gone_at"])
             integration = integration.model_copy(update={"connection_gone_at": gone})
-        return integration
+        if integration.connection_id is None and item.get("connection_id"):
+            integration = integration.model_copy(update={"connection_id": item["connection_id"]})
+        if integration.destination is not None or integration.connection_id is None:
+            return integration
+        # Resolved like the adapter: only this tenant's connection; else no destination.
+        connection = self.table.get(_key(keys.connection_key(integration.connection_id)))
+        if connection is None or connection.get("tenant_id") != integration.tenant_id:
+            return integration
+        destination = Destination.model_validate_json(connection["config_json"])
+        return integration.model_copy(
+            update={
+                "destination": destination.model_copy(update={"connection_id": integration.connection_id})
+            }
+        )
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         self.tenant_reads += 1

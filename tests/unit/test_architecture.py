@@ -177,6 +177,16 @@ def test_the_admin_api_loads_certificate_code_on_the_certificate_routes_only() -
 SLACK_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:slack-AbCdEf"
 
 
+def test_the_admin_api_loads_connectors_only_when_a_connection_is_tested() -> None:
+    imported, built, tester = loaded_by(
+        "AdminApiFunction",
+        ["wiring.connection_admin()", "wiring._connection_tester()"],
+    )
+    assert imported == set()
+    assert built == set()  # saving a connection needs cryptography only for a CA bundle
+    assert tester == set()  # httpx / zeep load at the first test of their protocol
+
+
 def test_the_alert_notifier_loads_httpx_at_its_first_slack_alert_only() -> None:
     _, without_slack = loaded_by("AlertNotifierFunction", ["wiring.alert_notifier()"])
     _, with_slack, sent = loaded_by(

@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from hub.delivery import tls
-from hub.delivery.port import ClientCertificate
-from hub.delivery.tls import CertificateInvalid, certificate_fingerprint, client_ssl_context
+from hub.delivery.port import ClientCertificate, unusable_destination_class
+from hub.delivery.tls import (
+    CertificateInvalid,
+    TrustedRootsInvalid,
+    certificate_fingerprint,
+    client_ssl_context,
+)
+from hub.domain.failure import ErrorClass
 from tests.pki import PFX_PASSWORD, Pki, build_pki
 
 
@@ -113,3 +119,18 @@ def test_extra_ca_is_trusted(pki: Pki) -> None:
 
     subjects = [str(ca["subject"]) for ca in context.get_ca_certs()]
     assert any("'Hub Test CA'" in subject for subject in subjects)
+
+
+def test_pinned_roots_replace_the_system_store_and_unloadable_ones_are_tls_material_errors(pki) -> None:
+    pinned = client_ssl_context(None, pinned_roots=pki.ca.cert_pem)
+
+    assert [c["subject"] for c in pinned.get_ca_certs()] == [
+        ((("countryName", "BR"),), (("organizationName", "Hub Test PKI"),), (("commonName", "Hub Test CA"),))
+    ]
+    assert pinned.check_hostname is True
+    with pytest.raises(TrustedRootsInvalid) as unloadable:
+        client_ssl_context(
+            None, pinned_roots=b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+        )
+    assert unusable_destination_class(unloadable.value.code) is ErrorClass.TLS
+    assert unusable_destination_class("configuration_error") is ErrorClass.SYNTAX

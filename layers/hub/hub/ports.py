@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from hub.domain.idempotency import DedupKind
     from hub.domain.message import MessageRecord, StepMessage
     from hub.domain.status import PipelineStatus
-    from hub.domain.tenancy import ApiKey, Integration, Tenant
+    from hub.domain.tenancy import ApiKey, Connection, Integration, Tenant
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,66 @@ class TenantStore(Protocol):
     def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
         """Sets `changes` (model field names) and `updated_at` on an existing tenant, and lists
         it if it was not (a tenant written by hand); NotFound when absent. The tenant afterwards."""
+        ...
+
+
+@dataclass(frozen=True)
+class ConnectionPage:
+    """One page of a tenant's connections, by connection id."""
+
+    connections: list[Connection]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
+class VersionConflict(Exception):
+    """A conditional write of a versioned item lost: the stored version is `current` (None: the
+    item is gone)."""
+
+    def __init__(self, current: int | None) -> None:
+        super().__init__("version changed")
+        self.current = current
+
+
+class ConnectionStore(Protocol):
+    """Connections as the admin API manages them (hub.admin.connections). Connection ids are
+    global (like integration ids); each connection belongs to one tenant."""
+
+    def tenant_exists(self, tenant_id: str) -> bool: ...
+
+    def certificate_tenant(self, connection_id: str) -> str | None:
+        """The tenant of the client certificate uploaded under `connection_id`; None: none."""
+        ...
+
+    def create(self, connection: Connection) -> None:
+        """Stores a new connection, listed under its tenant; Conflict when the id is taken."""
+        ...
+
+    def get(self, connection_id: str) -> Connection | None:
+        """As stored now (a consistent read); None when absent."""
+        ...
+
+    def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
+        """The tenant's connections by id. ValidationFailed for a cursor it did not give out."""
+        ...
+
+    def replace(self, connection: Connection, expected_version: int) -> None:
+        """Stores `connection` (its version already the next one) only while the stored version
+        is `expected_version`; VersionConflict otherwise."""
+        ...
+
+    def delete(self, connection_id: str, expected_version: int) -> None:
+        """Deletes the connection only while its version is `expected_version`; VersionConflict
+        otherwise."""
+        ...
+
+    def integrations_using(self, tenant_id: str, connection_id: str) -> list[str]:
+        """Ids of the tenant's integrations whose `connection_id` is this connection."""
+        ...
+
+    def clear_connection_gone(self, integration_ids: Collection[str], connection_id: str) -> None:
+        """Removes `connection_gone_at` from these integrations while they still use the
+        connection (an integration switched away meanwhile is left alone)."""
         ...
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from hub.adapters.secrets import SecretValues
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
+    from hub.admin.connections import ConnectionAdmin
     from hub.admin.operations import Operations
     from hub.admin.tenants import TenantAdmin
     from hub.admin.tokens import Authenticator, TokenAdmin
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
     from hub.config_cache import CachedConfig
-    from hub.delivery.port import CertificateStore, Connector
+    from hub.delivery.port import CertificateStore, Connector, Prober
+    from hub.delivery.probe import ConnectorTester
     from hub.domain.tenancy import DestinationProtocol
     from hub.ingest.receive import Ingestor
     from hub.pipeline.worker import PipelineWorker
@@ -311,6 +313,37 @@ def config_repository() -> CachedConfig:
     return CachedConfig(DynamoConfigRepository(s.table_name), s.config_cache_seconds)
 
 
+@lru_cache(maxsize=1)
+def connection_admin() -> ConnectionAdmin:
+    """Connections (admin API), and their test tool over the worker's connectors (httpx, zeep
+    and the certificate store load at the first test of their kind)."""
+    from hub.adapters.dynamo.connections import DynamoConnections
+    from hub.admin.connections import ConnectionAdmin
+
+    return ConnectionAdmin(DynamoConnections(settings().table_name), _audit(), tester=_connection_tester)
+
+
+def _connection_tester() -> ConnectorTester:
+    from hub.delivery.lazy import LazyCertificateStore
+    from hub.delivery.probe import ConnectorTester
+    from hub.domain.tenancy import DestinationProtocol
+
+    s = settings()
+    certificates = LazyCertificateStore(lambda: _certificate_store(s))
+
+    def http() -> Prober:
+        from hub.delivery.http import HttpConnector
+
+        return HttpConnector(certificates)
+
+    def soap() -> Prober:
+        from hub.delivery.soap import SoapConnector
+
+        return SoapConnector(certificates)
+
+    return ConnectorTester({DestinationProtocol.HTTP: http, DestinationProtocol.SOAP: soap})
+
+
 def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
@@ -327,6 +360,7 @@ def reset() -> None:
     admin_authenticator.cache_clear()
     token_admin.cache_clear()
     audit_log.cache_clear()
+    connection_admin.cache_clear()
     audit_trail.cache_clear()
     settings.cache_clear()
 

@@ -19,7 +19,9 @@ from hub.delivery.port import (
     DeliveryFailed,
     DeliveryOutcome,
     OutboundRequest,
+    ProbeResult,
     excerpt,
+    pinned_roots,
 )
 from hub.domain.failure import ErrorClass, classify_http_status
 from hub.domain.tenancy import AuthKind, Destination, HttpAuth
@@ -62,6 +64,26 @@ def _ssl_cause(exc: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+def _transport_failure(exc: httpx.TransportError, duration_ms: int) -> DeliveryFailed:
+    """No HTTP answer: classified by type and by cause (TLS rejections surface as read errors)."""
+    if isinstance(exc, httpx.ConnectTimeout):
+        return DeliveryFailed(ErrorClass.NETWORK, "connect timed out", duration_ms=duration_ms)
+    if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
+        # The request may have been applied: the outcome is uncertain (seed 004, pattern 6).
+        return DeliveryFailed(
+            ErrorClass.TIMEOUT, "no answer before the read timeout", uncertain=True, duration_ms=duration_ms
+        )
+    if _ssl_cause(exc):
+        return DeliveryFailed(ErrorClass.TLS, "TLS handshake failed", duration_ms=duration_ms)
+    sent = isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)
+    return DeliveryFailed(
+        ErrorClass.NETWORK,
+        "connection lost after sending" if sent else "destination unreachable",
+        uncertain=sent,
+        duration_ms=duration_ms,
+    )
 
 
 class TokenCache:
@@ -127,13 +149,14 @@ class HttpConnector:
         self._certificates = certificates
         self._ca_pem = ca_pem
         self._tokens = tokens or TokenCache()
-        #: Per certificate id: (the certificate's fingerprint, its client). A renewed
-        #: certificate has another fingerprint and replaces the client.
-        self._clients: dict[str, tuple[str | None, httpx.Client]] = {}
+        #: Per (certificate id, pinned roots): (the certificate's fingerprint, its client). A
+        #: renewed certificate has another fingerprint and replaces the client.
+        self._clients: dict[tuple[str, bytes | None], tuple[str | None, httpx.Client]] = {}
         self._lock = threading.Lock()
 
     def _client(self, destination: Destination, tenant_id: str | None) -> httpx.Client:
-        key = destination.client_certificate_id or ""
+        roots = pinned_roots(destination)
+        key = (destination.client_certificate_id or "", roots)
         certificate = self._certificates.client_certificate(destination, tenant_id)
         fingerprint = None
         if certificate is not None:
@@ -144,17 +167,18 @@ class HttpConnector:
             found = self._clients.get(key)
             if found is not None and found[0] == fingerprint:
                 return found[1]
-            fresh = httpx.Client(verify=self._verify(certificate), trust_env=False, follow_redirects=False)
+        fresh = httpx.Client(verify=self._verify(certificate, roots), trust_env=False, follow_redirects=False)
+        with self._lock:
             # The replaced client is not closed: a delivery on another thread may still use it.
             self._clients[key] = (fingerprint, fresh)
         return fresh
 
-    def _verify(self, certificate: ClientCertificate | None) -> ssl.SSLContext | bool:
-        if certificate is None and self._ca_pem is None:
+    def _verify(self, certificate: ClientCertificate | None, roots: bytes | None) -> ssl.SSLContext | bool:
+        if certificate is None and self._ca_pem is None and roots is None:
             return True
         from hub.delivery.tls import client_ssl_context  # noqa: PLC0415 - only for mTLS / private CAs
 
-        return client_ssl_context(certificate, ca_pem=self._ca_pem)
+        return client_ssl_context(certificate, ca_pem=self._ca_pem, pinned_roots=roots)
 
     def _auth_headers(self, auth: HttpAuth, http: httpx.Client) -> dict[str, str]:
         if auth.kind is AuthKind.BEARER:
@@ -191,23 +215,8 @@ class HttpConnector:
             response = http.request(
                 destination.method, destination.url, content=request.body, headers=headers, timeout=timeout
             )
-        except httpx.ConnectTimeout as exc:
-            raise DeliveryFailed(ErrorClass.NETWORK, "connect timed out", duration_ms=elapsed()) from exc
-        except (httpx.ReadTimeout, httpx.WriteTimeout) as exc:
-            # The request may have been applied: the outcome is uncertain (seed 004, pattern 6).
-            raise DeliveryFailed(
-                ErrorClass.TIMEOUT, "no answer before the read timeout", uncertain=True, duration_ms=elapsed()
-            ) from exc
         except httpx.TransportError as exc:
-            if _ssl_cause(exc):
-                raise DeliveryFailed(ErrorClass.TLS, "TLS handshake failed", duration_ms=elapsed()) from exc
-            sent = isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)
-            raise DeliveryFailed(
-                ErrorClass.NETWORK,
-                "connection lost after sending" if sent else "destination unreachable",
-                uncertain=sent,
-                duration_ms=elapsed(),
-            ) from exc
+            raise _transport_failure(exc, elapsed()) from exc
         # Everything we sent that could be a credential: auth header values (incl. the Basic
         # string and a fetched token), configured header values, and the raw secrets.
         secrets = [*_secrets_of(destination.auth), *auth_headers.values(), *destination.headers.values()]
@@ -225,3 +234,26 @@ class HttpConnector:
             retry_after_seconds=parse_retry_after(response.headers.get("retry-after")),
             duration_ms=elapsed(),
         )
+
+    def probe(self, destination: Destination, tenant_id: str | None) -> ProbeResult:
+        """One harmless call, as `deliver` would make it (same client, TLS context, client
+        certificate and auth, incl. fetching an OAuth2 token) but a GET without a body: the
+        connection test of the admin API. Failures are classified exactly as deliveries are."""
+        started = time.monotonic()
+        try:
+            http = self._client(destination, tenant_id)
+            headers = {
+                **destination.headers,
+                **self._auth_headers(destination.auth, http),
+                "X-Correlation-Id": "connection-test",
+            }
+            timeout = httpx.Timeout(
+                destination.read_timeout_seconds, connect=destination.connect_timeout_seconds
+            )
+            try:
+                response = http.request("GET", destination.url, headers=headers, timeout=timeout)
+            except httpx.TransportError as exc:
+                raise _transport_failure(exc, int((time.monotonic() - started) * 1000)) from exc
+        except DeliveryFailed as failure:
+            return ProbeResult.failed(failure)
+        return ProbeResult.answered(response.status_code, int((time.monotonic() - started) * 1000))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hub.domain.failure import ErrorClass
+from hub.domain.failure import ErrorClass, classify_http_status
 from hub.domain.redaction import redact_text
 from hub.domain.tenancy import Destination
 
@@ -77,6 +77,70 @@ class CertificateStore(Protocol):
     ) -> ClientCertificate | None:
         """The destination's client certificate, or None when it has none. With `tenant_id`, a
         certificate of another tenant is treated as missing (DeliveryFailed, `tls`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What the connection test reports: whether one harmless call got through, and otherwise
+    the error class a delivery would get (the same classification)."""
+
+    ok: bool
+    error_class: ErrorClass | None
+    dest_status: str | None
+    detail: str
+    duration_ms: int = 0
+
+    @classmethod
+    def failed(cls, failure: DeliveryFailed) -> ProbeResult:
+        return cls(
+            False, failure.error_class, failure.dest_status, failure.dest_status_text, failure.duration_ms
+        )
+
+    @classmethod
+    def answered(cls, status: int, duration_ms: int) -> ProbeResult:
+        """An HTTP answer to the test call: TLS (and the client certificate) were accepted. A 2xx
+        is ok, and so is 405: a POST-only endpoint refusing the test's GET proves that it exists
+        and answers (but not that the credentials are accepted, which the detail says). Any
+        other status is reported with the class a delivery answered with it would get."""
+        error_class = classify_http_status(status)
+        if error_class is None:
+            return cls(True, None, str(status), f"the destination answered {status}", duration_ms)
+        if status == METHOD_NOT_ALLOWED:
+            return cls(
+                True,
+                None,
+                str(status),
+                "the destination answered 405 to the test's GET: reachable, but it takes other methods "
+                "only, so the credentials were not checked",
+                duration_ms,
+            )
+        detail = f"the destination answered {status} to the test's GET (it is reachable and TLS works)"
+        return cls(False, error_class, str(status), detail, duration_ms)
+
+
+METHOD_NOT_ALLOWED = 405
+
+#: Codes of the HubErrors a connector raises for a destination it cannot even call because of
+#: its TLS material (an unreadable client certificate, an unloadable trusted CA bundle).
+TLS_MATERIAL_ERRORS = frozenset({"certificate_invalid", "trusted_roots_invalid"})
+
+
+def unusable_destination_class(error_code: str) -> ErrorClass:
+    """The class of a destination a connector refused to call (a HubError with `error_code`):
+    `tls` for its TLS material, else `syntax` (an unknown WSDL, binding or operation). Never
+    retried: an operator must change the connection."""
+    return ErrorClass.TLS if error_code in TLS_MATERIAL_ERRORS else ErrorClass.SYNTAX
+
+
+def pinned_roots(destination: Destination) -> bytes | None:
+    """The connection's trusted CA bundle as bytes (None: the system trust store)."""
+    return destination.trusted_ca_pem.encode("ascii") if destination.trusted_ca_pem else None
+
+
+class Prober(Protocol):
+    def probe(self, destination: Destination, tenant_id: str | None) -> ProbeResult:
+        """One harmless call with the destination's TLS, client certificate and auth."""
         ...
 
 

@@ -40,7 +40,9 @@ from hub.delivery.port import (
     DeliveryFailed,
     DeliveryOutcome,
     OutboundRequest,
+    ProbeResult,
     excerpt,
+    pinned_roots,
 )
 from hub.delivery.tls import certificate_fingerprint, client_ssl_context
 from hub.domain.failure import ErrorClass, classify_http_status
@@ -144,12 +146,43 @@ class SoapConnector:
             dest_status=str(status), dest_status_text=text, duration_ms=_elapsed_ms(started)
         )
 
+    def probe(self, destination: Destination, tenant_id: str | None) -> ProbeResult:
+        """The connection test: loads the WSDL and checks its binding and operation (a WSDL URL is
+        fetched over the connection's TLS session), then GETs `<url>?wsdl` from the service address
+        with the client certificate: the TLS handshake a delivery makes, without a message.
+        Failures are classified exactly as deliveries are."""
+        settings = destination.soap
+        if settings is None:
+            raise ConfigurationError("SOAP destination without soap settings")
+        started = time.monotonic()
+        timeout = (destination.connect_timeout_seconds, destination.read_timeout_seconds)
+        try:
+            certificate = self._certificates.client_certificate(destination, tenant_id)
+            endpoint = self._endpoint(destination, settings, certificate)
+            response = endpoint.transport.session.get(
+                destination.url, params="wsdl", timeout=timeout, allow_redirects=False
+            )
+        except DeliveryFailed as failure:
+            return ProbeResult.failed(failure)
+        except (zeep.exceptions.Error, requests.exceptions.RequestException) as exc:
+            return ProbeResult.failed(_failure(exc, None, _elapsed_ms(started)))
+        return ProbeResult.answered(response.status_code, _elapsed_ms(started))
+
     def _endpoint(
         self, destination: Destination, settings: SoapSettings, certificate: ClientCertificate | None
     ) -> _Endpoint:
         timeout = (destination.connect_timeout_seconds, destination.read_timeout_seconds)
         fingerprint = certificate_fingerprint(certificate) if certificate else None
-        key = (settings.wsdl, settings.binding, settings.soap_version, fingerprint, self._ca_pem, timeout)
+        roots = pinned_roots(destination)
+        key = (
+            settings.wsdl,
+            settings.binding,
+            settings.soap_version,
+            fingerprint,
+            self._ca_pem,
+            roots,
+            timeout,
+        )
         with self._lock:
             cached = self._endpoints.get(key)
         if cached is not None:
@@ -157,7 +190,8 @@ class SoapConnector:
         session = requests.Session()
         session.trust_env = False  # REQUESTS_CA_BUNDLE and proxy variables must not change trust
         session.verify = True
-        session.mount("https://", _TlsAdapter(client_ssl_context(certificate, ca_pem=self._ca_pem)))
+        context = client_ssl_context(certificate, ca_pem=self._ca_pem, pinned_roots=roots)
+        session.mount("https://", _TlsAdapter(context))
         transport = _RecordingTransport(session, timeout)
         try:
             client = zeep.Client(_wsdl_location(settings.wsdl), transport=transport)

@@ -103,6 +103,10 @@ class SoapSettings(BaseModel):
     soap_version: Literal["1.1", "1.2"] = "1.1"
 
 
+#: The bound of a trusted CA bundle kept in a destination (hub.delivery.tls.MAX_CA_BUNDLE_BYTES).
+TRUSTED_CA_PEM_MAX_CHARS = 64 * 1024
+
+
 class Destination(BaseModel):
     """A connection to the customer's system: where and how delivered messages go."""
 
@@ -122,6 +126,10 @@ class Destination(BaseModel):
     client_certificate_id: str | None = None
     #: The destination drops a repeated Idempotency-Key, so an uncertain outcome may be retried.
     idempotent_retries: bool = False
+    #: PEM CA certificates that alone are trusted for this connection's server certificate (they
+    #: replace the system trust store: e.g. the ICP-Brasil roots for a production SEFAZ). None:
+    #: the system trust store. Checked when saved through the admin API (hub.delivery.tls).
+    trusted_ca_pem: str | None = Field(default=None, max_length=TRUSTED_CA_PEM_MAX_CHARS)
 
     @model_validator(mode="after")
     def _platform_rules(self) -> Destination:
@@ -135,6 +143,24 @@ class Destination(BaseModel):
         if self.protocol is DestinationProtocol.SOAP and self.soap is None:
             raise ValueError("protocol soap needs soap settings (wsdl, operation)")
         return self
+
+
+class Connection(BaseModel):
+    """A tenant's destination as its own item (issue 11): integrations name it by
+    `connection_id`, and the configuration repository resolves it into their `destination`.
+    `version` counts saved changes (optimistic updates: If-Match)."""
+
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
+
+    connection_id: str
+    tenant_id: str
+    name: str | None = None
+    version: int = Field(default=1, ge=1)
+    #: Its `connection_id` is this connection's; `client_certificate_id` too, when it uses the
+    #: certificate uploaded under the connection.
+    destination: Destination
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
 
 
 class TenantState(StrEnum):

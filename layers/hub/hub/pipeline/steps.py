@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from hub.delivery.port import Connector, DeliveryFailed, OutboundRequest
+from hub.delivery.port import Connector, DeliveryFailed, OutboundRequest, unusable_destination_class
 from hub.domain import idempotency
 from hub.domain.failure import ErrorClass
 from hub.domain.message import MessageRecord, PayloadFormat, PipelineStep, StepMessage
@@ -275,12 +275,7 @@ class Steps:
             return StepReport(StepOutcome.DONE, "observed")
         destination = integration.destination
         if destination is None:
-            self.finish(
-                step,
-                taken,
-                failed_outcome(ErrorClass.SYNTAX, "no destination configured", step, started, name="deliver"),
-                prefix=log,
-            )
+            self.finish(step, taken, _no_destination(integration, step, started), prefix=log)
             return StepReport(StepOutcome.DONE, "failed")
         request = OutboundRequest(
             message_id=record.message_id,
@@ -296,7 +291,7 @@ class Steps:
         except HubError as unusable:
             # A destination we cannot even call (unknown WSDL operation, unreadable client
             # certificate): no retry can fix it; an operator must change the connection.
-            error_class = ErrorClass.TLS if unusable.code == "certificate_invalid" else ErrorClass.SYNTAX
+            error_class = unusable_destination_class(unusable.code)
             self.finish(
                 step,
                 taken,
@@ -468,6 +463,19 @@ def failed_outcome(
         {"dest_status_text": text, "last_retry_error_class": str(error_class)},
         [{k: v for k, v in entry.items() if v is not None}],
     )
+
+
+def _no_destination(integration: Integration, step: StepMessage, now: datetime) -> Outcome:
+    """`error` / `syntax` (a configuration problem, never retried) for an integration with nowhere
+    to deliver: its connection (`connection_id`) is missing or another tenant's, or it names no
+    connection at all. Reprocess once an operator has fixed it."""
+    if integration.connection_id:
+        text = (
+            f"connection {integration.connection_id} not found for this tenant: "
+            "create it or point the integration at another connection, then reprocess"
+        )
+        return failed_outcome(ErrorClass.SYNTAX, text, step, now, field="connection_id", name="deliver")
+    return failed_outcome(ErrorClass.SYNTAX, "no destination configured", step, now, name="deliver")
 
 
 def internal_outcome(

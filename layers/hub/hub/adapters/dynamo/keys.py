@@ -34,6 +34,9 @@ under one fixed partition, ``CERT#EXPIRY`` /
 ``<not_after>#<tenant>#<connection>``, so the expiry check is one Query sorted by expiry.
 Admin tokens use GSI1 per scope, ``TENANT#<tenant>#ADMINTOKENS`` or ``PLATFORM#ADMINTOKENS`` /
 ``<token_id>`` (time-ordered), so each scope's listing is one Query, newest first.
+Connections use GSI1 per tenant, ``TENANT#<tenant>#CONNECTIONS`` / ``<connection_id>``, and
+integrations ``TENANT#<tenant>#INTEGRATIONS`` / ``<integration_id>`` (with a top-level
+``connection_id`` attribute), so a connection's users are one Query of its tenant's integrations.
 """
 
 from __future__ import annotations
@@ -96,6 +99,21 @@ def integration_key(integration_id: str) -> Key:
 def connection_key(connection_id: str) -> Key:
     """A tenant's connection (issue 11): where and how an integration delivers."""
     return {"PK": f"CONNECTION#{connection_id}", "SK": "CONFIG"}
+
+
+def connection_partition(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}#CONNECTIONS"
+
+
+def connection_index_keys(tenant_id: str, connection_id: str) -> Key:
+    """GSI1: a tenant's connections by id; a listing reads the items by the PK the index returns."""
+    return {"GSI1PK": connection_partition(tenant_id), "GSI1SK": connection_id}
+
+
+def tenant_integrations_partition(tenant_id: str) -> str:
+    """GSI1: a tenant's integrations (``<integration_id>`` sort keys), as the integrations admin
+    writes them; the connections admin reads it to refuse deleting a connection in use."""
+    return f"TENANT#{tenant_id}#INTEGRATIONS"
 
 
 def tenant_key(tenant_id: str) -> Key:

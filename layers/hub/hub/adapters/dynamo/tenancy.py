@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.connections import destination_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
 
@@ -67,10 +68,26 @@ def _ts(value: str | None) -> datetime | None:
 
 def integration_from(data: Mapping[str, Any]) -> Integration:
     integration = Integration.model_validate_json(data["config_json"])
+    changes: dict[str, Any] = {}
     gone_at = data.get("connection_gone_at")
     if gone_at:
-        integration = integration.model_copy(update={"connection_gone_at": datetime.fromisoformat(gone_at)})
-    return integration
+        changes["connection_gone_at"] = datetime.fromisoformat(gone_at)
+    # The integrations admin keeps the reference as a top-level attribute too (GSI1 readers).
+    if integration.connection_id is None and data.get("connection_id"):
+        changes["connection_id"] = str(data["connection_id"])
+    return integration.model_copy(update=changes) if changes else integration
+
+
+def with_connection(integration: Integration, connection: Mapping[str, Any] | None) -> Integration:
+    """`integration` with `destination` resolved from its connection's item: an embedded
+    destination (written before connections were items) wins; a connection that is missing or
+    another tenant's resolves to None, which the worker reports as `error` naming the connection
+    (hub.pipeline.steps)."""
+    if integration.destination is not None or integration.connection_id is None:
+        return integration
+    if connection is None or connection.get("tenant_id") != integration.tenant_id:
+        return integration
+    return integration.model_copy(update={"destination": destination_of(connection)})
 
 
 class DynamoConfigRepository:
@@ -84,8 +101,16 @@ class DynamoConfigRepository:
         return api_key_from(item) if item else None
 
     def get_integration(self, integration_id: str) -> Integration | None:
+        """The integration with its connection resolved into `destination` (one more read when
+        it names a connection; CachedConfig keeps the resolved integration)."""
         item = self._table.get(keys.integration_key(integration_id), consistent=False)
-        return integration_from(item) if item else None
+        if not item:
+            return None
+        integration = integration_from(item)
+        if integration.destination is None and integration.connection_id:
+            connection = self._table.get(keys.connection_key(integration.connection_id), consistent=False)
+            return with_connection(integration, connection)
+        return integration
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         item = self._table.get(keys.tenant_key(tenant_id), consistent=False)

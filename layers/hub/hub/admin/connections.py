@@ -1,0 +1,434 @@
+"""Connections, managed by operators (issue 11): a tenant's destinations as their own items,
+which integrations name by `connection_id`.
+
+- Saved with the pipeline's own model (`Destination`): what does not validate is a 400 naming
+  the field, and the worker never meets a connection it cannot read.
+- Platform `sefaz` forces SOAP (1.2) and mTLS: a connection says it uses the client certificate
+  uploaded under its id (`POST /api/admin/connections/{c}/certificate`) with
+  `use_client_certificate` (forced for sefaz); saving it without one of this tenant's is 422
+  `certificate_required`.
+- `trusted_ca_pem`: the only roots trusted for the server's certificate (they replace the
+  system trust store); checked when saved (hub.delivery.tls.parse_ca_bundle).
+- Credentials (bearer token, basic password, API key, OAuth2 client secret) are write-only: views
+  mask them; a save that leaves one out (or sends the mask) keeps the stored one while the auth
+  kind is unchanged.
+- Versioned: `If-Match` with a stale version is 412; a save equal to the stored content changes
+  nothing (same version, no audit entry). A save clears `connection_gone_at` on the
+  integrations using the connection (the operator has looked at the connection the 410 was about).
+- Deleting a connection an integration still uses is 409 `connection_in_use`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from hub.admin.access import Principal
+from hub.admin.audit import MASK, Audit
+from hub.domain.clock import utcnow
+from hub.domain.ids import new_id
+from hub.domain.tenancy import (
+    AuthKind,
+    Connection,
+    Destination,
+    DestinationProtocol,
+    HttpAuth,
+    Platform,
+    SoapSettings,
+)
+from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
+from hub.ports import ConnectionStore, VersionConflict
+
+logger = logging.getLogger(__name__)
+
+#: Connection ids in paths and bodies: no '#' (they are parts of table keys).
+CONNECTION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+#: The auth fields that hold secrets (write-only), per the kind that uses each.
+SECRET_FIELDS: dict[str, AuthKind] = {
+    "token": AuthKind.BEARER,
+    "password": AuthKind.BASIC,
+    "api_key": AuthKind.API_KEY,
+    "client_secret": AuthKind.OAUTH2_CLIENT_CREDENTIALS,
+}
+#: What each auth kind needs, secrets included, once stored secrets are kept.
+_REQUIRED: dict[AuthKind, tuple[str, ...]] = {
+    AuthKind.NONE: (),
+    AuthKind.BEARER: ("token",),
+    AuthKind.BASIC: ("username", "password"),
+    AuthKind.API_KEY: ("header_name", "api_key"),
+    AuthKind.OAUTH2_CLIENT_CREDENTIALS: ("token_url", "client_id", "client_secret"),
+}
+
+
+class ConnectionExists(Conflict):
+    code = "connection_exists"
+
+
+class ConnectionInUse(Conflict):
+    """An integration still delivers through the connection; `details.integration_ids`."""
+
+    code = "connection_in_use"
+
+
+class CertificateRequired(HubError):
+    """The connection uses mTLS (platform sefaz, or `use_client_certificate`) but no client
+    certificate of this tenant is uploaded under its id."""
+
+    code = "certificate_required"
+    http_status = 422
+
+
+class ConnectionSpec(BaseModel):
+    """A connection as the admin API takes it (create and PUT)."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    #: Create only (absent: generated, `con_` + 26 characters); on PUT, absent or the path's.
+    connection_id: str | None = Field(default=None, pattern=CONNECTION_ID_PATTERN)
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    #: Default `http`; `soap` for platform sefaz.
+    protocol: DestinationProtocol = DestinationProtocol.HTTP
+    platform: Platform = Platform.GENERIC
+    url: str = Field(min_length=1, max_length=2048)
+    method: str = Field(default="POST", pattern=r"^(GET|POST|PUT|PATCH|DELETE)$")
+    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    auth: HttpAuth = Field(default_factory=HttpAuth)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    read_timeout_seconds: float = Field(default=30.0, gt=0, le=300)
+    soap: SoapSettings | None = None
+    idempotent_retries: bool = False
+    trusted_ca_pem: str | None = Field(default=None, min_length=1, max_length=64 * 1024)
+    #: Present the client certificate uploaded under this connection's id (mTLS). Default false;
+    #: platform sefaz forces it.
+    use_client_certificate: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sefaz_defaults(cls, data: Any) -> Any:
+        """Platform sefaz means SOAP 1.2 with mTLS: what the operator leaves out is filled in;
+        a contradiction is refused by the Destination rules (400 naming the field)."""
+        if not isinstance(data, dict) or data.get("platform") != Platform.SEFAZ.value:
+            return data
+        data = {**data}
+        data.setdefault("protocol", DestinationProtocol.SOAP.value)
+        data.setdefault("use_client_certificate", True)
+        if isinstance(data.get("soap"), dict):
+            data["soap"] = {"soap_version": "1.2", **data["soap"]}
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if not url.startswith(("https://", "http://")):
+            raise ValueError("url must be an http(s) URL")
+        return url
+
+
+class ConnectionTester(Protocol):
+    def probe(self, destination: Destination, tenant_id: str) -> dict[str, Any]:
+        """One harmless call: {"ok", "error_class", "dest_status", "detail"} (hub.delivery.probe)."""
+        ...
+
+
+def masked_auth(auth: HttpAuth) -> dict[str, Any]:
+    view = auth.model_dump(mode="json")
+    for name in SECRET_FIELDS:
+        view[name] = MASK if view.get(name) else None
+    return view
+
+
+def connection_view(connection: Connection) -> dict[str, Any]:
+    """A connection as the admin API shows it: credentials masked."""
+    d = connection.destination
+    return {
+        "connection_id": connection.connection_id,
+        "tenant_id": connection.tenant_id,
+        "name": connection.name,
+        "version": connection.version,
+        "protocol": d.protocol.value,
+        "platform": d.platform.value,
+        "url": d.url,
+        "method": d.method,
+        "headers": dict(d.headers),
+        "auth": masked_auth(d.auth),
+        "connect_timeout_seconds": d.connect_timeout_seconds,
+        "read_timeout_seconds": d.read_timeout_seconds,
+        "soap": d.soap.model_dump(mode="json") if d.soap else None,
+        "idempotent_retries": d.idempotent_retries,
+        "use_client_certificate": d.client_certificate_id is not None,
+        "trusted_ca_pem": d.trusted_ca_pem,
+        "created_at": _iso(connection.created_at),
+        "updated_at": _iso(connection.updated_at),
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _invalid(field: str, message: str, problem: str = "value_error") -> ValidationFailed:
+    return ValidationFailed(
+        "connection failed validation", details=[{"field": field, "problem": problem, "message": message}]
+    )
+
+
+def kept_secrets(new: HttpAuth, stored: HttpAuth | None) -> HttpAuth:
+    """`new` with each secret it leaves out (None, or the mask) taken from `stored` when the
+    auth kind is unchanged; a secret the new kind does not use is dropped."""
+    changes: dict[str, Any] = {}
+    for name, kind in SECRET_FIELDS.items():
+        value = getattr(new, name)
+        if new.kind is not kind:
+            changes[name] = None
+        elif value in (None, MASK):
+            same_kind = stored is not None and stored.kind is new.kind
+            changes[name] = getattr(stored, name) if same_kind else None
+    return new.model_copy(update=changes)
+
+
+def _check_auth(auth: HttpAuth) -> None:
+    missing = [name for name in _REQUIRED[auth.kind] if not getattr(auth, name)]
+    if missing:
+        raise ValidationFailed(
+            "connection failed validation",
+            details=[
+                {
+                    "field": f"auth.{name}",
+                    "problem": "missing",
+                    "message": f"auth kind {auth.kind.value} needs it",
+                }
+                for name in missing
+            ],
+        )
+
+
+class ConnectionAdmin:
+    """The connection use cases of the admin API. The handler authorizes (role and the path's
+    tenant); every use case also checks that the stored connection is the path tenant's."""
+
+    def __init__(
+        self,
+        store: ConnectionStore,
+        audit: Audit,
+        tester: Callable[[], ConnectionTester] | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._audit = audit
+        self._tester = tester
+        self._clock = clock
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def get(self, tenant_id: str, connection_id: str) -> dict[str, Any]:
+        return connection_view(self._stored(tenant_id, connection_id))
+
+    def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> dict[str, Any]:
+        page = self._store.list_connections(tenant_id, limit, cursor)
+        return {"items": [connection_view(c) for c in page.connections], "next_cursor": page.next_cursor}
+
+    # --- writes -------------------------------------------------------------------------------
+
+    def create(self, principal: Principal, tenant_id: str, spec: ConnectionSpec) -> dict[str, Any]:
+        """A new connection (version 1); ConnectionExists (409) when the id is taken."""
+        if not self._store.tenant_exists(tenant_id):
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        connection_id = spec.connection_id or new_id("con")
+        now = self._clock()
+        connection = Connection(
+            connection_id=connection_id,
+            tenant_id=tenant_id,
+            name=spec.name,
+            version=1,
+            destination=self._destination(tenant_id, connection_id, spec, None),
+            created_at=now,
+            updated_at=now,
+        )
+        try:
+            self._store.create(connection)
+        except Conflict as taken:
+            raise ConnectionExists(
+                "a connection with this id exists", details={"connection_id": connection_id}
+            ) from taken
+        view = connection_view(connection)
+        self._record(principal, "connection.created", connection, before=None, after=view, at=now)
+        return view
+
+    def update(
+        self,
+        principal: Principal,
+        tenant_id: str,
+        connection_id: str,
+        spec: ConnectionSpec,
+        if_match: int | None,
+    ) -> dict[str, Any]:
+        """Replaces the connection's content (secrets left out are kept). Stale `if_match` →
+        412; equal content → the stored view, unchanged."""
+        if spec.connection_id not in (None, connection_id):
+            raise _invalid("connection_id", "differs from the connection in the path")
+        stored = self._stored(tenant_id, connection_id)
+        self._check_version(stored, if_match)
+        destination = self._destination(tenant_id, connection_id, spec, stored.destination)
+        before = connection_view(stored)
+        if destination == stored.destination and spec.name == stored.name:
+            return before
+        now = self._clock()
+        changed = stored.model_copy(
+            update={
+                "name": spec.name,
+                "destination": destination,
+                "version": stored.version + 1,
+                "updated_at": now,
+            }
+        )
+        try:
+            self._store.replace(changed, stored.version)
+        except VersionConflict as lost:
+            raise _stale(connection_id, lost.current) from lost
+        using = self._store.integrations_using(tenant_id, connection_id)
+        self._store.clear_connection_gone(using, connection_id)
+        after = connection_view(changed)
+        self._record(principal, "connection.updated", changed, before=before, after=after, at=now)
+        return after
+
+    def delete(self, principal: Principal, tenant_id: str, connection_id: str, if_match: int | None) -> None:
+        """Deletes an unused connection; ConnectionInUse (409) while an integration names it.
+        The client certificate uploaded under its id stays (this tenant's, for a new connection
+        of the same id)."""
+        stored = self._stored(tenant_id, connection_id)
+        self._check_version(stored, if_match)
+        using = self._store.integrations_using(tenant_id, connection_id)
+        if using:
+            raise ConnectionInUse(
+                "integrations deliver through this connection: point them elsewhere first",
+                details={"integration_ids": using},
+            )
+        try:
+            self._store.delete(connection_id, stored.version)
+        except VersionConflict as lost:
+            raise _stale(connection_id, lost.current) from lost
+        self._record(
+            principal,
+            "connection.deleted",
+            stored,
+            before=connection_view(stored),
+            after=None,
+            at=self._clock(),
+        )
+
+    # --- the test tool ------------------------------------------------------------------------
+
+    def test(self, tenant_id: str, connection_id: str) -> dict[str, Any]:
+        """One harmless call to the connection (no message, no writes): what a delivery would
+        get, as {"ok", "error_class", "dest_status", "detail"}."""
+        stored = self._stored(tenant_id, connection_id)
+        if self._tester is None:
+            raise HubError("the connection test is not configured")
+        return self._tester().probe(stored.destination, tenant_id)
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _stored(self, tenant_id: str, connection_id: str) -> Connection:
+        stored = self._store.get(connection_id)
+        # Another tenant's connection is exactly as missing as one that does not exist.
+        if stored is None or stored.tenant_id != tenant_id:
+            raise NotFound("connection not found", details={"connection_id": connection_id})
+        return stored
+
+    @staticmethod
+    def _check_version(stored: Connection, if_match: int | None) -> None:
+        if if_match is not None and if_match != stored.version:
+            raise _stale(stored.connection_id, stored.version)
+
+    def _destination(
+        self, tenant_id: str, connection_id: str, spec: ConnectionSpec, stored: Destination | None
+    ) -> Destination:
+        """The pipeline's model of the connection, or the 400/422 that says why not."""
+        auth = kept_secrets(spec.auth, stored.auth if stored else None)
+        _check_auth(auth)
+        if spec.platform is Platform.SEFAZ and not spec.use_client_certificate:
+            raise _invalid("use_client_certificate", "platform sefaz requires mTLS with a client certificate")
+        if spec.use_client_certificate and self._store.certificate_tenant(connection_id) != tenant_id:
+            raise CertificateRequired(
+                "upload the connection's client certificate first "
+                "(POST /api/admin/connections/{connection_id}/certificate)",
+                details={"connection_id": connection_id},
+            )
+        if spec.trusted_ca_pem is not None:
+            self._check_bundle(spec.trusted_ca_pem)
+        data: Mapping[str, Any] = {
+            "connection_id": connection_id,
+            "protocol": spec.protocol,
+            "platform": spec.platform,
+            "url": spec.url,
+            "method": spec.method,
+            "headers": spec.headers,
+            "auth": auth,
+            "connect_timeout_seconds": spec.connect_timeout_seconds,
+            "read_timeout_seconds": spec.read_timeout_seconds,
+            "soap": spec.soap,
+            "idempotent_retries": spec.idempotent_retries,
+            "trusted_ca_pem": spec.trusted_ca_pem,
+            "client_certificate_id": connection_id if spec.use_client_certificate else None,
+        }
+        try:
+            return Destination.model_validate(data)
+        except ValidationError as exc:
+            details = [
+                {
+                    "field": ".".join(str(p) for p in err["loc"]) or "connection",
+                    "problem": err["type"],
+                    "message": err["msg"],
+                }
+                for err in exc.errors(include_input=False, include_url=False)
+            ]
+            raise ValidationFailed("connection failed validation", details=details) from None
+
+    def _check_bundle(self, pem: str) -> None:
+        from hub.delivery.tls import parse_ca_bundle  # noqa: PLC0415 - cryptography only when given
+
+        try:
+            parse_ca_bundle(pem, self._clock())
+        except ValueError as bad:
+            raise _invalid("trusted_ca_pem", str(bad), "ca_bundle") from None
+
+    def _record(
+        self,
+        principal: Principal,
+        action: str,
+        connection: Connection,
+        *,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        at: datetime,
+    ) -> None:
+        self._audit.record(
+            principal,
+            connection.tenant_id,
+            action,
+            {"connection_id": connection.connection_id},
+            at,
+            before=before,
+            after=after,
+        )
+        logger.info(
+            action.replace(".", " "),
+            extra={
+                "tenant_id": connection.tenant_id,
+                "connection_id": connection.connection_id,
+                "actor": principal.token_id,
+            },
+        )
+
+
+def _stale(connection_id: str, current: int | None) -> HubError:
+    if current is None:
+        return NotFound("connection not found", details={"connection_id": connection_id})
+    return PreconditionFailed(
+        "the connection changed since it was read: read it again", details={"current_version": current}
+    )

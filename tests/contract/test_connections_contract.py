@@ -1,0 +1,221 @@
+"""The connection store's contract (hub.ports.ConnectionStore), run against the in-memory fake
+(tests/fakes/connections.py) and the DynamoDB adapter on moto; and both configuration
+repositories resolving an integration's `connection_id` from the items the store writes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.connections import DynamoConnections
+from hub.adapters.dynamo.table import Table
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.domain.tenancy import AuthKind, Connection, Destination, HttpAuth, Integration, Tenant
+from hub.errors import Conflict, ValidationFailed
+from hub.ports import VersionConflict
+from tests.fakes import FakeConfig, FakeTable
+from tests.fakes.connections import FakeConnections
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+class Side:
+    """One implementation: the store, the configuration repository over the same items, and a
+    raw put (what the integrations admin and the certificate upload write)."""
+
+    def __init__(self, store: Any, config: Any, put: Any) -> None:
+        self.store = store
+        self.config = config
+        self.put = put
+
+
+@pytest.fixture(params=("fake", "dynamo"))
+def side(request: pytest.FixtureRequest) -> Side:
+    if request.param == "fake":
+        table = FakeTable()
+        return Side(FakeConnections(table), FakeConfig(table), table.put)
+    name = request.getfixturevalue("dynamo_table")
+    return Side(DynamoConnections(name), DynamoConfigRepository(name), Table(name).put)
+
+
+def fresh(prefix: str = "c") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def connection(connection_id: str, tenant_id: str, version: int = 1, **destination: Any) -> Connection:
+    return Connection(
+        connection_id=connection_id,
+        tenant_id=tenant_id,
+        name="ERP",
+        version=version,
+        destination=Destination(
+            connection_id=connection_id,
+            url=destination.pop("url", "https://erp.example.com/orders"),
+            **destination,
+        ),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+
+def put_integration(
+    side: Side, integration_id: str, tenant_id: str, reference: str | None, **extra: Any
+) -> None:
+    """`reference` is the top-level `connection_id` attribute; `extra` goes into config_json."""
+    config = Integration(integration_id=integration_id, tenant_id=tenant_id, name="i", **extra)
+    side.put(
+        {
+            **keys.integration_key(integration_id),
+            "GSI1PK": keys.tenant_integrations_partition(tenant_id),
+            "GSI1SK": integration_id,
+            "item_type": "integration",
+            "tenant_id": tenant_id,
+            "version": 1,
+            **({"connection_id": reference} if reference else {}),
+            "config_json": config.model_dump_json(),
+        }
+    )
+
+
+def test_a_created_connection_reads_back_and_its_id_is_taken_once(side):
+    connection_id, tenant = fresh(), fresh("t")
+    stored = connection(connection_id, tenant, auth=HttpAuth(kind=AuthKind.BEARER, token="tok"))
+    side.store.create(stored)
+
+    with pytest.raises(Conflict):
+        side.store.create(connection(connection_id, fresh("t")))
+
+    assert side.store.get(connection_id) == stored
+    assert side.store.get(fresh()) is None
+
+
+def test_replace_and_delete_hold_only_at_the_expected_version(side):
+    connection_id, tenant = fresh(), fresh("t")
+    side.store.create(connection(connection_id, tenant))
+    second = connection(connection_id, tenant, version=2, url="https://erp.example.com/v2")
+
+    side.store.replace(second, 1)
+    with pytest.raises(VersionConflict) as lost:
+        side.store.replace(connection(connection_id, tenant, version=2), 1)
+    assert lost.value.current == 2
+    with pytest.raises(VersionConflict) as stale_delete:
+        side.store.delete(connection_id, 1)
+    assert stale_delete.value.current == 2
+
+    assert side.store.get(connection_id) == second
+    side.store.delete(connection_id, 2)
+    assert side.store.get(connection_id) is None
+    with pytest.raises(VersionConflict) as gone:
+        side.store.delete(connection_id, 2)
+    assert gone.value.current is None
+
+
+def test_the_listing_pages_a_tenants_connections_by_id(side):
+    tenant, other = fresh("t"), fresh("t")
+    for name in ("c", "a", "b"):
+        side.store.create(connection(f"{tenant}-{name}", tenant))
+    side.store.create(connection(f"{other}-a", other))
+
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = side.store.list_connections(tenant, 2, cursor)
+        assert len(page.connections) <= 2
+        seen += [c.connection_id for c in page.connections]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+
+    assert seen == [f"{tenant}-a", f"{tenant}-b", f"{tenant}-c"]
+
+
+def test_a_cursor_of_another_listing_is_refused_by_the_adapter(dynamo_table):
+    store = DynamoConnections(dynamo_table)
+    tenant, other = fresh("t"), fresh("t")
+    for n in range(3):
+        store.create(connection(f"{other}-{n}", other))
+    foreign_cursor = store.list_connections(other, 1, None).next_cursor
+    assert foreign_cursor is not None
+
+    with pytest.raises(ValidationFailed):
+        store.list_connections(tenant, 1, foreign_cursor)
+
+
+def test_users_of_a_connection_are_the_tenants_integrations_naming_it(side):
+    tenant, connection_id = fresh("t"), fresh()
+    put_integration(side, f"{tenant}-1", tenant, connection_id)
+    put_integration(side, f"{tenant}-2", tenant, "elsewhere")
+    put_integration(side, f"{tenant}-3", tenant, None)
+    put_integration(side, fresh("int"), fresh("t"), connection_id)
+
+    assert side.store.integrations_using(tenant, connection_id) == [f"{tenant}-1"]
+    assert side.store.integrations_using(tenant, fresh()) == []
+
+
+def test_clearing_the_gone_flag_only_touches_integrations_still_using_the_connection(side):
+    tenant, connection_id = fresh("t"), fresh()
+    put_integration(side, f"{tenant}-1", tenant, connection_id)
+    put_integration(side, f"{tenant}-2", tenant, "elsewhere")
+    for integration_id in (f"{tenant}-1", f"{tenant}-2"):
+        side.config.flag_connection_gone(integration_id, NOW, "410")
+
+    side.store.clear_connection_gone([f"{tenant}-1", f"{tenant}-2", fresh("missing")], connection_id)
+
+    assert side.config.get_integration(f"{tenant}-1").connection_gone_at is None
+    assert side.config.get_integration(f"{tenant}-2").connection_gone_at == NOW
+    assert side.config.get_integration(fresh("missing")) is None
+
+
+def test_tenant_and_certificate_lookups(side):
+    tenant, connection_id = fresh("t"), fresh()
+    assert side.store.tenant_exists(tenant) is False
+    assert side.store.certificate_tenant(connection_id) is None
+    side.config.put_tenant(Tenant(tenant_id=tenant, name="T"))
+    side.put({**keys.certificate_key(connection_id), "tenant_id": tenant, "connection_id": connection_id})
+
+    assert side.store.tenant_exists(tenant) is True
+    assert side.store.certificate_tenant(connection_id) == tenant
+
+
+class TestResolution:
+    def test_connection_id_resolves_into_the_destination(self, side):
+        tenant, connection_id = fresh("t"), fresh()
+        side.store.create(connection(connection_id, tenant, auth=HttpAuth(kind=AuthKind.BEARER, token="tok")))
+        put_integration(side, f"{tenant}-i", tenant, connection_id, connection_id=connection_id)
+
+        resolved = side.config.get_integration(f"{tenant}-i")
+
+        assert resolved.connection_id == connection_id
+        assert resolved.destination == side.store.get(connection_id).destination
+
+    def test_the_top_level_attribute_alone_is_enough(self, side):
+        tenant, connection_id = fresh("t"), fresh()
+        side.store.create(connection(connection_id, tenant))
+        put_integration(side, f"{tenant}-i", tenant, connection_id)
+
+        resolved = side.config.get_integration(f"{tenant}-i")
+
+        assert (resolved.connection_id, resolved.destination.connection_id) == (connection_id, connection_id)
+
+    def test_a_missing_or_another_tenants_connection_is_no_destination(self, side):
+        tenant, theirs = fresh("t"), fresh()
+        side.store.create(connection(theirs, fresh("t")))
+        put_integration(side, f"{tenant}-foreign", tenant, theirs)
+        put_integration(side, f"{tenant}-missing", tenant, fresh())
+
+        for integration_id in (f"{tenant}-foreign", f"{tenant}-missing"):
+            resolved = side.config.get_integration(integration_id)
+            assert resolved.destination is None
+            assert resolved.connection_id is not None
+
+    def test_an_embedded_destination_wins_over_the_reference(self, side):
+        tenant, connection_id = fresh("t"), fresh()
+        side.store.create(connection(connection_id, tenant))
+        embedded = Destination(url="https://legacy.example.com/in")
+        put_integration(side, f"{tenant}-i", tenant, connection_id, destination=embedded)
+
+        assert side.config.get_integration(f"{tenant}-i").destination == embedded
