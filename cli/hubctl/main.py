@@ -25,7 +25,7 @@ from hubctl.output import as_json, fields, table
 from hubctl.plan import Action, diff_text, masked, plan
 
 EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
-SHOWN_ONCE = "Store it now: it is shown only once and cannot be read back."
+SHOWN_ONCE = "Store it now: the hub keeps only its hash and cannot show it again."
 
 TENANT_COLUMNS = ("tenant_id", "name", "default_mode", "state", "created_at")
 INTEGRATION_COLUMNS = ("integration_id", "name", "mode", "connection_id", "version", "updated_at")
