@@ -434,7 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hubctl", description="The Integration Hub's admin API from the command line (docs/hubctl.md)."
     )
     parser.add_argument("--version", action="version", version=f"hubctl {__version__}")
-    parser.add_argument("--url", help=f"admin API URL (else ${'HUB_ADMIN_URL'} or the profile)")
+    parser.add_argument("--url", help="admin API URL (else $HUB_ADMIN_URL or the profile)")
     parser.add_argument(
         "--token", help="admin token (prefer $HUB_ADMIN_TOKEN or a profile: flags stay in history)"
     )
@@ -444,7 +444,20 @@ def build_parser() -> argparse.ArgumentParser:
     _configuration_commands(commands)
     _credential_commands(commands)
     _operation_commands(commands)
+    _output_anywhere(parser)
     return parser
+
+
+def _output_anywhere(parser: argparse.ArgumentParser) -> None:
+    """`-o json` after the command too (`hubctl keys list --tenant t -o json`): each command's
+    own option, which overrides the global one only when given."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+                    _output_anywhere(sub)
+                elif "--output" not in sub._option_string_actions:
+                    sub.add_argument("-o", "--output", choices=("table", "json"), default=argparse.SUPPRESS)
 
 
 Commands = Any  # argparse's _SubParsersAction, private

@@ -455,3 +455,28 @@ def test_the_token_is_never_printed_even_when_given_as_a_flag(api):
 
     assert ran.code == 1
     assert TOKEN not in ran.out + ran.err
+
+
+def test_the_output_format_may_follow_the_command(api):
+    api.canned[("GET", "/api/admin/tenants")] = httpx.Response(200, json={"items": [], "next_cursor": None})
+
+    after = hubctl(api, "list", "tenants", "-o", "json")
+    before = hubctl(api, "-o", "json", "list", "tenants")
+    default = hubctl(api, "list", "tenants")
+
+    assert json.loads(after.out) == json.loads(before.out) == {"items": [], "next_cursor": None}
+    assert default.out.strip() == "(none)"
+
+
+def test_without_password_stdin_the_password_is_prompted_for(api, tmp_path, monkeypatch):
+    pfx = tmp_path / "a1.pfx"
+    pfx.write_bytes(b"pfx")
+    prompts: list[str] = []
+    monkeypatch.setattr("getpass.getpass", lambda prompt: prompts.append(prompt) or "typed-pass")
+    api.canned[("POST", "/api/admin/connections/c1/certificate")] = httpx.Response(201, json={"level": "ok"})
+
+    ran = hubctl(api, "certificates", "upload", "c1", "--tenant", "t", "--pfx", str(pfx), stdin="not-this\n")
+
+    assert ran.code == 0, ran.err
+    assert prompts == ["PFX password: "]
+    assert json.loads(api.requests[0].content)["password"] == "typed-pass"
