@@ -1,0 +1,5 @@
+import sys
+
+from hubctl.main import main
+
+sys.exit(main())

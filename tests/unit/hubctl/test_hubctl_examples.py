@@ -1,0 +1,118 @@
+"""Every file in examples/ is what the admin API accepts: each part validated with the hub's own
+models (the ones the API validates a save with), and each mapping run on its sample payload."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hub.domain.mapping_spec import MappingSpec
+from hub.domain.retry import RetryPolicy
+from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
+from hub.domain.webhook_config import InboundWebhook
+from hub.mapping import apply_mapping
+from hubctl.manifest import Kind, Resource, load
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+#: Connection fields that are the connection item's own, not the delivery settings (Destination).
+CONNECTION_ONLY = {"name", "trusted_ca_pem"}
+#: What the admin API's integration body takes besides the id (docs/admin_api_contract).
+INTEGRATION_FIELDS = {
+    "name",
+    "mode",
+    "connection_id",
+    "message_types",
+    "unknown_message_types",
+    "retry_policy",
+    "inbound_webhook",
+}
+#: Values for the files' ${VARIABLES}: of the form each field needs (a whsec_ secret, a URL).
+ENVIRONMENT = {"SHOP_WEBHOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+
+
+def environment_for(path: Path) -> dict[str, str]:
+    names = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", path.read_text()))
+    return {
+        name: ENVIRONMENT.get(name, "https://example.test/in" if name.endswith("_URL") else "s3cr3t-value")
+        for name in names
+    }
+
+
+def resources() -> list[Resource]:
+    return [resource for path in EXAMPLES for resource in load(path, environment_for(path))]
+
+
+def test_the_four_examples_are_there() -> None:
+    assert {p.name for p in EXAMPLES} == {
+        "rest.yaml",
+        "sap_idoc_to_rest.yaml",
+        "sefaz_nfe_status.yaml",
+        "signed_webhook.yaml",
+    }
+
+
+@pytest.mark.parametrize("resource", resources(), ids=lambda r: f"{r.origin}:{r.id}")
+def test_each_part_validates_with_the_hubs_models(resource: Resource) -> None:
+    spec = resource.spec
+    if resource.kind is Kind.TENANT:
+        assert set(spec) <= {"name", "default_mode"}
+        IntegrationMode(spec.get("default_mode", "observability"))
+        return
+    if resource.kind is Kind.CONNECTION:
+        Destination.model_validate({k: v for k, v in spec.items() if k not in CONNECTION_ONLY})
+        return
+    assert set(spec) <= INTEGRATION_FIELDS
+    for config in spec.get("message_types", {}).values():
+        MessageTypeConfig.model_validate(config)
+    RetryPolicy.model_validate(spec.get("retry_policy", {}))
+    if spec.get("inbound_webhook") is not None:
+        InboundWebhook.model_validate(spec["inbound_webhook"])
+    Integration.model_validate({**spec, "integration_id": resource.id, "tenant_id": resource.tenant})
+
+
+def test_every_connection_an_integration_names_is_in_the_examples() -> None:
+    found = resources()
+    connections = {(r.tenant, r.id) for r in found if r.kind is Kind.CONNECTION}
+    named = {(r.tenant, r.spec["connection_id"]) for r in found if r.kind is Kind.INTEGRATION}
+    assert named <= connections
+
+
+def test_no_example_holds_a_secret_value() -> None:
+    # Secrets come from ${VARIABLES}: a file may be committed and shared.
+    for path in EXAMPLES:
+        text = path.read_text()
+        assert not re.search(r"whsec_[A-Za-z0-9+/=]{8,}", text), path.name
+        assert not re.search(r"(token|secret|password):\s*[^$\s{]", text), path.name
+
+
+def _spec_of(integration_id: str, message_type: str) -> MappingSpec:
+    [found] = [r for r in resources() if r.id == integration_id]
+    return MappingSpec.model_validate(found.spec["message_types"][message_type]["mapping"])
+
+
+def test_the_sap_idoc_mapping_turns_the_sample_orders05_into_the_json_order() -> None:
+    idoc = (ROOT / "examples/payloads/orders05.xml").read_text()
+
+    result = apply_mapping(_spec_of("int_sap_orders", "sap_orders05"), idoc)
+
+    order: dict[str, Any] = json.loads(result.body)["order"]
+    assert result.content_type == "application/json"
+    assert order["number"] == "4500001234"
+    assert order["delivery_date"] == "2024-01-31"
+    assert [line["sku"] for line in order["lines"]] == ["MAT-001", "MAT-002"]
+
+
+def test_the_sefaz_mapping_builds_the_cons_stat_serv_request() -> None:
+    sample = json.loads((ROOT / "examples/payloads/nfe_status.json").read_text())
+
+    result = apply_mapping(_spec_of("int_sefaz_status", "nfe_status"), json.dumps(sample))
+
+    assert result.body == (
+        b'<consStatServ xmlns="http://www.portalfiscal.inf.br/nfe" versao="4.00">'
+        b"<tpAmb>2</tpAmb><cUF>35</cUF><xServ>STATUS</xServ></consStatServ>"
+    )
