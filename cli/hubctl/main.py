@@ -52,7 +52,7 @@ MESSAGE_COLUMNS = (
     "updated_at",
 )
 AUDIT_COLUMNS = ("at", "actor", "action", "target")
-TABS = ("error", "waiting", "dead_letter", "all")
+TABS = ("error", "waiting", "dead_letter")
 
 
 class UsageError(Exception):
