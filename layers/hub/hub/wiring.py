@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import AuditTrail
+    from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
     from hub.admin.tenants import TenantAdmin
     from hub.alerts.notifier import AlertNotifier
@@ -223,6 +224,14 @@ def tenant_admin() -> TenantAdmin:
 
 
 @lru_cache(maxsize=1)
+def integration_admin() -> IntegrationAdmin:
+    from hub.adapters.dynamo.integrations import DynamoIntegrations
+    from hub.admin.integrations import IntegrationAdmin
+
+    return IntegrationAdmin(DynamoIntegrations(settings().table_name), audit_trail())
+
+
+@lru_cache(maxsize=1)
 def cert_expiry_alerter() -> CertExpiryAlerter:
     """The daily expiry check: alerts to Slack when configured (else only logged)."""
     from hub.adapters.certificates import DynamoCertAlertClaims, DynamoCertificateRepository
@@ -258,6 +267,7 @@ def reset() -> None:
     certificate_service.cache_clear()
     api_key_admin.cache_clear()
     tenant_admin.cache_clear()
+    integration_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     settings.cache_clear()
