@@ -7,13 +7,14 @@ delivered by the real PipelineWorkerFunction (the pipeline reads what the API wr
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import boto3
 import pytest
 
-from hub import wiring
 from hub.adapters.dynamo.keys import connection_key, integration_key
+from hub.adapters.dynamo.table import format_ts
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.clock import utcnow
 from hub.domain.tenancy import Integration, MessageTypeConfig
@@ -90,6 +91,17 @@ def raw_item(stack, integration_id: str) -> dict[str, Any]:
         TableName=stack.table, Key={k: {"S": v} for k, v in integration_key(integration_id).items()}
     )["Item"]
     return {name: next(iter(value.values())) for name, value in item.items()}
+
+
+def age_reception(stack, integration_id: str, *, hours: int) -> None:
+    """As if the integration's last recorded reception were `hours` ago."""
+    key = {k: {"S": v} for k, v in integration_key(integration_id).items()}
+    boto3.client("dynamodb").update_item(
+        TableName=stack.table,
+        Key=key,
+        UpdateExpression="SET last_received_at = :at",
+        ExpressionAttributeValues={":at": {"S": format_ts(utcnow() - timedelta(hours=hours))}},
+    )
 
 
 def audit_actions(stack, tenant: str) -> list[str]:
@@ -271,7 +283,7 @@ class TestSecrets:
         assert stored is not None
         assert stored.name == "Left out"
         assert stored.inbound_webhook is not None
-        assert stored.inbound_webhook.verification.secrets == (WHSEC,)  # type: ignore[union-attr]
+        assert stored.inbound_webhook.verification.secrets == (WHSEC,)
         assert stored.destination is not None
         assert stored.destination.auth.token == BEARER
         audit = [i for i in stack.scan() if i["PK"]["S"] == "AUDIT#t1"]
@@ -287,7 +299,7 @@ class TestSecrets:
 
         stored = DynamoConfigRepository(stack.table).get_integration("int_po")
         assert stored is not None
-        assert stored.inbound_webhook.verification.secrets == (rotated,)  # type: ignore[union-attr]
+        assert stored.inbound_webhook.verification.secrets == (rotated,)
 
 
 class TestDelete:
@@ -303,18 +315,39 @@ class TestDelete:
         assert admin("DELETE", url(integration="int_po")).status == 404
         assert audit_actions(stack, "t1") == ["integration.created", "integration.deleted"]
 
-    def test_refused_while_a_message_of_it_waits_in_error(
+    def test_refused_while_its_messages_may_be_in_flight_then_while_one_waits_in_error(
         self, stack, tenants, admin, ingest_api, worker, destination
     ):
         destination.script(Answer(status=400, body='{"error": "bad po"}'))
         key = created_integration_and_key(admin, destination.url)
         assert send(ingest_api, key).status == 202
+        received = raw_item(stack, "int_po")["last_received_at"]
+
+        in_flight = admin("DELETE", url(integration="int_po"))
         worker()
+        age_reception(stack, "int_po", hours=2)
+        waiting = admin("DELETE", url(integration="int_po"))
 
-        refused = admin("DELETE", url(integration="int_po"))
-
-        assert (refused.status, refused.body["error"]["code"]) == (409, "integration_in_use")
+        assert (in_flight.status, in_flight.body["error"]["code"]) == (409, "integration_in_use")
+        assert in_flight.body["error"]["details"]["reason"] == "in_flight"
+        assert in_flight.body["error"]["details"]["last_received_at"] == received
+        assert (waiting.status, waiting.body["error"]["code"]) == (409, "integration_in_use")
+        assert waiting.body["error"]["details"]["reason"] == "waiting"
         assert admin("GET", url(integration="int_po")).status == 200
+
+    def test_allowed_once_its_messages_are_sent_and_the_in_flight_window_is_over(
+        self, stack, tenants, admin, ingest_api, worker, destination
+    ):
+        key = created_integration_and_key(admin, destination.url)
+        assert send(ingest_api, key).status == 202
+        worker()
+        assert stack.message_items()[0]["pipeline_status"]["S"] == "sent"
+        assert admin("DELETE", url(integration="int_po")).status == 409
+
+        age_reception(stack, "int_po", hours=2)
+
+        assert admin("DELETE", url(integration="int_po")).status == 204
+        assert admin("GET", url(integration="int_po")).status == 404
 
 
 class TestPreview:
@@ -400,12 +433,6 @@ def send(ingest_api, key: str, po: str = "PO-1") -> HttpAnswer:
     }
     headers: dict[str, str | None] = {"authorization": f"Bearer {key}", "idempotency-key": None}
     return ingest_api(http_event("receive_message.json", body=request, headers=headers))
-
-
-@pytest.fixture
-def no_cache(stack, monkeypatch):
-    monkeypatch.setenv("HUB_CONFIG_CACHE_SECONDS", "0")
-    wiring.reset()
 
 
 def test_a_message_to_an_integration_created_over_the_api_is_mapped_and_delivered(

@@ -251,6 +251,9 @@ class StoredIntegration:
 
     integration: Integration
     version: int
+    #: When ingest last recorded a message for it (hub.ingest.receptions): at most its
+    #: MARK_EVERY before the last reception; None when never recorded.
+    last_received_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -288,9 +291,10 @@ class IntegrationStore(Protocol):
         current one (NotFound when gone). Keeps the hub's other attributes of the item."""
         ...
 
-    def delete(self, integration_id: str, expected_version: int) -> None:
-        """Deletes the integration while it is at `expected_version` (PreconditionFailed
-        otherwise; NotFound when gone)."""
+    def delete(self, current: StoredIntegration) -> None:
+        """Deletes the integration while it is as read in `current`: the same version
+        (PreconditionFailed otherwise; NotFound when gone) and no reception recorded since
+        (Conflict otherwise)."""
         ...
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:

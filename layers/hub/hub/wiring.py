@@ -39,10 +39,12 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def ingestor() -> Ingestor:
     from hub.adapters.dynamo.api_keys import DynamoKeyUse
+    from hub.adapters.dynamo.integrations import DynamoReceptions
     from hub.adapters.dynamo.messages import DynamoMessageRepository
     from hub.adapters.sqs import SqsStepQueue
     from hub.ingest.key_usage import KeyUsage
     from hub.ingest.receive import Ingestor
+    from hub.ingest.receptions import Receptions
 
     s = settings()
     return Ingestor(
@@ -51,6 +53,7 @@ def ingestor() -> Ingestor:
         SqsStepQueue(s.pipeline_queue_url),
         s,
         usage=KeyUsage(DynamoKeyUse(s.table_name)),
+        receptions=Receptions(DynamoReceptions(s.table_name)),
     )
 
 

@@ -42,8 +42,10 @@ from hub.errors import (
     UnknownMessageType,
     ValidationFailed,
 )
+from hub.ingest.receptions import MARK_EVERY
 from hub.mapping import MappingError
 from hub.mapping.engine import apply_mapping, looks_like_xml, passthrough, read_payload
+from hub.pipeline.rules import LONGEST_IN_FLIGHT
 from hub.ports import IntegrationStore, StoredIntegration
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ logger = logging.getLogger(__name__)
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 #: Fields of a view the hub sets: a body may carry them back (a view edited and saved); they are
 #: ignored, never stored from the request.
-_READ_ONLY = ("version", "connection_gone_at")
+_READ_ONLY = ("version", "connection_gone_at", "last_received_at")
 
 
 class IntegrationExists(Conflict):
@@ -84,11 +86,21 @@ class IntegrationBody(Integration):
     model_config = ConfigDict(frozen=True, hide_input_in_errors=True, extra="forbid")
 
 
+#: How long after its last recorded reception an integration may still have messages in flight:
+#: the pipeline's bound, plus how much older than the last reception the record may be.
+IN_FLIGHT_AFTER_RECEPTION = LONGEST_IN_FLIGHT + MARK_EVERY
+
+
 def integration_view(stored: StoredIntegration) -> dict[str, Any]:
     """An integration as the admin API shows it: its configuration with every secret masked,
-    its version, and whether its connection was found gone (410)."""
+    its version, whether its connection was found gone (410), and about when it last received
+    a message (hub.ingest.receptions: up to 5 minutes early; null when never)."""
     shown = redact_credentials(stored.integration.model_dump(mode="json"))
-    return {**shown, "version": stored.version}
+    return {**shown, "version": stored.version, "last_received_at": _iso(stored.last_received_at)}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 def _has_scheme_of(incoming: Mapping[str, Any], stored: Mapping[str, Any]) -> bool:
@@ -244,10 +256,11 @@ class IntegrationAdmin:
                 details=[{"field": "integration_id", "problem": "must be the path's integration id"}],
             )
         integration = self._validated(self._tenant(tenant_id), integration_id, data, current.integration)
-        unchanged = StoredIntegration(integration, current.version)
+        unchanged = StoredIntegration(integration, current.version, current.last_received_at)
         if _config(unchanged) == _config(current) and current.integration.connection_gone_at is None:
             return integration_view(current)
         stored = self._store.replace(integration, current.version)
+        stored = StoredIntegration(stored.integration, stored.version, current.last_received_at)
         before, after = integration_view(current), integration_view(stored)
         self._record(principal, "integration.updated", stored, before=before, after=after)
         return after
@@ -258,13 +271,31 @@ class IntegrationAdmin:
         ("Issue 11 - integrations") for what counts as in flight."""
         current = self._owned(tenant_id, integration_id)
         self._check_version(current, if_match)
+        received = current.last_received_at
+        if received is not None and self._clock() - received < IN_FLIGHT_AFTER_RECEPTION:
+            raise IntegrationInUse(
+                "this integration received messages recently; some may still be in flight: stop its "
+                "traffic (revoke its keys, close its webhook) and delete it once they are done",
+                details={
+                    "integration_id": integration_id,
+                    "reason": "in_flight",
+                    "last_received_at": _iso(received),
+                    "deletable_after": _iso(received + IN_FLIGHT_AFTER_RECEPTION),
+                },
+            )
         if self._store.has_waiting_messages(tenant_id, integration_id):
             raise IntegrationInUse(
                 "messages of this integration wait (error, retry_pending or dead_letter): "
                 "reprocess or cancel them first",
-                details={"integration_id": integration_id, "waiting": True},
+                details={"integration_id": integration_id, "reason": "waiting"},
             )
-        self._store.delete(integration_id, current.version)
+        try:
+            self._store.delete(current)
+        except Conflict as received_meanwhile:
+            raise IntegrationInUse(
+                "this integration received a message while it was being deleted",
+                details={"integration_id": integration_id, "reason": "in_flight"},
+            ) from received_meanwhile
         self._record(principal, "integration.deleted", current, before=integration_view(current))
 
     # --- helpers ---------------------------------------------------------------------------

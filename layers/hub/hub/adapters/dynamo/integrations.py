@@ -13,11 +13,12 @@ integration: no scan, nothing written per message for it.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page, items_of
-from hub.adapters.dynamo.table import ConditionFailed, Table, Update
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
 from hub.adapters.dynamo.tenancy import (
     UNVERSIONED,
     integration_from,
@@ -33,7 +34,12 @@ _CONFIG_SK = "CONFIG"
 
 
 def stored_from(item: dict[str, Any]) -> StoredIntegration:
-    return StoredIntegration(integration_from(item), integration_version(item))
+    received = item.get("last_received_at")
+    return StoredIntegration(
+        integration_from(item),
+        integration_version(item),
+        datetime.fromisoformat(received) if received else None,
+    )
 
 
 def stale(integration_id: str, current: dict[str, Any] | None) -> Exception:
@@ -86,12 +92,22 @@ class DynamoIntegrations:
             raise stale(integration.integration_id, lost.old) from lost
         return StoredIntegration(integration, expected_version + 1)
 
-    def delete(self, integration_id: str, expected_version: int) -> None:
+    def delete(self, current: StoredIntegration) -> None:
+        integration_id = current.integration.integration_id
         update = Update()
-        condition = _at_version(update, expected_version)
+        received = update.name("last_received_at")
+        condition = _at_version(update, current.version) + (
+            f" AND {received} = {update.value(format_ts(current.last_received_at))}"
+            if current.last_received_at
+            else f" AND attribute_not_exists({received})"
+        )
         try:
             self._table.delete(keys.integration_key(integration_id), condition, update.values, update.names)
         except ConditionFailed as lost:
+            if lost.old is not None and integration_version(lost.old) == current.version:
+                raise Conflict(
+                    "a message was received meanwhile", details={"integration_id": integration_id}
+                ) from lost
             raise stale(integration_id, lost.old) from lost
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
@@ -125,6 +141,26 @@ class DynamoIntegrations:
                     break
                 request["ExclusiveStartKey"] = {name: {"S": value} for name, value in last.items()}
         return False
+
+
+class DynamoReceptions:
+    """hub.ingest.receptions.ReceptionStore: one UpdateItem, one attempt, short timeouts."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "configuration storage", best_effort=True)
+
+    def mark_received(self, integration_id: str, at: datetime) -> None:
+        update = Update().set(last_received_at=format_ts(at))
+        field = update.name("last_received_at")
+        # Never creates an item (a deleted integration stays deleted), never moves backwards.
+        update.where(
+            f"attribute_exists({update.name('PK')}) AND "
+            f"(attribute_not_exists({field}) OR {field} < {update.value(format_ts(at))})"
+        )
+        try:
+            self._table.update(keys.integration_key(integration_id), update)
+        except ConditionFailed:
+            return
 
 
 def _at_version(update: Update, expected: int) -> str:
