@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from hub.adapters.dynamo.integrations import DynamoIntegrations, DynamoReceptions
+from hub.adapters.dynamo.table import Table
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
 from hub.errors import Conflict, NotFound, PreconditionFailed
@@ -170,9 +171,7 @@ def test_a_connections_tenant(backend, store):
     if backend.name == "fake":
         store.table.put({**key, "tenant_id": "t1"})
     else:
-        from hub.adapters.dynamo.table import Table
-
-        Table(backend.config._table.name).put({**key, "tenant_id": "t1"})  # type: ignore[union-attr]
+        Table(backend.config._table.name).put({**key, "tenant_id": "t1"})
 
     assert store.connection_tenant(connection_id) == "t1"
     assert store.connection_tenant(fresh("con")) is None
@@ -182,8 +181,8 @@ def test_the_same_integration_item_from_both(both):
     fake, dynamo = both
     integration_id = fresh("int")
     config = integration(integration_id, message_types={"po": MessageTypeConfig(duplicate_key_fields=("a",))})
-    FakeIntegrations(fake.messages.table).create(config)  # type: ignore[union-attr]
-    DynamoIntegrations(dynamo.config._table.name).create(config)  # type: ignore[union-attr]
+    FakeIntegrations(fake.messages.table).create(config)
+    DynamoIntegrations(dynamo.config._table.name).create(config)
 
     key = {"PK": f"INTEGRATION#{integration_id}", "SK": "CONFIG"}
     assert fake.raw(key) == dynamo.raw(key)
