@@ -7,6 +7,7 @@ delivered by the real PipelineWorkerFunction (the pipeline reads what the API wr
 from __future__ import annotations
 
 import json
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from hub.adapters.dynamo.keys import connection_key, integration_key
 from hub.adapters.dynamo.table import format_ts
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.admin.access import Principal, Role
 from hub.domain.clock import utcnow
 from hub.domain.tenancy import Integration, MessageTypeConfig
 from tests.aws import LambdaContext, load_handler
@@ -453,3 +455,33 @@ def test_the_unit_models_accept_what_the_api_stores() -> None:
     # The API validates with the pipeline's models: a message type it stores loads back as is.
     config = MessageTypeConfig.model_validate({"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER})
     assert MessageTypeConfig.model_validate_json(config.model_dump_json()) == config
+
+
+@pytest.mark.parametrize(
+    ("role", "tenant", "reads", "writes"),
+    [
+        (Role.VIEWER, "t1", 200, 403),
+        (Role.ADMIN, "t1", 200, 200),
+        (Role.ADMIN, "t2", 404, 404),  # another tenant's token: as if the integration did not exist
+    ],
+)
+def test_reads_and_preview_need_a_viewer_changes_an_admin_of_the_same_tenant(
+    stack, tenants, admin, monkeypatch, role, tenant, reads, writes
+):
+    admin("POST", url(), body=body())
+    handler = load_handler("AdminApiFunction")
+    module = sys.modules[handler.__module__]
+    principal = Principal(token_id="tok_1", label="scoped", role=role, tenant_id=tenant)
+    monkeypatch.setattr(module, "admin_principal", lambda event, sha: principal)
+
+    def call(method: str, path: str, **options: Any) -> int:
+        answer = handler(admin_event(method, path, token=ADMIN_TOKEN, **options), LambdaContext())
+        return int(answer["statusCode"])
+
+    preview = url(integration="int_po", tail="/message-types/purchase_order/preview")
+    assert call("GET", url(integration="int_po")) == reads
+    assert call("GET", url()) == reads
+    assert call("POST", preview, body={"payload": {"po_number": "1"}}) == reads
+    assert call("PUT", url(integration="int_po"), body=body(name="X")) == writes
+    created = call("POST", url(), body=body(integration_id="int_new"))
+    assert created == (201 if writes == 200 else writes)
