@@ -21,6 +21,7 @@ from hub.admin.connections import ConnectionSpec
 from hub.admin.operations import QueueTab
 from hub.api.http import (
     admin_principal,
+    body_bytes,
     etag,
     if_match,
     install_error_handlers,
@@ -30,7 +31,14 @@ from hub.api.http import (
     validated,
 )
 from hub.certificates.model import decode_pkcs12_base64
-from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS, IntegrationMode
+from hub.domain.strict_json import parse_json
+from hub.domain.tenancy import (
+    DEFAULT_ROTATION_GRACE,
+    MAX_ROTATION_GRACE_HOURS,
+    IntegrationMode,
+    MessageTypeConfig,
+)
+from hub.errors import ValidationFailed
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import (
@@ -39,6 +47,7 @@ from hub.wiring import (
     audit_log,
     certificate_service,
     connection_admin,
+    integration_admin,
     operations,
     tenant_admin,
     token_admin,
@@ -418,6 +427,98 @@ def test_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.OPERATOR, path.tenant_id, what="connection")
     return json_response(200, connection_admin().test(path.tenant_id, path.connection_id))
+
+
+# --- Issue 11: integrations (integrations helper) ---------------------------------------------
+MessageTypeName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
+
+
+class TenantIntegrationPath(BaseModel):
+    tenant_id: Id
+    integration_id: Id
+
+
+class PreviewPath(TenantIntegrationPath):
+    message_type: MessageTypeName
+
+
+class PreviewRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: A sample payload: a JSON object, or text (XML when it starts with "<").
+    payload: dict[str, Any] | str
+    #: An unsaved message type to preview with instead of the saved one (a form before saving).
+    config: MessageTypeConfig | None = None
+
+
+def _integration_path(tenant_id: str, integration_id: str) -> TenantIntegrationPath:
+    given = {"tenant_id": tenant_id, "integration_id": integration_id}
+    return validated(TenantIntegrationPath, given, "path")
+
+
+def _json_object() -> dict[str, Any]:
+    data = parse_json(body_bytes(app.current_event))
+    if not isinstance(data, dict):
+        raise ValidationFailed("request body must be a JSON object")
+    return data
+
+
+@app.post("/api/admin/tenants/<tenant_id>/integrations")
+def create_integration(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.ADMIN, path.tenant_id, what="integration")
+    view = integration_admin().create(_principal(), path.tenant_id, _json_object())
+    return json_response(201, view, etag(view["version"]))
+
+
+@app.get("/api/admin/tenants/<tenant_id>/integrations")
+def list_integrations(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="integration")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(
+        200, integration_admin().list_integrations(path.tenant_id, query.limit, query.cursor)
+    )
+
+
+@app.get("/api/admin/tenants/<tenant_id>/integrations/<integration_id>")
+def get_integration(tenant_id: str, integration_id: str) -> Response:
+    path = _integration_path(tenant_id, integration_id)
+    _principal().require(Role.VIEWER, path.tenant_id, what="integration")
+    view = integration_admin().get(path.tenant_id, path.integration_id)
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.put("/api/admin/tenants/<tenant_id>/integrations/<integration_id>")
+def replace_integration(tenant_id: str, integration_id: str) -> Response:
+    path = _integration_path(tenant_id, integration_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="integration")
+    view = integration_admin().replace(
+        _principal(), path.tenant_id, path.integration_id, _json_object(), if_match(app.current_event)
+    )
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.delete("/api/admin/tenants/<tenant_id>/integrations/<integration_id>")
+def delete_integration(tenant_id: str, integration_id: str) -> Response:
+    path = _integration_path(tenant_id, integration_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="integration")
+    integration_admin().delete(_principal(), path.tenant_id, path.integration_id, if_match(app.current_event))
+    return Response(status_code=204, body="")
+
+
+@app.post("/api/admin/tenants/<tenant_id>/integrations/<integration_id>/message-types/<message_type>/preview")
+def preview_message_type(tenant_id: str, integration_id: str, message_type: str) -> Response:
+    path = validated(
+        PreviewPath,
+        {"tenant_id": tenant_id, "integration_id": integration_id, "message_type": message_type},
+        "path",
+    )
+    _principal().require(Role.VIEWER, path.tenant_id, what="integration")
+    request = parse_body(app.current_event, PreviewRequest)
+    answer = integration_admin().preview(
+        path.tenant_id, path.integration_id, path.message_type, request.payload, request.config
+    )
+    return json_response(200, answer)
 
 
 @gc_after_first_invocation

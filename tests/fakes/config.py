@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.tenancy import UNVERSIONED, integration_item
 from hub.domain.tenancy import ApiKey, Destination, Integration, Tenant
 from tests.fakes.table import Change, ConditionFailed, FakeTable, format_ts
 
@@ -77,14 +78,7 @@ class FakeConfig:
         self.table.put(item)
 
     def put_integration(self, integration: Integration) -> None:
-        self.table.put(
-            {
-                **keys.integration_key(integration.integration_id),
-                "item_type": "integration",
-                "tenant_id": integration.tenant_id,
-                "config_json": integration.model_dump_json(exclude={"connection_gone_at"}),
-            }
-        )
+        self.table.put({k: v for k, v in integration_item(integration, UNVERSIONED).items() if v is not None})
 
     def put_api_key(self, api_key: ApiKey) -> None:
         item: dict[str, Any] = {

@@ -303,3 +303,66 @@ class AlertChannel(Protocol):
     def send(self, alert: Alert) -> None:
         """Delivers the alert. Raises AlertChannelUnavailable if it was not accepted."""
         ...
+
+
+@dataclass(frozen=True)
+class StoredIntegration:
+    """An integration as stored, with its version (1 for one written without a version)."""
+
+    integration: Integration
+    version: int
+    #: When ingest last recorded a message for it (hub.ingest.receptions): at most its
+    #: MARK_EVERY before the last reception; None when never recorded.
+    last_received_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IntegrationPage:
+    """One page of a tenant's integrations, by integration id."""
+
+    integrations: list[StoredIntegration]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
+class IntegrationStore(Protocol):
+    """Integrations as the admin API manages them (hub.admin.integrations). The item is the one
+    the pipeline reads (`INTEGRATION#<id>` / `CONFIG`, `config_json`)."""
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
+    def connection_tenant(self, connection_id: str) -> str | None:
+        """The tenant of connection `connection_id` (its `CONNECTION#<id>` item); None when no
+        such connection exists."""
+        ...
+
+    def get(self, integration_id: str) -> StoredIntegration | None:
+        """The integration as stored now (a consistent read); None when absent."""
+        ...
+
+    def create(self, integration: Integration) -> StoredIntegration:
+        """Stores a new integration at version 1, listed under its tenant; Conflict when the id
+        is taken."""
+        ...
+
+    def replace(self, integration: Integration, expected_version: int) -> StoredIntegration:
+        """Replaces the configuration (clearing `connection_gone_at`) at the next version, only
+        while the stored version is `expected_version`: else PreconditionFailed naming the
+        current one (NotFound when gone). Keeps the hub's other attributes of the item."""
+        ...
+
+    def delete(self, current: StoredIntegration) -> None:
+        """Deletes the integration while it is as read in `current`: the same version
+        (PreconditionFailed otherwise; NotFound when gone) and no reception recorded since
+        (Conflict otherwise)."""
+        ...
+
+    def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
+        """The tenant's integrations by id. Raises ValidationFailed for a cursor this listing
+        did not give out."""
+        ...
+
+    def has_waiting_messages(self, tenant_id: str, integration_id: str) -> bool:
+        """Whether a message of the integration waits for an operator or a retry: `error`,
+        `retry_pending` or `dead_letter` (the statuses the admin queue tabs list)."""
+        ...

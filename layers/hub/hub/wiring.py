@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
     from hub.admin.connections import ConnectionAdmin
+    from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
     from hub.admin.tenants import TenantAdmin
     from hub.admin.tokens import Authenticator, TokenAdmin
@@ -42,10 +43,12 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def ingestor() -> Ingestor:
     from hub.adapters.dynamo.api_keys import DynamoKeyUse
+    from hub.adapters.dynamo.integrations import DynamoReceptions
     from hub.adapters.dynamo.messages import DynamoMessageRepository
     from hub.adapters.sqs import SqsStepQueue
     from hub.ingest.key_usage import KeyUsage
     from hub.ingest.receive import Ingestor
+    from hub.ingest.receptions import Receptions
 
     s = settings()
     return Ingestor(
@@ -54,6 +57,7 @@ def ingestor() -> Ingestor:
         SqsStepQueue(s.pipeline_queue_url),
         s,
         usage=KeyUsage(DynamoKeyUse(s.table_name)),
+        receptions=Receptions(DynamoReceptions(s.table_name)),
     )
 
 
@@ -288,6 +292,14 @@ def tenant_admin() -> TenantAdmin:
 
 
 @lru_cache(maxsize=1)
+def integration_admin() -> IntegrationAdmin:
+    from hub.adapters.dynamo.integrations import DynamoIntegrations
+    from hub.admin.integrations import IntegrationAdmin
+
+    return IntegrationAdmin(DynamoIntegrations(settings().table_name), _audit())
+
+
+@lru_cache(maxsize=1)
 def cert_expiry_alerter() -> CertExpiryAlerter:
     """The daily expiry check: alerts to Slack when configured (else only logged)."""
     from hub.adapters.certificates import DynamoCertAlertClaims, DynamoCertificateRepository
@@ -354,6 +366,7 @@ def reset() -> None:
     certificate_service.cache_clear()
     api_key_admin.cache_clear()
     tenant_admin.cache_clear()
+    integration_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     secret_values.cache_clear()

@@ -24,9 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from itertools import pairwise
 from types import MappingProxyType
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hub.domain.failure import ErrorClass
 
@@ -92,6 +93,19 @@ class RetryPolicy(BaseModel):
     retry_dead_letter: bool = True
     #: Optional fixed ladder of delays (seed 002, 6.1); the last one repeats. Replaces backoff.
     ladder_seconds: tuple[float, ...] | None = None
+
+    @field_validator("ladder_seconds")
+    @classmethod
+    def _increasing(cls, ladder: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        """A ladder waits longer at each step: each delay positive and greater than the one
+        before (a constant delay is a one-entry ladder, since the last entry repeats)."""
+        if ladder is None:
+            return None
+        if not ladder:
+            raise ValueError("give at least one delay, or null for exponential backoff")
+        if ladder[0] <= 0 or any(later <= earlier for earlier, later in pairwise(ladder)):
+            raise ValueError("the ladder's delays must be positive and increasing")
+        return ladder
 
 
 class RetryOutcome(StrEnum):

@@ -10,9 +10,9 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from hub.domain.mapping_spec import MappingSpec
+from hub.domain.mapping_spec import MappingSpec, check_expression
 from hub.domain.retry import RetryPolicy
 from hub.domain.webhook_config import InboundWebhook
 
@@ -54,6 +54,13 @@ class MessageTypeConfig(BaseModel):
     #: Payload field names masked in logs and admin views (e.g. "cpf", "cnpj", "email", "phone");
     #: the stored payload stays intact for delivery (hub.domain.redaction).
     sensitive_fields: tuple[str, ...] = ()
+
+    @field_validator("duplicate_key_fields")
+    @classmethod
+    def _key_paths_compile(cls, fields: tuple[str, ...]) -> tuple[str, ...]:
+        # Checked when saved: at run time an expression that does not parse would silently
+        # yield no business key (hub.domain.idempotency.duplicate_key_values).
+        return tuple(check_expression(field) for field in fields)
 
 
 class DestinationProtocol(StrEnum):

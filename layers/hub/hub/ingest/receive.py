@@ -48,6 +48,7 @@ from hub.errors import (
     UnknownMessageType,
 )
 from hub.ingest.key_usage import KeyUsage
+from hub.ingest.receptions import Receptions
 from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
@@ -122,6 +123,7 @@ class Ingestor:
         *,
         clock: Callable[[], datetime] = utcnow,
         usage: KeyUsage | None = None,
+        receptions: Receptions | None = None,
     ) -> None:
         self._config = config
         self._messages = messages
@@ -129,6 +131,7 @@ class Ingestor:
         self._settings = settings
         self._clock = clock
         self._usage = usage
+        self._receptions = receptions
 
     def _accepted(self, api_key: ApiKey | None, now: datetime) -> ApiKey:
         """The presented key if ingest accepts it now (Unauthorized otherwise: also when its
@@ -242,8 +245,10 @@ class Ingestor:
             if winner is None:
                 raise
             if winner.message_id == record.message_id:  # ours committed; only the answer was lost
+                self._received(integration, now)
                 return ReceiveOutcome(record)
             return self._deduplicated(winner, DedupKind.RACE_WINNER)
+        self._received(integration, now)
         logger.info(
             "message received",
             extra={
@@ -254,6 +259,11 @@ class Ingestor:
             },
         )
         return ReceiveOutcome(record)
+
+    def _received(self, integration: Integration, now: datetime) -> None:
+        """Notes that `integration` took a new message (deleting it is refused for a while)."""
+        if self._receptions is not None:
+            self._receptions.seen(integration.integration_id, now)
 
     def _authorized(self, key_hash: str, integration_id: str, now: datetime) -> Integration:
         """The integration the presented key may use (both from the configuration cache)."""

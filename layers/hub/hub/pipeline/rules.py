@@ -12,6 +12,14 @@ LOCK_WAIT_LADDER_SECONDS = (2, 5, 15, 30, 60, 120)
 LOCK_WAIT_JITTER = 0.2
 #: After this many busy reschedules the message ends in error (about 52 minutes).
 MAX_LOCK_WAITS = 30
+#: The longest a message stays in flight (received, not yet at an outcome) when nothing fails:
+#: every busy-entity wait at its longest jitter, plus a margin for its steps and redeliveries.
+#: Later than that it is at an outcome, waiting in a queue tab (error, retry_pending,
+#: dead_letter), or stuck (its step dead-lettered on the pipeline queue).
+_LONGEST_WAITS = sum(
+    LOCK_WAIT_LADDER_SECONDS[min(i, len(LOCK_WAIT_LADDER_SECONDS) - 1)] for i in range(MAX_LOCK_WAITS)
+)
+LONGEST_IN_FLIGHT = timedelta(seconds=_LONGEST_WAITS * (1 + LOCK_WAIT_JITTER)) + timedelta(minutes=5)
 LOCK_LEASE = timedelta(minutes=5)
 #: A live admission record with no activity for this long is abandoned and may be taken over.
 ADMISSION_ABANDONED_AFTER = timedelta(hours=24)

@@ -29,7 +29,9 @@ API keys created through the admin API use GSI1 per tenant, ``TENANT#<tenant>#AP
 ``<key_id>`` (key ids sort by creation time), so the admin listing is one Query, newest first,
 and never meets a status tab (``TENANT#<tenant>#STATUS#<status>``). Tenants use GSI1 under one
 fixed partition, ``TENANTS`` / ``<tenant_id>`` (no ``#``: it cannot meet a ``TENANT#...`` or
-``CERT#...`` partition), so the admin listing is one Query by tenant id. Client certificates use GSI1
+``CERT#...`` partition), so the admin listing is one Query by tenant id. Integrations use GSI1 per
+tenant, ``TENANT#<tenant>#INTEGRATIONS`` / ``<integration_id>``, so the admin listing is one Query
+by integration id. Client certificates use GSI1
 under one fixed partition, ``CERT#EXPIRY`` /
 ``<not_after>#<tenant>#<connection>``, so the expiry check is one Query sorted by expiry.
 Admin tokens use GSI1 per scope, ``TENANT#<tenant>#ADMINTOKENS`` or ``PLATFORM#ADMINTOKENS`` /
@@ -94,6 +96,16 @@ def api_key_index_keys(tenant_id: str, key_id: str) -> Key:
 
 def integration_key(integration_id: str) -> Key:
     return {"PK": f"INTEGRATION#{integration_id}", "SK": "CONFIG"}
+
+
+def integration_partition(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}#INTEGRATIONS"
+
+
+def integration_index_keys(tenant_id: str, integration_id: str) -> Key:
+    """GSI1: a tenant's integrations by id. GSI1 projects only message attributes, so a listing
+    reads the integrations' items by the PK the index returns."""
+    return {"GSI1PK": integration_partition(tenant_id), "GSI1SK": integration_id}
 
 
 def connection_key(connection_id: str) -> Key:

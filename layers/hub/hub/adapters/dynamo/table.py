@@ -238,13 +238,22 @@ class Table:
         return decode(answer.get("Attributes") or {})
 
     def delete(
-        self, key: Mapping[str, str], condition: str | None = None, values: Mapping[str, Any] | None = None
+        self,
+        key: Mapping[str, str],
+        condition: str | None = None,
+        values: Mapping[str, Any] | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> None:
+        """Raises ConditionFailed (with the old item, None when there was none) when `condition`
+        does not hold."""
         request: dict[str, Any] = {"TableName": self.name, "Key": encode(key)}
         if condition:
             request["ConditionExpression"] = condition
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
             if values:
                 request["ExpressionAttributeValues"] = encode(values)
+            if names:
+                request["ExpressionAttributeNames"] = dict(names)
         self._write("delete_item", "DeleteItem", request)
 
     def _write(self, method: str, operation: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -66,6 +66,30 @@ def _ts(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+#: The version of an integration item written without one (by hand, before the admin API).
+UNVERSIONED = 1
+
+
+def integration_item(integration: Integration, version: int) -> dict[str, Any]:
+    """The stored item of an integration: the configuration the pipeline reads (`config_json`,
+    without the hub's own `connection_gone_at`), and beside it the attributes the admin API
+    uses: `version` (optimistic updates), `connection_id`, and GSI1 keys (the tenant's listing)."""
+    return {
+        **keys.integration_key(integration.integration_id),
+        **keys.integration_index_keys(integration.tenant_id, integration.integration_id),
+        "item_type": "integration",
+        "tenant_id": integration.tenant_id,
+        "connection_id": integration.connection_id,
+        "version": version,
+        # The gone flag is the hub's observation, kept beside the configuration.
+        "config_json": integration.model_dump_json(exclude={"connection_gone_at"}),
+    }
+
+
+def integration_version(data: Mapping[str, Any]) -> int:
+    return int(data.get("version") or UNVERSIONED)
+
+
 def integration_from(data: Mapping[str, Any]) -> Integration:
     integration = Integration.model_validate_json(data["config_json"])
     changes: dict[str, Any] = {}
@@ -121,15 +145,9 @@ class DynamoConfigRepository:
         self._table.put(tenant_item(tenant))
 
     def put_integration(self, integration: Integration) -> None:
-        self._table.put(
-            {
-                **keys.integration_key(integration.integration_id),
-                "item_type": "integration",
-                "tenant_id": integration.tenant_id,
-                # The gone flag is the hub's observation, kept beside the configuration.
-                "config_json": integration.model_dump_json(exclude={"connection_gone_at"}),
-            }
-        )
+        """Stores `integration` as the admin API does (version 1, listed), replacing any item of
+        the same id (tests, the local stack's demo data)."""
+        self._table.put(integration_item(integration, UNVERSIONED))
 
     def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
         """Sets `connection_gone_at` beside the stored configuration (only if the integration

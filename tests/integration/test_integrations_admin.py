@@ -1,0 +1,491 @@
+"""Integrations through the real AdminApiFunction handler on moto: create, read, list, replace
+with If-Match (412 when stale), delete (409 while messages of it wait), validation 400s naming
+the field, the tenant's default mode, secrets masked in every answer, the preview of a mapping;
+and a message sent through the real IngestApiFunction to an integration created over the API,
+delivered by the real PipelineWorkerFunction (the pipeline reads what the API wrote)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from hub.adapters.dynamo.keys import connection_key, integration_key
+from hub.adapters.dynamo.table import format_ts
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.admin.access import Role
+from hub.domain.clock import utcnow
+from hub.domain.tenancy import Integration, MessageTypeConfig
+from tests.aws import LambdaContext, load_handler
+from tests.destinations import Answer
+from tests.events import admin_event, http_event
+from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer
+
+INTEGRATIONS = "/api/admin/tenants/{tenant}/integrations"
+WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+BEARER = "dest-bearer-token-0123456789"
+
+PO_TO_ORDER = {
+    "output": {
+        "order": {"path": "po_number"},
+        "total": {"path": "amount", "transforms": [{"name": "to_decimal", "places": 2}]},
+    }
+}
+IDOC = (
+    '<?xml version="1.0"?><ORDERS05><IDOC BEGIN="1"><E1EDK01><BELNR>4500012345</BELNR></E1EDK01>'
+    "</IDOC></ORDERS05>"
+)
+
+
+@pytest.fixture
+def admin(stack):
+    """The admin handler; a 204 has no body."""
+    handler = load_handler("AdminApiFunction")
+
+    def call(method: str, path: str, **options: Any) -> HttpAnswer:
+        answer = handler(admin_event(method, path, token=ADMIN_TOKEN, **options), LambdaContext())
+        body = json.loads(answer["body"]) if answer.get("body") else {}
+        return HttpAnswer(answer["statusCode"], body, answer.get("headers", {}))
+
+    return call
+
+
+@pytest.fixture
+def tenants(admin):
+    assert admin("POST", "/api/admin/tenants", body={"tenant_id": "t1", "name": "T1"}).status == 201
+    assert (
+        admin(
+            "POST",
+            "/api/admin/tenants",
+            body={"tenant_id": "t2", "name": "T2", "default_mode": "orchestration"},
+        ).status
+        == 201
+    )
+
+
+def url(tenant: str = "t1", integration: str | None = None, tail: str = "") -> str:
+    base = INTEGRATIONS.format(tenant=tenant)
+    return f"{base}/{integration}{tail}" if integration else base
+
+
+def body(**changes: Any) -> dict[str, Any]:
+    return {
+        "integration_id": "int_po",
+        "name": "Purchase orders",
+        "message_types": {"purchase_order": {"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER}},
+        **changes,
+    }
+
+
+def webhook(secret: str = WHSEC) -> dict[str, Any]:
+    return {
+        "verification": {"scheme": "standard_webhooks", "secrets": [secret]},
+        "adapter": {"message_type": "purchase_order"},
+    }
+
+
+def raw_item(stack, integration_id: str) -> dict[str, Any]:
+    item = boto3.client("dynamodb").get_item(
+        TableName=stack.table, Key={k: {"S": v} for k, v in integration_key(integration_id).items()}
+    )["Item"]
+    return {name: next(iter(value.values())) for name, value in item.items()}
+
+
+def age_reception(stack, integration_id: str, *, hours: int) -> None:
+    """As if the integration's last recorded reception were `hours` ago."""
+    key = {k: {"S": v} for k, v in integration_key(integration_id).items()}
+    boto3.client("dynamodb").update_item(
+        TableName=stack.table,
+        Key=key,
+        UpdateExpression="SET last_received_at = :at",
+        ExpressionAttributeValues={":at": {"S": format_ts(utcnow() - timedelta(hours=hours))}},
+    )
+
+
+def audit_actions(stack, tenant: str) -> list[str]:
+    return [
+        i["action"]["S"]
+        for i in stack.scan()
+        if i["PK"]["S"] == f"AUDIT#{tenant}" and i["action"]["S"].startswith("integration.")
+    ]
+
+
+class TestCreateReadList:
+    def test_created_read_and_listed_with_etag_version_and_the_tenants_default_mode(
+        self, stack, tenants, admin
+    ):
+        created = admin("POST", url(), body=body())
+        generated = admin("POST", url("t2"), body=body(integration_id=None, name="Generated"))
+
+        assert (created.status, created.headers["ETag"], created.body["version"]) == (201, '"1"', 1)
+        assert created.body["mode"] == "observability"  # t1's default
+        assert generated.status == 201
+        assert generated.body["integration_id"].startswith("int_")
+        assert generated.body["mode"] == "orchestration"  # t2's default
+        read = admin("GET", url(integration="int_po"))
+        assert (read.status, read.body, read.headers["ETag"]) == (200, created.body, '"1"')
+        admin("POST", url(), body=body(integration_id="int_zz"))
+        listed = admin("GET", url(), query={"limit": "1"})
+        assert [i["integration_id"] for i in listed.body["items"]] == ["int_po"]
+        rest = admin("GET", url(), query={"cursor": listed.body["next_cursor"]}).body
+        assert ([i["integration_id"] for i in rest["items"]], rest["next_cursor"]) == (["int_zz"], None)
+        assert audit_actions(stack, "t1") == ["integration.created", "integration.created"]
+
+    def test_the_item_is_the_one_the_pipeline_reads(self, stack, tenants, admin):
+        admin("POST", url(), body=body(mode="orchestration"))
+
+        item = raw_item(stack, "int_po")
+        stored = DynamoConfigRepository(stack.table).get_integration("int_po")
+        assert (item["version"], item["tenant_id"], item["GSI1PK"], item["GSI1SK"]) == (
+            "1",
+            "t1",
+            "TENANT#t1#INTEGRATIONS",
+            "int_po",
+        )
+        assert stored is not None
+        assert stored.mode.value == "orchestration"
+        assert stored.message_types["purchase_order"].duplicate_key_fields == ("po_number",)
+
+    def test_a_taken_id_is_409_another_tenants_integration_404_and_an_unknown_tenant_404(
+        self, stack, tenants, admin
+    ):
+        admin("POST", url(), body=body())
+
+        taken = admin("POST", url("t2"), body=body())
+        assert (taken.status, taken.body["error"]["code"]) == (409, "integration_exists")
+        assert admin("GET", url("t2", "int_po")).status == 404
+        assert admin("PUT", url("t2", "int_po"), body=body()).status == 404
+        assert admin("DELETE", url("t2", "int_po")).status == 404
+        assert admin("POST", url("nobody"), body=body()).body["error"]["code"] == "not_found"
+        assert admin("GET", url("nobody")).status == 404
+
+    def test_a_hand_written_integration_without_version_is_version_1(self, stack, tenants, admin):
+        DynamoConfigRepository(stack.table).put_integration(
+            Integration(integration_id="int_hand", tenant_id="t1", name="by hand")
+        )
+        client = boto3.client("dynamodb")
+        key = {k: {"S": v} for k, v in integration_key("int_hand").items()}
+        client.update_item(TableName=stack.table, Key=key, UpdateExpression="REMOVE version")
+
+        assert admin("GET", url(integration="int_hand")).headers["ETag"] == '"1"'
+        saved = admin(
+            "PUT", url(integration="int_hand"), body={"name": "now managed"}, headers={"if-match": '"1"'}
+        )
+        assert (saved.status, saved.body["version"]) == (200, 2)
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        ("changes", "field"),
+        [
+            (
+                {"message_types": {"po": {"mapping": {"output": {"x": {"path": "a["}}}}}},
+                "message_types.po.mapping.output.x.path.path",
+            ),
+            (
+                {"message_types": {"po": {"duplicate_key_fields": ["po["]}}},
+                "message_types.po.duplicate_key_fields",
+            ),
+            ({"retry_policy": {"ladder_seconds": [60, 30]}}, "retry_policy.ladder_seconds"),
+            ({"retry_policy": {"retry_max": -1}}, "retry_policy.retry_max"),
+            ({"mode": "sometimes"}, "mode"),
+            ({"colour": "blue"}, "colour"),
+            ({"integration_id": "bad#id"}, "integration_id"),
+        ],
+    )
+    def test_a_save_the_pipeline_could_not_run_is_400_naming_the_field(
+        self, stack, tenants, admin, changes, field
+    ):
+        refused = admin("POST", url(), body=body(**changes))
+
+        assert (refused.status, refused.body["error"]["code"]) == (400, "validation_error")
+        assert field in [d["field"] for d in refused.body["error"]["details"]]
+        assert admin("GET", url()).body["items"] == []
+
+    def test_a_connection_must_exist_in_the_same_tenant(self, stack, tenants, admin):
+        client = boto3.client("dynamodb")
+        for connection_id, tenant in (("con_t1", "t1"), ("con_t2", "t2")):
+            item = {**connection_key(connection_id), "tenant_id": tenant, "version": "1"}
+            client.put_item(TableName=stack.table, Item={k: {"S": v} for k, v in item.items()})
+
+        for connection_id in ("con_t2", "con_missing"):
+            refused = admin("POST", url(), body=body(connection_id=connection_id))
+            assert (refused.status, refused.body["error"]["code"]) == (422, "unknown_connection")
+            assert refused.body["error"]["details"]["field"] == "connection_id"
+        created = admin("POST", url(), body=body(connection_id="con_t1"))
+        assert (created.status, created.body["connection_id"]) == (201, "con_t1")
+        assert raw_item(stack, "int_po")["connection_id"] == "con_t1"
+
+
+class TestUpdate:
+    def test_if_match_replaces_a_stale_version_is_412_and_the_same_content_changes_nothing(
+        self, stack, tenants, admin
+    ):
+        admin("POST", url(), body=body())
+
+        saved = admin(
+            "PUT", url(integration="int_po"), body=body(name="Renamed"), headers={"if-match": '"1"'}
+        )
+        stale = admin("PUT", url(integration="int_po"), body=body(name="Lost"), headers={"if-match": '"1"'})
+        same = admin("PUT", url(integration="int_po"), body=body(name="Renamed"))
+
+        assert (saved.status, saved.headers["ETag"], saved.body["name"]) == (200, '"2"', "Renamed")
+        assert (stale.status, stale.body["error"]["code"]) == (412, "precondition_failed")
+        assert stale.body["error"]["details"] == {"current_version": 2}
+        assert (same.status, same.body["version"]) == (200, 2)
+        assert admin("GET", url(integration="int_po")).body["name"] == "Renamed"
+        assert audit_actions(stack, "t1") == ["integration.created", "integration.updated"]
+
+    def test_a_full_replace_resets_what_the_body_leaves_out_and_saving_clears_connection_gone(
+        self, stack, tenants, admin
+    ):
+        admin("POST", url(), body=body(unknown_message_types="accept"))
+        DynamoConfigRepository(stack.table).flag_connection_gone("int_po", utcnow(), "410")
+        assert admin("GET", url(integration="int_po")).body["connection_gone_at"] is not None
+
+        saved = admin("PUT", url(integration="int_po"), body=body())
+
+        assert (saved.body["unknown_message_types"], saved.body["connection_gone_at"]) == ("reject", None)
+        assert "connection_gone_at" not in raw_item(stack, "int_po")
+
+
+class TestSecrets:
+    def test_webhook_and_destination_secrets_are_never_answered_and_a_save_without_them_keeps_them(
+        self, stack, tenants, admin
+    ):
+        destination = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}
+        created = admin("POST", url(), body=body(inbound_webhook=webhook(), destination=destination))
+        read = admin("GET", url(integration="int_po"))
+        # The view sent back as it was shown, and a body leaving the secrets out: both keep them.
+        shown_back = admin("PUT", url(integration="int_po"), body={**read.body, "name": "Shown back"})
+        left_out = admin(
+            "PUT",
+            url(integration="int_po"),
+            body=body(
+                name="Left out",
+                inbound_webhook={**webhook(), "verification": {"scheme": "standard_webhooks"}},
+                destination={"url": "https://erp.example/orders", "auth": {"kind": "bearer"}},
+            ),
+        )
+        listed = admin("GET", url())
+
+        answers = [created, read, shown_back, left_out, listed]
+        assert [a.status for a in answers] == [201, 200, 200, 200, 200]
+        for answer in answers:
+            text = json.dumps(answer.body)
+            assert WHSEC not in text
+            assert BEARER not in text
+        assert read.body["inbound_webhook"]["verification"]["secrets"] == "***"
+        assert read.body["destination"]["auth"]["token"] == "***"
+        stored = DynamoConfigRepository(stack.table).get_integration("int_po")
+        assert stored is not None
+        assert stored.name == "Left out"
+        assert stored.inbound_webhook is not None
+        assert stored.inbound_webhook.verification.secrets == (WHSEC,)
+        assert stored.destination is not None
+        assert stored.destination.auth.token == BEARER
+        audit = [
+            i
+            for i in stack.scan()
+            if i["PK"]["S"] == "AUDIT#t1" and i["action"]["S"].startswith("integration.")
+        ]
+        assert len(audit) == 3
+        assert WHSEC not in json.dumps(audit)
+        assert BEARER not in json.dumps(audit)
+
+    def test_a_new_secret_replaces_the_stored_one(self, stack, tenants, admin):
+        admin("POST", url(), body=body(inbound_webhook=webhook()))
+        rotated = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
+
+        admin("PUT", url(integration="int_po"), body=body(inbound_webhook=webhook(rotated)))
+
+        stored = DynamoConfigRepository(stack.table).get_integration("int_po")
+        assert stored is not None
+        assert stored.inbound_webhook.verification.secrets == (rotated,)
+
+
+class TestDelete:
+    def test_deleted_204_then_gone(self, stack, tenants, admin):
+        admin("POST", url(), body=body())
+
+        stale = admin("DELETE", url(integration="int_po"), headers={"if-match": '"7"'})
+        deleted = admin("DELETE", url(integration="int_po"), headers={"if-match": '"1"'})
+
+        assert (stale.status, stale.body["error"]["details"]) == (412, {"current_version": 1})
+        assert (deleted.status, deleted.body) == (204, {})
+        assert admin("GET", url(integration="int_po")).status == 404
+        assert admin("DELETE", url(integration="int_po")).status == 404
+        assert audit_actions(stack, "t1") == ["integration.created", "integration.deleted"]
+
+    def test_refused_while_its_messages_may_be_in_flight_then_while_one_waits_in_error(
+        self, stack, tenants, admin, ingest_api, worker, destination
+    ):
+        destination.script(Answer(status=400, body='{"error": "bad po"}'))
+        key = created_integration_and_key(admin, destination.url)
+        assert send(ingest_api, key).status == 202
+        received = raw_item(stack, "int_po")["last_received_at"]
+
+        in_flight = admin("DELETE", url(integration="int_po"))
+        worker()
+        age_reception(stack, "int_po", hours=2)
+        waiting = admin("DELETE", url(integration="int_po"))
+
+        assert (in_flight.status, in_flight.body["error"]["code"]) == (409, "integration_in_use")
+        assert in_flight.body["error"]["details"]["reason"] == "in_flight"
+        assert in_flight.body["error"]["details"]["last_received_at"] == received
+        assert (waiting.status, waiting.body["error"]["code"]) == (409, "integration_in_use")
+        assert waiting.body["error"]["details"]["reason"] == "waiting"
+        assert admin("GET", url(integration="int_po")).status == 200
+
+    def test_allowed_once_its_messages_are_sent_and_the_in_flight_window_is_over(
+        self, stack, tenants, admin, ingest_api, worker, destination
+    ):
+        key = created_integration_and_key(admin, destination.url)
+        assert send(ingest_api, key).status == 202
+        worker()
+        assert stack.message_items()[0]["pipeline_status"]["S"] == "sent"
+        assert admin("DELETE", url(integration="int_po")).status == 409
+
+        age_reception(stack, "int_po", hours=2)
+
+        assert admin("DELETE", url(integration="int_po")).status == 204
+        assert admin("GET", url(integration="int_po")).status == 404
+
+
+class TestPreview:
+    def preview(self, admin, message_type: str = "purchase_order", **request: Any) -> HttpAnswer:
+        return admin(
+            "POST", url(integration="int_po", tail=f"/message-types/{message_type}/preview"), body=request
+        )
+
+    def test_json_to_json_with_the_business_key_and_no_side_effect(self, stack, tenants, admin):
+        admin("POST", url(), body=body())
+        before = stack.scan()
+
+        answer = self.preview(admin, payload={"po_number": "PO-9", "amount": "10.5"})
+
+        assert answer.status == 200
+        assert answer.body["ok"] is True
+        assert answer.body["content_type"] == "application/json"
+        assert json.loads(answer.body["body"]) == {"order": "PO-9", "total": 10.5}
+        assert answer.body["duplicate_key"] == {
+            "fields": ["po_number"],
+            "values": ["PO-9"],
+            "handling": "accept",
+        }
+        assert stack.scan() == before
+
+    def test_xml_input_to_xml_output_from_an_unsaved_message_type(self, stack, tenants, admin):
+        admin("POST", url(), body=body())
+        config = {
+            "duplicate_key_fields": ["ORDERS05.IDOC.E1EDK01.BELNR"],
+            "mapping": {
+                "output_format": "xml",
+                "xml_root": "order",
+                "output": {"number": {"path": "ORDERS05.IDOC.E1EDK01.BELNR"}},
+            },
+        }
+
+        answer = self.preview(admin, "idoc", payload=IDOC, config=config)
+
+        assert answer.body["ok"] is True
+        assert answer.body["content_type"] == "application/xml"
+        assert "<order><number>4500012345</number></order>" in answer.body["body"]
+        assert answer.body["duplicate_key"]["values"] == ["4500012345"]
+
+    def test_a_failing_mapping_is_the_error_the_message_would_fail_with(self, stack, tenants, admin):
+        admin("POST", url(), body=body())
+
+        answer = self.preview(admin, payload={"amount": "1"})
+
+        assert answer.status == 200
+        assert answer.body["ok"] is False
+        assert answer.body["error"]["code"] == "mapping_failed"
+        assert answer.body["error"]["details"] == {"field": "order"}
+        assert answer.body["duplicate_key"]["values"] is None
+
+    def test_an_undefined_type_is_422_and_an_invalid_unsaved_config_400(self, stack, tenants, admin):
+        admin("POST", url(), body=body())
+
+        undefined = self.preview(admin, "invoice", payload={})
+        invalid = self.preview(admin, payload={}, config={"duplicate_key_fields": ["a["]})
+
+        assert (undefined.status, undefined.body["error"]["code"]) == (422, "unknown_message_type")
+        assert (invalid.status, invalid.body["error"]["code"]) == (400, "validation_error")
+        assert invalid.body["error"]["details"][0]["field"] == "config.duplicate_key_fields"
+
+
+def created_integration_and_key(admin, destination_url: str) -> str:
+    created = admin(
+        "POST",
+        url(),
+        body=body(mode="orchestration", destination={"url": destination_url}),
+    )
+    assert created.status == 201
+    key = admin("POST", "/api/admin/tenants/t1/api-keys", body={"integration_ids": ["int_po"]})
+    assert key.status == 201
+    return str(key.body["key"])
+
+
+def send(ingest_api, key: str, po: str = "PO-1") -> HttpAnswer:
+    request = {
+        "integration_id": "int_po",
+        "message_type": "purchase_order",
+        "payload": {"po_number": po, "amount": "12.5"},
+    }
+    headers: dict[str, str | None] = {"authorization": f"Bearer {key}", "idempotency-key": None}
+    return ingest_api(http_event("receive_message.json", body=request, headers=headers))
+
+
+def test_a_message_to_an_integration_created_over_the_api_is_mapped_and_delivered(
+    stack, tenants, admin, ingest_api, worker, destination
+):
+    key = created_integration_and_key(admin, destination.url)
+
+    accepted = send(ingest_api, key)
+    worker()
+
+    assert accepted.status == 202
+    assert [json.loads(r.body) for r in destination.requests] == [{"order": "PO-1", "total": 12.5}]
+    item = stack.message_items()[0]
+    assert item["pipeline_status"]["S"] == "sent"
+
+
+def test_the_unit_models_accept_what_the_api_stores() -> None:
+    # The API validates with the pipeline's models: a message type it stores loads back as is.
+    config = MessageTypeConfig.model_validate({"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER})
+    assert MessageTypeConfig.model_validate_json(config.model_dump_json()) == config
+
+
+@pytest.mark.parametrize(
+    ("role", "tenant", "reads", "writes"),
+    [
+        (Role.VIEWER, "t1", 200, 403),
+        (Role.ADMIN, "t1", 200, 200),
+        (Role.ADMIN, "t2", 404, 404),  # another tenant's token: as if the integration did not exist
+    ],
+)
+def test_reads_and_preview_need_a_viewer_changes_an_admin_of_the_same_tenant(
+    stack, tenants, admin, role, tenant, reads, writes
+):
+    admin("POST", url(), body=body())
+    minted = admin(
+        "POST", "/api/admin/tokens", body={"label": "scoped", "role": role.value, "tenant_id": tenant}
+    )
+    assert minted.status == 201
+    handler = load_handler("AdminApiFunction")
+
+    def call(method: str, path: str, **options: Any) -> int:
+        answer = handler(admin_event(method, path, token=minted.body["token"], **options), LambdaContext())
+        return int(answer["statusCode"])
+
+    preview = url(integration="int_po", tail="/message-types/purchase_order/preview")
+    assert call("GET", url(integration="int_po")) == reads
+    assert call("GET", url()) == reads
+    assert call("POST", preview, body={"payload": {"po_number": "1"}}) == reads
+    assert call("PUT", url(integration="int_po"), body=body(name="X")) == writes
+    created = call("POST", url(), body=body(integration_id="int_new"))
+    assert created == (201 if writes == 200 else writes)

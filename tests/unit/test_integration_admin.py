@@ -1,0 +1,356 @@
+"""Integrations: the admin use cases over the in-memory store (tests/fakes/integrations.py, held
+to the DynamoDB adapter by tests/contract/test_integrations_contract.py), the preview, the
+write-only secrets, the validators the save relies on, and ingest's reception record."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from hub.admin.access import BOOTSTRAP
+from hub.admin.audit import Audit
+from hub.admin.integrations import (
+    IN_FLIGHT_AFTER_RECEPTION,
+    IntegrationAdmin,
+    IntegrationExists,
+    IntegrationInUse,
+    UnknownConnection,
+    keep_secrets,
+    preview_message,
+)
+from hub.domain.retry import RetryPolicy
+from hub.domain.status import PipelineStatus
+from hub.domain.tenancy import IntegrationMode, MessageTypeConfig, Tenant
+from hub.errors import NotFound, PreconditionFailed, UnknownMessageType, ValidationFailed
+from hub.ingest.receptions import MARK_EVERY, Receptions
+from tests.contract.scenario import new_message
+from tests.fakes import FakeClock, FakeConfig, FakeMessages, FakeTable
+from tests.fakes.audit import FakeAuditTrail
+from tests.fakes.integrations import FakeIntegrations
+
+WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+PO = {
+    "duplicate_key_fields": ["po_number"],
+    "mapping": {"output": {"order": {"path": "po_number"}}},
+}
+
+
+@pytest.fixture
+def table() -> FakeTable:
+    table = FakeTable()
+    config = FakeConfig(table)
+    config.put_tenant(Tenant(tenant_id="t1", name="T1"))
+    orchestrating = IntegrationMode.ORCHESTRATION
+    config.put_tenant(Tenant(tenant_id="t2", name="T2", default_mode=orchestrating, active=False))
+    return table
+
+
+@pytest.fixture
+def store(table: FakeTable) -> FakeIntegrations:
+    return FakeIntegrations(table)
+
+
+@pytest.fixture
+def audit() -> FakeAuditTrail:
+    return FakeAuditTrail()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def admin(store, audit, clock) -> IntegrationAdmin:
+    return IntegrationAdmin(store, Audit(audit), clock)
+
+
+def body(**changes) -> dict:
+    return {"integration_id": "int_po", "name": "PO", "message_types": {"po": PO}, **changes}
+
+
+def webhook(secrets=(WHSEC,)) -> dict:
+    verification: dict = {"scheme": "standard_webhooks"}
+    if secrets is not None:
+        verification["secrets"] = list(secrets) if isinstance(secrets, tuple) else secrets
+    return {"verification": verification, "adapter": {"message_type": "po"}}
+
+
+class TestCreate:
+    def test_the_mode_defaults_to_the_tenants_and_the_creation_is_audited_without_secrets(
+        self, admin, store, audit
+    ):
+        created = admin.create(BOOTSTRAP, "t1", body(inbound_webhook=webhook()))
+        # A disabled tenant is still configured (its traffic is what is refused).
+        other = admin.create(BOOTSTRAP, "t2", body(integration_id=None))
+
+        assert (created["mode"], created["version"]) == ("observability", 1)
+        assert created["inbound_webhook"]["verification"]["secrets"] == "***"
+        assert other["mode"] == "orchestration"
+        assert other["integration_id"].startswith("int_")
+        [first, second] = audit.entries
+        assert (first.scope, first.action) == ("t1", "integration.created")
+        assert first.target == {"integration_id": "int_po"}
+        assert (first.before, first.after) == (None, created)
+        assert WHSEC not in json.dumps(first.after)
+        assert second.scope == "t2"
+        stored = store.get("int_po")
+        assert stored is not None
+        assert stored.integration.inbound_webhook.verification.secrets == (WHSEC,)
+
+    def test_a_taken_id_an_unknown_tenant_and_an_unknown_connection_are_refused(self, admin, store, audit):
+        admin.create(BOOTSTRAP, "t1", body())
+
+        with pytest.raises(IntegrationExists):
+            admin.create(BOOTSTRAP, "t1", body())
+        with pytest.raises(NotFound):
+            admin.create(BOOTSTRAP, "nobody", body(integration_id="int_x"))
+        store.table.put({"PK": "CONNECTION#con_t2", "SK": "CONFIG", "tenant_id": "t2"})
+        with pytest.raises(UnknownConnection) as unknown:
+            admin.create(BOOTSTRAP, "t1", body(integration_id="int_y", connection_id="con_t2"))
+        store.table.put({"PK": "CONNECTION#con_t1", "SK": "CONFIG", "tenant_id": "t1"})
+        same_tenant = admin.create(BOOTSTRAP, "t1", body(integration_id="int_z", connection_id="con_t1"))
+        assert same_tenant["connection_id"] == "con_t1"
+
+        assert unknown.value.details["field"] == "connection_id"
+        assert [e.action for e in audit.entries] == ["integration.created", "integration.created"]
+
+    @pytest.mark.parametrize(
+        ("changes", "field"),
+        [
+            ({"retry_policy": {"ladder_seconds": [10, 10]}}, "retry_policy.ladder_seconds"),
+            (
+                {"message_types": {"po": {"duplicate_key_fields": ["a[0"]}}},
+                "message_types.po.duplicate_key_fields",
+            ),
+            (
+                {"message_types": {"po": {"mapping": {"output": {"x": {"path": "f(("}}}}}},
+                "message_types.po.mapping",
+            ),
+            ({"tenant_id": "t2"}, "tenant_id"),
+            ({"extra": 1}, "extra"),
+        ],
+    )
+    def test_what_the_pipeline_could_not_run_is_refused_naming_the_field(self, admin, store, changes, field):
+        with pytest.raises(ValidationFailed) as refused:
+            admin.create(BOOTSTRAP, "t1", body(**changes))
+
+        assert any(d["field"].startswith(field) for d in refused.value.details)
+        assert store.get("int_po") is None
+
+
+class TestReplace:
+    def test_a_stale_if_match_is_412_and_the_same_content_is_no_change(self, admin, audit):
+        admin.create(BOOTSTRAP, "t1", body())
+
+        with pytest.raises(PreconditionFailed) as stale:
+            admin.replace(BOOTSTRAP, "t1", "int_po", body(name="X"), if_match=3)
+        same = admin.replace(BOOTSTRAP, "t1", "int_po", body(), if_match=1)
+        changed = admin.replace(BOOTSTRAP, "t1", "int_po", body(name="X"), if_match=1)
+
+        assert stale.value.details == {"current_version": 1}
+        assert same["version"] == 1
+        assert changed["version"] == 2
+        assert [e.action for e in audit.entries] == ["integration.created", "integration.updated"]
+        assert (audit.entries[1].before["name"], audit.entries[1].after["name"]) == ("PO", "X")
+
+    def test_another_tenants_integration_is_not_found(self, admin):
+        admin.create(BOOTSTRAP, "t1", body())
+
+        with pytest.raises(NotFound):
+            admin.get("t2", "int_po")
+        with pytest.raises(NotFound):
+            admin.replace(BOOTSTRAP, "t2", "int_po", body(), None)
+        with pytest.raises(NotFound):
+            admin.delete(BOOTSTRAP, "t2", "int_po", None)
+
+    @pytest.mark.parametrize("sent", [None, "***", ["***"]])
+    def test_secrets_left_out_or_sent_back_masked_are_kept(self, admin, store, sent):
+        admin.create(BOOTSTRAP, "t1", body(inbound_webhook=webhook()))
+
+        saved = admin.replace(BOOTSTRAP, "t1", "int_po", body(name="N", inbound_webhook=webhook(sent)), None)
+
+        stored = store.get("int_po")
+        assert stored is not None
+        assert stored.integration.inbound_webhook.verification.secrets == (WHSEC,)
+        assert saved["version"] == 2
+
+    def test_another_scheme_does_not_inherit_the_stored_secrets(self, admin):
+        admin.create(BOOTSTRAP, "t1", body(inbound_webhook=webhook()))
+        other = {"verification": {"scheme": "hmac_sha256_hex"}, "adapter": {"message_type": "po"}}
+
+        with pytest.raises(ValidationFailed) as refused:
+            admin.replace(BOOTSTRAP, "t1", "int_po", body(inbound_webhook=other), None)
+
+        assert "inbound_webhook.verification.hmac_sha256_hex.secrets" in [
+            d["field"] for d in refused.value.details
+        ]
+
+
+class TestDelete:
+    def test_refused_within_the_in_flight_window_after_a_reception_then_allowed(
+        self, admin, store, clock, audit
+    ):
+        admin.create(BOOTSTRAP, "t1", body())
+        store.mark_received("int_po", clock.now)
+
+        clock.advance(IN_FLIGHT_AFTER_RECEPTION - timedelta(seconds=1))
+        with pytest.raises(IntegrationInUse) as in_flight:
+            admin.delete(BOOTSTRAP, "t1", "int_po", None)
+        clock.advance(timedelta(seconds=1))
+        admin.delete(BOOTSTRAP, "t1", "int_po", if_match=1)
+
+        assert in_flight.value.details["reason"] == "in_flight"
+        assert store.get("int_po") is None
+        assert audit.entries[-1].action == "integration.deleted"
+        assert audit.entries[-1].after is None
+
+    def test_refused_while_a_message_waits(self, admin, store, table):
+        admin.create(BOOTSTRAP, "t1", body())
+        new = new_message(tenant_id="t1", integration_id="int_po")
+        messages = FakeMessages(table)
+        messages.create(new, new.record.received_at)
+        messages.transition(new.record, PipelineStatus.DEAD_LETTER, new.record.received_at)
+
+        with pytest.raises(IntegrationInUse) as waiting:
+            admin.delete(BOOTSTRAP, "t1", "int_po", None)
+
+        assert waiting.value.details["reason"] == "waiting"
+        assert store.get("int_po") is not None
+
+    def test_a_reception_between_the_check_and_the_delete_refuses_it(self, admin, store, clock):
+        admin.create(BOOTSTRAP, "t1", body())
+        real_has_waiting = store.has_waiting_messages
+
+        def a_message_arrives(tenant_id: str, integration_id: str) -> bool:
+            store.mark_received(integration_id, clock.now)
+            return real_has_waiting(tenant_id, integration_id)
+
+        store.has_waiting_messages = a_message_arrives
+
+        with pytest.raises(IntegrationInUse):
+            admin.delete(BOOTSTRAP, "t1", "int_po", None)
+        assert store.get("int_po") is not None
+
+
+class TestPreview:
+    def test_json_mapping_and_business_key(self):
+        shown = preview_message(MessageTypeConfig.model_validate(PO), {"po_number": "PO-1"})
+
+        assert shown == {
+            "ok": True,
+            "mapped": True,
+            "content_type": "application/json",
+            "body": '{"order":"PO-1"}',
+            "duplicate_key": {"fields": ["po_number"], "values": ["PO-1"], "handling": "accept"},
+        }
+
+    def test_no_mapping_is_the_passthrough_and_text_is_sent_as_is(self):
+        shown = preview_message(MessageTypeConfig(), "plain text")
+
+        assert (shown["ok"], shown["mapped"], shown["body"]) == (True, False, "plain text")
+        assert shown["content_type"].startswith("text/plain")
+        assert shown["duplicate_key"]["values"] is None
+
+    def test_unsafe_xml_and_a_missing_field_are_errors_in_the_answer(self):
+        config = MessageTypeConfig.model_validate(PO)
+
+        unsafe = preview_message(config, '<!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>')
+        missing = preview_message(config, {"other": 1})
+
+        assert (unsafe["ok"], unsafe["error"]["code"]) == (False, "mapping_failed")
+        assert missing["error"] == {
+            "code": "mapping_failed",
+            "message": missing["error"]["message"],
+            "details": {"field": "order"},
+        }
+
+    def test_an_undefined_type_is_refused_unless_a_config_is_given(self, admin):
+        admin.create(BOOTSTRAP, "t1", body())
+
+        with pytest.raises(UnknownMessageType):
+            admin.preview("t1", "int_po", "invoice", {})
+        shown = admin.preview("t1", "int_po", "invoice", {"n": 1}, MessageTypeConfig())
+
+        assert (shown["message_type"], shown["ok"], shown["body"]) == ("invoice", True, '{"n":1}')
+
+
+class TestValidators:
+    @pytest.mark.parametrize("ladder", [(30, 30), (60, 30), (0, 10), ()])
+    def test_a_retry_ladder_is_positive_and_increasing(self, ladder):
+        with pytest.raises(ValidationError) as refused:
+            RetryPolicy(ladder_seconds=ladder)
+
+        assert refused.value.errors()[0]["loc"] == ("ladder_seconds",)
+
+    def test_an_increasing_ladder_is_kept(self):
+        assert RetryPolicy(ladder_seconds=(5, 10, 60)).ladder_seconds == (5, 10, 60)
+
+    def test_duplicate_key_fields_are_jmespath_that_parses(self):
+        with pytest.raises(ValidationError) as refused:
+            MessageTypeConfig(duplicate_key_fields=("po_number", "lines[0"))
+
+        assert refused.value.errors()[0]["loc"] == ("duplicate_key_fields",)
+        assert MessageTypeConfig(duplicate_key_fields=("a.b", "lines[0].sku")).duplicate_key_fields == (
+            "a.b",
+            "lines[0].sku",
+        )
+
+
+class TestKeepSecrets:
+    def test_masked_headers_and_destination_credentials_come_from_the_stored_config(self):
+        stored = {
+            "destination": {
+                "url": "u",
+                "headers": {"Authorization": "Bearer s3cret", "X-Trace": "1"},
+                "auth": {"kind": "basic", "username": "u", "password": "pw"},
+            }
+        }
+        incoming = {
+            "destination": {
+                "url": "u2",
+                "headers": {"Authorization": "***", "X-Trace": "2"},
+                "auth": {"kind": "basic", "username": "v", "password": "***"},
+            }
+        }
+
+        merged = keep_secrets(incoming, stored)
+
+        assert merged == {
+            "destination": {
+                "url": "u2",
+                "headers": {"Authorization": "Bearer s3cret", "X-Trace": "2"},
+                "auth": {"kind": "basic", "username": "v", "password": "pw"},
+            }
+        }
+
+    def test_another_auth_kind_inherits_nothing(self):
+        stored = {"auth": {"kind": "bearer", "token": "t"}}
+
+        assert keep_secrets({"auth": {"kind": "api_key"}}, stored) == {"auth": {"kind": "api_key"}}
+
+
+class FailingStore:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def mark_received(self, integration_id, at) -> None:
+        self.calls += 1
+        raise RuntimeError("storage down")
+
+
+class TestReceptions:
+    def test_an_instance_records_an_integration_at_most_once_per_window_and_never_raises(self, clock):
+        store = FailingStore()
+        receptions = Receptions(store)
+
+        for _ in range(5):
+            receptions.seen("int_1", clock.now)
+        receptions.seen("int_2", clock.now)
+        clock.advance(MARK_EVERY)
+        receptions.seen("int_1", clock.now)
+
+        assert store.calls == 3
