@@ -21,14 +21,14 @@ from hubctl import __version__
 from hubctl.client import AdminClient, Answer, ApiError, TransportError
 from hubctl.config import ConfigError, resolve
 from hubctl.manifest import Kind, ManifestError, Resource, load
-from hubctl.output import as_json, fields, table
-from hubctl.plan import Action, diff_text, masked, plan
+from hubctl.output import as_json, cell, fields, table
+from hubctl.plan import Action, diff_text, masked, normalized, plan
 
 EXIT_API, EXIT_USAGE, EXIT_UNREACHABLE = 1, 2, 3
 SHOWN_ONCE = "Store it now: the hub keeps only its hash and cannot show it again."
 
 TENANT_COLUMNS = ("tenant_id", "name", "default_mode", "state", "created_at")
-INTEGRATION_COLUMNS = ("integration_id", "name", "mode", "connection_id", "version", "updated_at")
+INTEGRATION_COLUMNS = ("integration_id", "name", "mode", "connection_id", "version", "last_received_at")
 CONNECTION_COLUMNS = ("connection_id", "name", "protocol", "platform", "url", "version")
 KEY_COLUMNS = (
     "key_id",
@@ -311,7 +311,7 @@ def cmd_preview(ctx: Context) -> int:
         body = answer.get("body")
         ctx.say(f"ok: content_type {answer.get('content_type')}")
         if answer.get("duplicate_key") is not None:
-            ctx.say(f"duplicate_key: {answer['duplicate_key']}")
+            ctx.say(f"duplicate_key: {cell(answer['duplicate_key'])}")
         ctx.say(body if isinstance(body, str) else as_json(body))
     else:
         error = answer.get("error", {}) if isinstance(answer, dict) else {}
@@ -357,7 +357,12 @@ def apply_one(ctx: Context, resource: Resource) -> dict[str, Any]:
             raise
         current = None
     view = current.body if current is not None and isinstance(current.body, dict) else None
-    result = plan(view, resource.spec, current.version if current is not None else None)
+    result = plan(
+        view,
+        resource.spec,
+        current.version if current is not None else None,
+        compared=normalized(resource.kind, resource.spec),
+    )
     resend = (
         result.action is Action.UNCHANGED
         and ctx.args.resend_secrets

@@ -8,6 +8,11 @@ value only is "unchanged" (re-send it with `apply --resend-secrets`), a secret t
 removed is a change. Only the fields the file names are compared (recursively in objects; lists
 and scalars as a whole); what the file leaves out is the hub's (defaults, versions, dates,
 status counts) — and takes the hub's default when the resource is replaced by a PUT.
+
+A file may write a value more briefly than the hub shows it (a transform `trim` that the hub
+shows as `{"name": "trim"}`, a message type `{}` shown with its defaults, a set of known types in
+another order): before comparing, each named field of the file is read by the same model the
+admin API saves it with (`normalized`), so a file applied twice is unchanged the second time.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from hub.domain.redaction import MASK, redact_credentials
+from hubctl.manifest import Kind
 
 
 class Action(StrEnum):
@@ -53,6 +59,30 @@ class Plan:
 def masked(spec: dict[str, Any]) -> dict[str, Any]:
     """The spec as a view shows it: secrets (and credential-like headers) masked."""
     return redact_credentials(spec)
+
+
+def normalized(kind: Kind, spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec's fields as the hub will store and show them: each field the file names, read by
+    the model the admin API validates it with (defaults of nested objects filled in, short forms
+    expanded, sets in the hub's order). A spec the model refuses is returned as given: the API
+    will say why, naming the field."""
+    from pydantic import ValidationError  # noqa: PLC0415 - only apply needs the hub's models
+
+    try:
+        if kind is Kind.INTEGRATION:
+            from hub.admin.integrations import IntegrationBody  # noqa: PLC0415
+
+            ids = {"integration_id": "hubctl-plan", "tenant_id": "hubctl-plan"}
+            dumped = IntegrationBody.model_validate({**spec, **ids}).model_dump(mode="json")
+        elif kind is Kind.CONNECTION:
+            from hub.admin.connections import ConnectionSpec  # noqa: PLC0415
+
+            dumped = ConnectionSpec.model_validate(spec).model_dump(mode="json")
+        else:
+            return spec
+    except ValidationError:
+        return spec
+    return {key: dumped.get(key, value) for key, value in spec.items()}
 
 
 def unflagged(view: Any) -> Any:
@@ -101,16 +131,23 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def plan(current: dict[str, Any] | None, spec: dict[str, Any], version: int | None = None) -> Plan:
-    """Create when there is no current view; else the fields of `spec` whose values differ from
-    the view's (secrets compared as set / not set): none → unchanged, some → update."""
-    desired = masked(spec)
+def plan(
+    current: dict[str, Any] | None,
+    spec: dict[str, Any],
+    version: int | None = None,
+    *,
+    compared: dict[str, Any] | None = None,
+) -> Plan:
+    """Create when there is no current view (the diff lists the file's fields as written); else
+    the fields of `compared` (the spec as the hub reads it, `normalized`; default: the spec)
+    whose values differ from the view's (secrets compared as set / not set): none → unchanged,
+    some → update."""
     if current is None:
         changes: list[Change] = []
-        _walk(desired, ABSENT, "", changes)
+        _walk(masked(spec), ABSENT, "", changes)
         return Plan(Action.CREATE, changes)
     changes = []
-    _walk(desired, unflagged(current), "", changes)
+    _walk(masked(compared if compared is not None else spec), unflagged(current), "", changes)
     return Plan(Action.UPDATE if changes else Action.UNCHANGED, changes, version)
 
 

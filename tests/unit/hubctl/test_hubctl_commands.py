@@ -13,7 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from hub.admin.connections import ConnectionSpec
 from hub.domain.redaction import redact_credentials
+from hub.domain.tenancy import Integration
 from hubctl.client import AdminClient
 from hubctl.main import Context, build_parser, run
 
@@ -25,6 +27,14 @@ def error(status: int, code: str, message: str, **details: Any) -> httpx.Respons
     if details:
         body["details"] = details
     return httpx.Response(status, json={"error": body})
+
+
+def as_stored(collection: str, tenant: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What the real API keeps of a body and shows back: read by the model it validates with
+    (defaults filled in, short forms expanded), as its views show it."""
+    if collection == "connections":
+        return ConnectionSpec.model_validate(body).model_dump(mode="json")
+    return Integration.model_validate({**body, "tenant_id": tenant}).model_dump(mode="json")
 
 
 @dataclass
@@ -66,7 +76,7 @@ class FakeAdminApi:
         if len(parts) == 6 and method == "POST":  # /api/admin/tenants/{t}/connections|integrations
             id_field = "connection_id" if parts[5] == "connections" else "integration_id"
             own = f"{path}/{body[id_field]}"
-            self.resources[own] = {**body, "tenant_id": parts[4], "version": 1}
+            self.resources[own] = {**as_stored(parts[5], parts[4], body), "tenant_id": parts[4], "version": 1}
             answer = self.view(own)
             return httpx.Response(201, content=answer.content, headers=answer.headers)
         if len(parts) == 7:
@@ -76,7 +86,9 @@ class FakeAdminApi:
                 stored = self.resources[path]
                 if request.headers.get("if-match") != f'"{stored["version"]}"':
                     return error(412, "precondition_failed", "stale", current_version=stored["version"])
-                self.resources[path] = {**body, "version": stored["version"] + 1}
+                given = {**body, parts[5].removesuffix("s") + "_id": parts[6]}
+                version = stored["version"] + 1
+                self.resources[path] = {**as_stored(parts[5], parts[4], given), "version": version}
                 return self.view(path)
         return error(404, "route_not_found", f"no route {method} {path}")
 
@@ -169,6 +181,60 @@ def test_apply_creates_then_says_unchanged_the_second_time(api, manifest):
     ]
     assert {r.method for r in api.requests} == {"GET"}
     assert "erp-secret-token" not in first.out + first.err + again.out + again.err
+
+
+SHORT_FORMS = """
+kind: Tenant
+tenant: tnt_acme
+spec: {name: ACME}
+---
+kind: Integration
+tenant: tnt_acme
+id: int_events
+spec:
+  name: Events
+  message_types:
+    order.created:
+      mapping:
+        output:
+          number: {path: id, transforms: [trim, {name: to_decimal, places: 2}]}
+    order.cancelled: {}
+  inbound_webhook:
+    verification: {scheme: standard_webhooks, secrets: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]}
+    adapter:
+      message_type_path: type
+      known_types: [order.created, order.cancelled]
+      data_path: data
+"""
+
+
+def test_short_forms_the_hub_expands_are_unchanged_on_the_second_apply(api, tmp_path):
+    """The hub shows `trim` as {"name": "trim"} with its defaults, `{}` as a message type's
+    defaults and a set of known types sorted: a file written briefly is still the same file."""
+    path = tmp_path / "events.yaml"
+    path.write_text(SHORT_FORMS)
+    assert hubctl(api, "apply", "-f", str(path)).code == 0
+    api.requests.clear()
+
+    again = hubctl(api, "apply", "-f", str(path))
+
+    assert again.code == 0, again.err
+    assert again.out.splitlines() == [
+        "= Tenant tnt_acme (unchanged)",
+        "= Integration tnt_acme/int_events (unchanged)",
+    ]
+    assert {r.method for r in api.requests} == {"GET"}
+
+
+def test_a_nested_field_taken_out_of_the_file_is_a_change(api, manifest, tmp_path):
+    hubctl(api, "apply", "-f", manifest, environ=ENV)
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(MANIFEST.replace("{duplicate_key_fields: [po_number]}", "{}"))
+
+    ran = hubctl(api, "apply", "-f", str(changed), environ=ENV)
+
+    assert ran.code == 0, ran.err
+    assert 'message_types.purchase_order.duplicate_key_fields: ["po_number"] -> []' in ran.out
 
 
 def test_apply_shows_the_diff_and_puts_with_if_match(api, manifest, tmp_path):

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from hub.admin.connections import ConnectionSpec
+from hub.admin.integrations import IntegrationBody
 from hub.domain.mapping_spec import MappingSpec
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
@@ -20,7 +22,7 @@ from hubctl.manifest import Kind, Resource, load
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 #: Connection fields that are the connection item's own, not the delivery settings (Destination).
-CONNECTION_ONLY = {"name", "trusted_ca_pem"}
+CONNECTION_ONLY = {"name", "trusted_ca_pem", "use_client_certificate"}
 #: What the admin API's integration body takes besides the id (docs/admin_api_contract).
 INTEGRATION_FIELDS = {
     "name",
@@ -64,9 +66,14 @@ def test_each_part_validates_with_the_hubs_models(resource: Resource) -> None:
         IntegrationMode(spec.get("default_mode", "observability"))
         return
     if resource.kind is Kind.CONNECTION:
-        Destination.model_validate({k: v for k, v in spec.items() if k not in CONNECTION_ONLY})
+        # What the admin API takes (extra fields refused), then the pipeline's own model.
+        checked = ConnectionSpec.model_validate(spec)
+        certificate = resource.id if checked.use_client_certificate else None  # as the API sets it
+        delivery = {k: v for k, v in spec.items() if k not in CONNECTION_ONLY}
+        Destination.model_validate({**delivery, "client_certificate_id": certificate})
         return
     assert set(spec) <= INTEGRATION_FIELDS
+    IntegrationBody.model_validate({**spec, "integration_id": resource.id, "tenant_id": resource.tenant})
     for config in spec.get("message_types", {}).values():
         MessageTypeConfig.model_validate(config)
     RetryPolicy.model_validate(spec.get("retry_policy", {}))
