@@ -120,6 +120,11 @@ class LocalStack:
             "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
         }
 
+    def function_environment(self, logical_id: str) -> dict[str, str]:
+        """The environment a function's instances run with: this stack's moto and the
+        function's own variables from the template (after overrides)."""
+        return {**self.env, "POWERTOOLS_TRACE_DISABLED": "true", **self.model.specs[logical_id].environment}
+
     def client(self, service: str) -> Any:
         """A boto3 client bound to the embedded moto (independent of os.environ)."""
         session = boto3.session.Session(
@@ -277,7 +282,7 @@ class LocalStack:
         self.attributes = dict(provisioned.attributes)
         self.outputs = self._outputs(template, provisioner)
 
-        runtime_env = self.env | {"POWERTOOLS_TRACE_DISABLED": "true"}
+        runtime_env = self.env | {"POWERTOOLS_TRACE_DISABLED": "true"}  # see function_environment
         self._pools = {
             logical_id: FunctionPool(spec, runtime_env, self.max_instances)
             for logical_id, spec in self.model.specs.items()

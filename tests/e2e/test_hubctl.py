@@ -4,13 +4,7 @@ actions, DLQ redrive, client certificates) and `apply` of a tenant."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -27,49 +21,17 @@ from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.destinations import Answer, HttpDestination
+from tests.hubctl_process import SCRIPT, Hubctl
 from tests.pipeline import wait_for_status
 from tests.pki import PFX_PASSWORD, build_pki
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-hubctl")]
 
-#: The console script `make install` puts beside the interpreter (pyproject's [project.scripts]).
-SCRIPT = Path(sys.executable).with_name("hubctl")
-
-
-class Hubctl:
-    def __init__(self, url: str, tmp_path: Path) -> None:
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("HUB_ADMIN_", "HUBCTL_"))}
-        self.env.update(
-            HUB_ADMIN_URL=url,
-            HUB_ADMIN_TOKEN=DEMO_ADMIN_TOKEN,
-            HUBCTL_CONFIG=str(tmp_path / "no-profiles.toml"),
-        )
-
-    def __call__(
-        self, *argv: str, stdin: str | None = None, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
-        ran = subprocess.run(
-            [str(SCRIPT), *argv],
-            env=self.env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert DEMO_ADMIN_TOKEN not in ran.stdout + ran.stderr
-        if check:
-            assert ran.returncode == 0, ran.stderr
-        return ran
-
-    def json(self, *argv: str, stdin: str | None = None) -> Any:
-        return json.loads(self("-o", "json", *argv, stdin=stdin).stdout)
-
 
 @pytest.fixture
 def hubctl(local_stack, tmp_path) -> Hubctl:
     assert SCRIPT.is_file(), "make install installs the hubctl console script into .venv/bin"
-    return Hubctl(local_stack.function_urls["AdminApiFunction"], tmp_path)
+    return Hubctl(local_stack.function_urls["AdminApiFunction"], DEMO_ADMIN_TOKEN, tmp_path)
 
 
 @pytest.fixture

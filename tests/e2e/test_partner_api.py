@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from devstack.demo import DEMO_INTEGRATION_ID, demo_body
+from devstack.demo import DEMO_CONNECTION_ID, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-local-stack")]
 
@@ -136,12 +136,15 @@ def test_a_message_type_the_integration_does_not_define_is_422(api: httpx.Client
     assert answer.json()["error"]["details"] == {"field": "message_type", "known_types": ["purchase_order"]}
 
 
-def test_demo_integration_points_at_the_echo_destination(local_stack):
-    item = local_stack.client("dynamodb").get_item(
-        TableName=local_stack.resources["HubTable"],
-        Key={"PK": {"S": f"INTEGRATION#{DEMO_INTEGRATION_ID}"}, "SK": {"S": "CONFIG"}},
-    )["Item"]
-    assert json.loads(item["config_json"]["S"])["destination"]["url"] == local_stack.echo_url
+def test_demo_integration_delivers_through_the_demo_connection_to_the_echo_destination(
+    local_stack, admin: httpx.Client
+):
+    tenant = f"/api/admin/tenants/{DEMO_TENANT_ID}"
+    integration = admin.get(f"{tenant}/integrations/{DEMO_INTEGRATION_ID}").json()
+    connection = admin.get(f"{tenant}/connections/{DEMO_CONNECTION_ID}").json()
+
+    assert (integration["destination"], integration["connection_id"]) == (None, DEMO_CONNECTION_ID)
+    assert connection["url"] == local_stack.echo_url
 
 
 def test_keys_from_the_admin_api_over_http_create_list_rotate_revoke(api: httpx.Client, admin: httpx.Client):

@@ -26,6 +26,9 @@ class FakeApiKeys:
         return {i: self.integrations[i] for i in integration_ids if i in self.integrations}
 
     def create(self, key: ApiKey) -> None:
+        # The adapter's condition: nothing is stored over a key of the same hash.
+        if any(stored.key_hash == key.key_hash for stored in self.keys.values()):
+            raise Conflict("api key exists", details={"key_id": key.key_id})
         assert key.key_id not in self.keys
         self.keys[key.key_id] = key
 

@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from hub.admin.access import BOOTSTRAP as OP
-from hub.admin.api_keys import ApiKeyAdmin, ApiKeyNotActive, UnknownIntegrations
+from hub.admin.api_keys import ApiKeyAdmin, ApiKeyExists, ApiKeyNotActive, UnknownIntegrations
+from hub.admin.audit import Audit
 from hub.domain.tenancy import API_KEY_PREFIX, ApiKey, ApiKeyState, hash_api_key
 from hub.errors import NotFound
 from hub.ingest.key_usage import KeyUsage
 from tests.fakes.api_keys import FakeApiKeys, FakeKeyUse
+from tests.fakes.audit import FakeAuditTrail
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -49,6 +51,47 @@ def store() -> FakeApiKeys:
 @pytest.fixture
 def admin(store: FakeApiKeys) -> ApiKeyAdmin:
     return ApiKeyAdmin(store, clock=lambda: NOW)
+
+
+class TestRegister:
+    """A key whose value and id the caller chose: only the local stack's demo seed (the README
+    prints its key), never a route."""
+
+    def test_stores_only_the_hash_under_the_given_id_and_audits_it(self, store):
+        trail = FakeAuditTrail()
+        admin = ApiKeyAdmin(store, clock=lambda: NOW, audit=Audit(trail))
+        raw = "hub_demo_local-only-key-0000000000000000000000"
+
+        view = admin.register("t1", raw, "key_0000000000000000000000demo", "demo", OP)
+
+        [stored] = store.keys.values()
+        assert (stored.key_id, stored.key_hash, stored.prefix) == (
+            "key_0000000000000000000000demo",
+            hash_api_key(raw),
+            raw[:12],
+        )
+        assert stored.integration_ids is None
+        assert "key" not in view
+        assert view["state"] == "active"
+        [entry] = trail.entries
+        assert (entry.action, entry.actor_token_id) == ("api_key.created", OP.token_id)
+        assert raw not in repr(entry)
+
+    def test_the_same_key_again_is_refused_and_changes_nothing(self, admin, store):
+        raw = "hub_demo_local-only-key-0000000000000000000000"
+        admin.register("t1", raw, "key_0000000000000000000000demo", "demo", OP)
+
+        with pytest.raises(ApiKeyExists):
+            admin.register("t1", raw, "key_0000000000000000000000demo", "again", OP)
+
+        assert [k.label for k in store.keys.values()] == ["demo"]
+
+    def test_a_short_key_or_an_unknown_tenant_is_refused(self, admin, store):
+        with pytest.raises(ValueError, match="at least 32"):
+            admin.register("t1", "hub_short", "key_0000000000000000000000demo", None, OP)
+        with pytest.raises(NotFound):
+            admin.register("t9", "hub_demo_local-only-key-0000000000000000000000", "key_1", None, OP)
+        assert store.keys == {}
 
 
 class TestCreate:

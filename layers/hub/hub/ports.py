@@ -99,7 +99,8 @@ class ApiKeyStore(Protocol):
         ...
 
     def create(self, key: ApiKey) -> None:
-        """Stores a new key (its hash and metadata), listed under its tenant."""
+        """Stores a new key (its hash and metadata), listed under its tenant; Conflict when a
+        key of the same hash is stored (nothing is overwritten)."""
         ...
 
     def find(self, tenant_id: str, key_id: str) -> ApiKey | None:

@@ -40,6 +40,16 @@ class UnknownIntegrations(HubError):
     http_status = 422
 
 
+class ApiKeyExists(Conflict):
+    """A registered key (ApiKeyAdmin.register) is already stored; nothing was changed."""
+
+    code = "api_key_exists"
+
+
+#: A registered key is at least as long as the local stack's demo key: never a guessable one.
+MIN_REGISTERED_KEY_LENGTH = 32
+
+
 class ApiKeyNotActive(Conflict):
     """Only an active key can be rotated: a revoked one stays revoked, a rotating one already
     has its successor."""
@@ -95,6 +105,36 @@ class ApiKeyAdmin:
             "api key created", extra={"tenant_id": tenant_id, "key_id": key.key_id, "actor": actor.token_id}
         )
         return {**view, "key": raw}
+
+    def register(
+        self, tenant_id: str, raw_key: str, key_id: str, label: str | None, actor: Principal
+    ) -> dict[str, Any]:
+        """Stores a key whose value and id the caller chose, for every integration of the
+        tenant. Only the local stack's demo seed calls it (no route does): the README prints
+        the demo key and its id, so they cannot be generated. Otherwise exactly `create` (the
+        hash and prefix stored, the audit entry); ApiKeyExists when the key is already stored."""
+        if len(raw_key) < MIN_REGISTERED_KEY_LENGTH:
+            raise ValueError(f"a registered key needs at least {MIN_REGISTERED_KEY_LENGTH} characters")
+        self._require_tenant(tenant_id)
+        now = self._clock()
+        key = ApiKey(
+            key_id=key_id,
+            tenant_id=tenant_id,
+            key_hash=hash_api_key(raw_key),
+            label=label,
+            prefix=shown_prefix(raw_key),
+            created_at=now,
+        )
+        try:
+            self._store.create(key)
+        except Conflict as taken:
+            raise ApiKeyExists("this key is already stored", details={"key_id": key_id}) from taken
+        view = key_view(key, now)
+        self._audit.record(actor, tenant_id, "api_key.created", {"key_id": key_id}, now, after=view)
+        logger.info(
+            "api key registered", extra={"tenant_id": tenant_id, "key_id": key_id, "actor": actor.token_id}
+        )
+        return view
 
     def list_keys(self, tenant_id: str, limit: int, cursor: str | None) -> dict[str, Any]:
         self._require_tenant(tenant_id)

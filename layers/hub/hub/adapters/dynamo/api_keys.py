@@ -56,12 +56,12 @@ class DynamoApiKeys:
         return {item["PK"].removeprefix("INTEGRATION#"): item["tenant_id"] for item in found.values()}
 
     def create(self, key: ApiKey) -> None:
-        # 256 random bits never collide; the condition only makes sure nothing is overwritten.
-        self._table.put(api_key_item(key), condition="attribute_not_exists(PK)")
-
-    def put(self, key: ApiKey) -> None:
-        """Stores `key`, replacing any item of the same hash (the local stack's fixed demo key)."""
-        self._table.put(api_key_item(key))
+        """Conflict when a key of the same hash is stored (never for a generated key: 256 random
+        bits do not collide; a registered demo key stored before does)."""
+        try:
+            self._table.put(api_key_item(key), condition="attribute_not_exists(PK)")
+        except ConditionFailed as taken:
+            raise Conflict("api key exists", details={"key_id": key.key_id}) from taken
 
     def find(self, tenant_id: str, key_id: str) -> ApiKey | None:
         items, _ = self._table.query(

@@ -34,10 +34,6 @@ class DynamoTenants:
         except ConditionFailed as taken:
             raise Conflict("tenant exists", details={"tenant_id": tenant.tenant_id}) from taken
 
-    def put(self, tenant: Tenant) -> None:
-        """Stores `tenant`, replacing any item of the same id (the local stack's demo tenant)."""
-        self._table.put(tenant_item(tenant))
-
     def get(self, tenant_id: str) -> Tenant | None:
         item = self._table.get(keys.tenant_key(tenant_id))
         return tenant_from(item) if item else None
