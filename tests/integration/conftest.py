@@ -93,6 +93,15 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         wiring.reset()
 
 
+def opening_config(stack: Stack) -> DynamoConfigRepository:
+    """The configuration as a function that opens every sealed secret would read it (ingest opens
+    webhook secrets, the worker destination credentials): what the stored secrets are."""
+    from hub.adapters.kms import KmsDataKeys
+    from hub.sealed_config import PURPOSES, Sealer
+
+    return DynamoConfigRepository(stack.table, Sealer(KmsDataKeys(stack.env["HUB_CERTIFICATE_KEY_ID"]), PURPOSES))
+
+
 @dataclass(frozen=True)
 class Tenancy:
     key: str
