@@ -68,7 +68,11 @@ def token_server() -> Iterator[HttpDestination]:
 
 def webhook_event(integration_id: str, body: bytes) -> dict[str, Any]:
     now = int(time.time())
-    headers: dict[str, str | None] = {"webhook-id": None, "webhook-timestamp": None, "webhook-signature": None}
+    headers: dict[str, str | None] = {
+        "webhook-id": None,
+        "webhook-timestamp": None,
+        "webhook-signature": None,
+    }
     if integration_id == "int_sw":
         headers |= {
             "webhook-id": "msg_sealed_1",
@@ -76,7 +80,9 @@ def webhook_event(integration_id: str, body: bytes) -> dict[str, Any]:
             "webhook-signature": sign_standard_webhooks(WHSEC, "msg_sealed_1", now, body),
         }
     elif integration_id == "int_gh":
-        headers["x-hub-signature-256"] = "sha256=" + hmac.new(HMAC_SECRET.encode(), body, hashlib.sha256).hexdigest()
+        headers["x-hub-signature-256"] = (
+            "sha256=" + hmac.new(HMAC_SECRET.encode(), body, hashlib.sha256).hexdigest()
+        )
     else:
         signed = hmac.new(STRIPE_SECRET.encode(), f"{now}.".encode() + body, hashlib.sha256).hexdigest()
         headers["stripe-signature"] = f"t={now},v1={signed}"
@@ -104,7 +110,11 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
     for connection_id, auth in AUTHS.items():
         if auth["kind"] == "oauth2_client_credentials":
             auth = {**auth, "token_url": token_server.url}
-        admin("POST", f"{base}/connections", body={"connection_id": connection_id, "url": destination.url, "auth": auth})
+        admin(
+            "POST",
+            f"{base}/connections",
+            body={"connection_id": connection_id, "url": destination.url, "auth": auth},
+        )
         admin(
             "POST",
             f"{base}/integrations",
@@ -135,7 +145,9 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
     # ...read back, listed, saved again as shown (the secrets kept), the audit log read
     for connection_id in AUTHS:
         shown = admin("GET", f"{base}/connections/{connection_id}").body
-        spec = {k: v for k, v in shown.items() if k not in ("tenant_id", "version", "created_at", "updated_at")}
+        spec = {
+            k: v for k, v in shown.items() if k not in ("tenant_id", "version", "created_at", "updated_at")
+        }
         admin("PUT", f"{base}/connections/{connection_id}", body={**spec, "name": "saved again"})
     for integration_id in WEBHOOKS:
         shown = admin("GET", f"{base}/integrations/{integration_id}").body
@@ -170,10 +182,14 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
 
     # Then the destination received each credential (opened by the worker)...
     seen = {
-        json.loads(r.body).get("po_number", "webhook"): r.headers for r in destination.requests if r.method == "POST"
+        json.loads(r.body).get("po_number", "webhook"): r.headers
+        for r in destination.requests
+        if r.method == "POST"
     }
     assert seen["con_bearer"]["authorization"] == f"Bearer {BEARER}"
-    assert seen["con_basic"]["authorization"] == "Basic " + base64.b64encode(f"erp:{PASSWORD}".encode()).decode()
+    assert (
+        seen["con_basic"]["authorization"] == "Basic " + base64.b64encode(f"erp:{PASSWORD}".encode()).decode()
+    )
     assert seen["con_apikey"]["x-erp-key"] == API_KEY
     assert seen["con_oauth"]["authorization"] == f"Bearer {ACCESS_TOKEN}"
     assert token_server.requests[0].headers["authorization"] == (
@@ -208,7 +224,9 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
     assert "int_stripe" in scanned
 
 
-def test_a_kms_outage_at_ingest_is_a_503_and_never_an_unsigned_pass(stack, tenancy, admin_api, ingest_api, monkeypatch):
+def test_a_kms_outage_at_ingest_is_a_503_and_never_an_unsigned_pass(
+    stack, tenancy, admin_api, ingest_api, monkeypatch
+):
     created = admin_api(
         "POST",
         "/api/admin/tenants/t1/integrations",

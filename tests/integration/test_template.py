@@ -93,7 +93,10 @@ def _purposes(statements: list[dict], action: str) -> set[str]:
             found |= set(_listed(condition["StringEquals"]["kms:EncryptionContext:purpose"]))
         else:
             assert condition == {
-                "Null": {"kms:EncryptionContext:purpose": "true", "kms:EncryptionContext:connection_id": "false"}
+                "Null": {
+                    "kms:EncryptionContext:purpose": "true",
+                    "kms:EncryptionContext:connection_id": "false",
+                }
             }
             found.add("certificate")
     return found
@@ -109,7 +112,11 @@ def test_each_function_opens_only_the_secrets_it_needs():
     admin = _kms_statements("AdminApiFunction")
     # The admin API seals everything, never opens a webhook secret; the connection test opens
     # the connection's credentials and client certificate.
-    assert _purposes(admin, "kms:GenerateDataKey") == {"webhook-secret", "destination-credential", "certificate"}
+    assert _purposes(admin, "kms:GenerateDataKey") == {
+        "webhook-secret",
+        "destination-credential",
+        "certificate",
+    }
     assert _purposes(admin, "kms:Decrypt") == {"destination-credential", "certificate"}
     for function, spec in load_template(TEMPLATE)["Resources"].items():
         if spec["Type"] == "AWS::Serverless::Function" and function not in (
