@@ -13,11 +13,11 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.integrations import stale, stored_from
 from hub.adapters.dynamo.table import format_ts
 from hub.adapters.dynamo.tenancy import integration_item, integration_version
-from hub.domain.tenancy import Integration, Tenant
 from hub.certificates.envelope import DataKeys
+from hub.domain.tenancy import Integration, Tenant
 from hub.errors import Conflict
-from hub.sealed_config import Sealer
 from hub.ports import IntegrationPage, StoredIntegration
+from hub.sealed_config import Sealer
 from tests.fakes.config import FakeConfig
 from tests.fakes.data_keys import SHARED_KEYS
 from tests.fakes.table import FakeTable

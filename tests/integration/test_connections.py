@@ -18,14 +18,12 @@ import pytest
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.connections import destination_of
 from hub.adapters.dynamo.table import Table
-from hub.adapters.kms import KmsDataKeys
 from hub.admin.access import Role
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
-from hub.sealed_config import PURPOSES, Sealer
 from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer, HttpDestination
 from tests.events import admin_event
-from tests.integration.conftest import ADMIN_TOKEN
+from tests.integration.conftest import ADMIN_TOKEN, opening_sealer
 from tests.pipeline import send, status
 from tests.pki import PFX_PASSWORD, Pki
 
@@ -190,7 +188,7 @@ class TestCrud:
         # Kept, sealed: not in the configuration, opened as the worker opens it.
         assert "password" not in json.loads(item["config_json"])["auth"]
         assert set(item["sealed"]) == {"auth.password"}
-        assert destination_of(item, Sealer(KmsDataKeys(stack.env["HUB_CERTIFICATE_KEY_ID"]), PURPOSES)).auth.password == "pw"
+        assert destination_of(item, opening_sealer(stack)).auth.password == "pw"
 
     def test_delete_is_refused_while_an_integration_uses_it(self, stack, tenants, api):
         api("POST", path(), body=rest(connection_id="erp"))

@@ -107,9 +107,9 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
 
     base = "/api/admin/tenants/t1"
     # Given every kind of destination credential and webhook secret, saved over the admin API
-    for connection_id, auth in AUTHS.items():
-        if auth["kind"] == "oauth2_client_credentials":
-            auth = {**auth, "token_url": token_server.url}
+    for connection_id, given in AUTHS.items():
+        oauth2 = given["kind"] == "oauth2_client_credentials"
+        auth = {**given, "token_url": token_server.url} if oauth2 else given
         admin(
             "POST",
             f"{base}/connections",

@@ -11,6 +11,7 @@ from cfnlint.api import lint_all
 from devstack.cfn import load_template
 from devstack.validate import transform_template
 from hub.adapters.dynamo.status_index import QUEUE_ROW_FIELDS
+from hub.sealed_config import PURPOSES
 from tests.aws import ROOT, TEMPLATE
 
 
@@ -128,6 +129,4 @@ def test_each_function_opens_only_the_secrets_it_needs():
 
 
 def test_the_purposes_are_the_ones_the_code_seals_under():
-    from hub.sealed_config import PURPOSES
-
     assert set(PURPOSES) == {"webhook-secret", "destination-credential"}

@@ -27,8 +27,8 @@ from hub.sealed_config import (
     PURPOSES,
     STAND_IN,
     WEBHOOK_SECRET,
-    SecretUndecryptable,
     Sealer,
+    SecretUndecryptable,
     blobs_from,
     integration_owner,
 )

@@ -27,7 +27,7 @@ from hub.certificates.envelope import CertificateUndecryptable, DataKeys
 from hub.errors import ConfigurationError, HubError
 from hub.sealing import SealedFields, open_fields, put_fields, same_values, seal_fields, take_fields
 
-WEBHOOK_SECRET = "webhook-secret"
+WEBHOOK_SECRET = "webhook-secret"  # noqa: S105 - a purpose name, not a secret
 DESTINATION_CREDENTIAL = "destination-credential"
 PURPOSES = (WEBHOOK_SECRET, DESTINATION_CREDENTIAL)
 
@@ -71,7 +71,7 @@ def _stand_in_for(value: Any) -> Any:
 
 
 def is_stand_in(value: Any) -> bool:
-    return value == STAND_IN or value == [STAND_IN]
+    return value in (STAND_IN, [STAND_IN])
 
 
 def _stand_in_of(path: str) -> Any:

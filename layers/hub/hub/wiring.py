@@ -18,8 +18,8 @@ from hub.errors import ConfigurationError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.adapters.kms import KmsDataKeys
+    from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.adapters.secrets import SecretValues
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
@@ -187,7 +187,6 @@ def _slack(s: Settings) -> list[AlertChannel]:
 
 @lru_cache(maxsize=1)
 def secret_values() -> SecretValues:
-    from hub.adapters.kms import KmsDataKeys
     from hub.adapters.secrets import SecretValues
 
     return SecretValues(settings().secrets_cache_seconds)

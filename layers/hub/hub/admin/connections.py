@@ -275,7 +275,9 @@ class ConnectionAdmin:
             raise _invalid("connection_id", "differs from the connection in the path")
         stored = self._stored(tenant_id, connection_id)
         self._check_version(stored, if_match)
-        destination = _recognized(self._destination(tenant_id, connection_id, spec, stored.destination), stored)
+        destination = _recognized(
+            self._destination(tenant_id, connection_id, spec, stored.destination), stored
+        )
         before = connection_view(stored)
         if (
             destination == stored.destination

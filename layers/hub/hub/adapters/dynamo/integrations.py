@@ -27,8 +27,8 @@ from hub.adapters.dynamo.tenancy import (
     integration_version,
     tenant_from,
 )
-from hub.domain.tenancy import Integration, Tenant
 from hub.certificates.envelope import DataKeys
+from hub.domain.tenancy import Integration, Tenant
 from hub.errors import Conflict, NotFound, PreconditionFailed
 from hub.ports import IntegrationPage, StoredIntegration
 from hub.sealed_config import Sealer, blobs_from
