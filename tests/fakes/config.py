@@ -106,7 +106,8 @@ class FakeConfig:
         self.table.put(item)
 
     def put_integration(self, integration: Integration) -> None:
-        item = integration_item(integration, UNVERSIONED, self.sealer)
+        current = self.table.get(_key(keys.integration_key(integration.integration_id)))
+        item = integration_item(integration, UNVERSIONED, self.sealer, blobs_from(current) if current else {})
         self.table.put({k: v for k, v in item.items() if v is not None})
 
     def put_api_key(self, api_key: ApiKey) -> None:

@@ -23,6 +23,8 @@ import os
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys
 from hub.errors import ConfigurationError, HubError
 from hub.sealing import SealedFields, open_fields, put_fields, same_values, seal_fields, take_fields
@@ -52,6 +54,15 @@ class SecretUndecryptable(HubError):
 
     code = "secret_undecryptable"
     http_status = 500
+
+
+_JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+
+
+def parse_config(raw: str | bytes) -> dict[str, Any]:
+    """A stored `config_json` as a dict; what does not parse is a pydantic ValidationError, as
+    when the model read it directly."""
+    return _JSON_OBJECT.validate_json(raw)
 
 
 def context(tenant_id: str, owner: str, purpose: str) -> dict[str, str]:

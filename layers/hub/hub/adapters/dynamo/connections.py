@@ -28,6 +28,7 @@ from hub.sealed_config import (
     blobs_from,
     blobs_item,
     connection_owner,
+    parse_config,
 )
 
 CONFIG_SK = "CONFIG"
@@ -82,7 +83,7 @@ def destination_of(item: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Destin
     opened when `sealer` opens destination credentials (stand-ins otherwise). An item written
     before sealing holds them in clear in `config_json`: read as they are."""
     config = sealer.reveal(
-        json.loads(item["config_json"]),
+        parse_config(item["config_json"]),
         DESTINATION_PATHS,
         str(item["tenant_id"]),
         connection_owner(str(item["connection_id"])),

@@ -11,7 +11,14 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.connections import destination_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
-from hub.sealed_config import INTEGRATION_PATHS, Sealer, blobs_from, blobs_item, integration_owner
+from hub.sealed_config import (
+    INTEGRATION_PATHS,
+    Sealer,
+    blobs_from,
+    blobs_item,
+    integration_owner,
+    parse_config,
+)
 
 
 def api_key_from(data: Mapping[str, Any]) -> ApiKey:
@@ -113,7 +120,7 @@ def integration_version(data: Mapping[str, Any]) -> int:
 def integration_from(data: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Integration:
     """A stored integration, its sealed secrets opened where `sealer` opens their purpose
     (stand-ins elsewhere); one written before sealing holds them in clear, read as they are."""
-    config = json.loads(data["config_json"])
+    config = parse_config(data["config_json"])
     tenant_id = str(config.get("tenant_id") or data.get("tenant_id"))
     integration_id = str(config.get("integration_id") or data.get("integration_id"))
     config = sealer.reveal(
@@ -182,7 +189,10 @@ class DynamoConfigRepository:
         """Stores `integration` as the admin API does (version 1, listed), replacing any item of
         the same id (tests, the local stack's demo data). Its secrets are sealed when this
         repository has a key, kept in clear otherwise (as an item written by hand)."""
-        self._table.put(integration_item(integration, UNVERSIONED, self._sealer))
+        # Stand-ins (an integration read here and written back) keep the stored seals.
+        current = self._table.get(keys.integration_key(integration.integration_id))
+        sealed = blobs_from(current) if current else {}
+        self._table.put(integration_item(integration, UNVERSIONED, self._sealer, sealed))
 
     def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
         """Sets `connection_gone_at` beside the stored configuration (only if the integration
