@@ -185,6 +185,9 @@ def configure(
             retry_policy=retry_policy or RetryPolicy(),
         )
     )
+    # The worker and the webhook receiver keep their own caches (they open sealed secrets).
+    wiring.delivery_config().forget_integration(tenancy.integration_id)
+    wiring.webhook_config().forget_integration(tenancy.integration_id)
 
 
 def schedules(stack: Any) -> list[dict[str, Any]]:

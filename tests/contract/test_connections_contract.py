@@ -89,7 +89,8 @@ def test_a_created_connection_reads_back_and_its_id_is_taken_once(side):
     with pytest.raises(Conflict):
         side.store.create(connection(connection_id, fresh("t")))
 
-    assert side.store.get(connection_id) == stored
+    read = side.store.get(connection_id)
+    assert read.model_copy(update={"destination": side.store.with_credentials(read), "sealed": {}}) == stored
     assert side.store.get(fresh()) is None
 
 
@@ -190,7 +191,7 @@ class TestResolution:
         resolved = side.config.get_integration(f"{tenant}-i")
 
         assert resolved.connection_id == connection_id
-        assert resolved.destination == side.store.get(connection_id).destination
+        assert resolved.destination == side.store.with_credentials(side.store.get(connection_id))
 
     def test_the_top_level_attribute_alone_is_enough(self, side):
         tenant, connection_id = fresh("t"), fresh()

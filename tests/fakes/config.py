@@ -3,6 +3,7 @@ table, so the message repository's `get_for_key` finds API keys as it does in Dy
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,16 @@ from typing import Any
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.tenancy import UNVERSIONED, integration_item
 from hub.domain.tenancy import ApiKey, Destination, Integration, Tenant
+from hub.sealed_config import (
+    DESTINATION_PATHS,
+    INTEGRATION_PATHS,
+    PURPOSES,
+    Sealer,
+    blobs_from,
+    connection_owner,
+    integration_owner,
+)
+from tests.fakes.data_keys import SHARED_KEYS
 from tests.fakes.table import Change, ConditionFailed, FakeTable, format_ts
 
 
@@ -32,8 +43,10 @@ def _key(key: Mapping[str, str]) -> tuple[str, str]:
 class FakeConfig:
     """Tenants, integrations and API keys, stored as the DynamoDB adapter stores them."""
 
-    def __init__(self, table: FakeTable | None = None) -> None:
+    def __init__(self, table: FakeTable | None = None, sealer: Sealer | None = None) -> None:
         self.table = table or FakeTable()
+        #: Seals what put_integration is given; opens every purpose (one fake plays every function).
+        self.sealer = sealer or Sealer(SHARED_KEYS, opens=PURPOSES)
         #: How often an integration was read (a worker reads it once per step).
         self.integration_reads = 0
         #: How often a tenant was read (ingest checks that the key's tenant is not disabled).
@@ -48,7 +61,14 @@ class FakeConfig:
         item = self.table.get(_key(keys.integration_key(integration_id)))
         if item is None:
             return None
-        integration = Integration.model_validate_json(item["config_json"])
+        config = self.sealer.reveal(
+            json.loads(item["config_json"]),
+            INTEGRATION_PATHS,
+            item["tenant_id"],
+            integration_owner(integration_id),
+            blobs_from(item),
+        )
+        integration = Integration.model_validate(config)
         if item.get("connection_gone_at"):
             gone = datetime.fromisoformat(item["connection_gone_at"])
             integration = integration.model_copy(update={"connection_gone_at": gone})
@@ -60,7 +80,15 @@ class FakeConfig:
         connection = self.table.get(_key(keys.connection_key(integration.connection_id)))
         if connection is None or connection.get("tenant_id") != integration.tenant_id:
             return integration
-        destination = Destination.model_validate_json(connection["config_json"])
+        destination = Destination.model_validate(
+            self.sealer.reveal(
+                json.loads(connection["config_json"]),
+                DESTINATION_PATHS,
+                connection["tenant_id"],
+                connection_owner(integration.connection_id),
+                blobs_from(connection),
+            )
+        )
         return integration.model_copy(
             update={
                 "destination": destination.model_copy(update={"connection_id": integration.connection_id})
@@ -78,7 +106,9 @@ class FakeConfig:
         self.table.put(item)
 
     def put_integration(self, integration: Integration) -> None:
-        self.table.put({k: v for k, v in integration_item(integration, UNVERSIONED).items() if v is not None})
+        current = self.table.get(_key(keys.integration_key(integration.integration_id)))
+        item = integration_item(integration, UNVERSIONED, self.sealer, blobs_from(current) if current else {})
+        self.table.put({k: v for k, v in item.items() if v is not None})
 
     def put_api_key(self, api_key: ApiKey) -> None:
         item: dict[str, Any] = {

@@ -8,10 +8,13 @@ from collections.abc import Collection
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.connections import connection_from, connection_item
-from hub.domain.tenancy import Connection
+from hub.adapters.dynamo.connections import connection_from, connection_item, opened_destination
+from hub.certificates.envelope import DataKeys
+from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict
 from hub.ports import ConnectionPage, VersionConflict
+from hub.sealed_config import DESTINATION_CREDENTIAL, Sealer
+from tests.fakes.data_keys import SHARED_KEYS
 from tests.fakes.table import Change, ConditionFailed, FakeTable
 
 
@@ -24,8 +27,13 @@ def _stored(item: dict[str, Any]) -> dict[str, Any]:
 
 
 class FakeConnections:
-    def __init__(self, table: FakeTable | None = None) -> None:
+    def __init__(self, table: FakeTable | None = None, keys: DataKeys | None = SHARED_KEYS) -> None:
         self.table = table or FakeTable()
+        self._sealer = Sealer(keys)
+        self._opener = Sealer(keys, opens=(DESTINATION_CREDENTIAL,))
+
+    def with_credentials(self, connection: Connection) -> Destination:
+        return opened_destination(connection, self._opener)
 
     def tenant_exists(self, tenant_id: str) -> bool:
         return self.table.get(_key(keys.tenant_key(tenant_id))) is not None
@@ -35,7 +43,7 @@ class FakeConnections:
         return str(item["tenant_id"]) if item else None
 
     def create(self, connection: Connection) -> None:
-        item = _stored(connection_item(connection))
+        item = _stored(connection_item(connection, self._sealer))
         with self.table.lock:
             if self.table.get((item["PK"], item["SK"])) is not None:
                 raise Conflict("connection exists", details={"connection_id": connection.connection_id})
@@ -57,7 +65,7 @@ class FakeConnections:
         return ConnectionPage(connections=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
 
     def replace(self, connection: Connection, expected_version: int) -> None:
-        item = _stored(connection_item(connection))
+        item = _stored(connection_item(connection, self._sealer))
         with self.table.lock:
             old = self.table.get((item["PK"], item["SK"]))
             if (

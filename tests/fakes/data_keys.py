@@ -25,3 +25,7 @@ class FakeDataKeys:
         if found is None or found[1] != context:
             raise CertificateUndecryptable("does not decrypt")
         return found[0]
+
+
+#: The fakes' key service by default (one KMS key for every fake store of a test run).
+SHARED_KEYS = FakeDataKeys()

@@ -5,6 +5,7 @@ status (tests/contract/test_integrations_contract.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -12,10 +13,13 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.integrations import stale, stored_from
 from hub.adapters.dynamo.table import format_ts
 from hub.adapters.dynamo.tenancy import integration_item, integration_version
+from hub.certificates.envelope import DataKeys
 from hub.domain.tenancy import Integration, Tenant
 from hub.errors import Conflict
 from hub.ports import IntegrationPage, StoredIntegration
+from hub.sealed_config import Sealer
 from tests.fakes.config import FakeConfig
+from tests.fakes.data_keys import SHARED_KEYS
 from tests.fakes.table import FakeTable
 
 _GONE = ("connection_gone_at", "connection_gone_status")
@@ -26,14 +30,18 @@ def _key(integration_id: str) -> tuple[str, str]:
     return (key["PK"], key["SK"])
 
 
-def _item(integration: Integration, version: int) -> dict[str, Any]:
-    return {k: v for k, v in integration_item(integration, version).items() if v is not None}
+def _item(
+    integration: Integration, version: int, sealer: Sealer, sealed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    return {k: v for k, v in integration_item(integration, version, sealer, sealed).items() if v is not None}
 
 
 class FakeIntegrations:
-    def __init__(self, table: FakeTable | None = None) -> None:
+    def __init__(self, table: FakeTable | None = None, keys: DataKeys | None = SHARED_KEYS) -> None:
         self.table = table or FakeTable()
         self._config = FakeConfig(self.table)
+        #: Seals what it is given; never opens (the admin API's reads show stand-ins).
+        self._sealer = Sealer(keys)
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         return self._config.get_tenant(tenant_id)
@@ -51,16 +59,18 @@ class FakeIntegrations:
         with self.table.lock:
             if self.table.get(_key(integration.integration_id)) is not None:
                 raise Conflict("integration exists")
-            self.table.put(_item(integration, 1))
+            self.table.put(_item(integration, 1, self._sealer))
         return StoredIntegration(integration, 1)
 
-    def replace(self, integration: Integration, expected_version: int) -> StoredIntegration:
+    def replace(
+        self, integration: Integration, expected_version: int, sealed: Mapping[str, Any] | None = None
+    ) -> StoredIntegration:
         with self.table.lock:
             old = self.table.get(_key(integration.integration_id))
             if old is None or integration_version(old) != expected_version:
                 raise stale(integration.integration_id, old)
-            kept = {k: v for k, v in old.items() if k not in _GONE and k != "connection_id"}
-            self.table.put({**kept, **_item(integration, expected_version + 1)})
+            kept = {k: v for k, v in old.items() if k not in (*_GONE, "connection_id", "sealed")}
+            self.table.put({**kept, **_item(integration, expected_version + 1, self._sealer, sealed)})
         return StoredIntegration(integration, expected_version + 1)
 
     def delete(self, current: StoredIntegration) -> None:

@@ -16,7 +16,9 @@ from moto import mock_aws
 from hub import wiring
 from hub.adapters.aws import reset_clients
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.adapters.kms import KmsDataKeys
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
+from hub.sealed_config import PURPOSES, Sealer
 from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision
 from tests.destinations import HttpDestination
 from tests.events import admin_event
@@ -91,6 +93,17 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         )
         reset_clients()
         wiring.reset()
+
+
+def opening_config(stack: Stack) -> DynamoConfigRepository:
+    """The configuration as a function that opens every sealed secret would read it (ingest opens
+    webhook secrets, the worker destination credentials): what the stored secrets are."""
+    return DynamoConfigRepository(stack.table, opening_sealer(stack))
+
+
+def opening_sealer(stack: Stack) -> Sealer:
+    """A sealer opening every purpose under the stack's key."""
+    return Sealer(KmsDataKeys(stack.env["HUB_CERTIFICATE_KEY_ID"]), PURPOSES)
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,14 @@ import boto3
 import pytest
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.connections import destination_of
 from hub.adapters.dynamo.table import Table
 from hub.admin.access import Role
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
 from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer, HttpDestination
 from tests.events import admin_event
-from tests.integration.conftest import ADMIN_TOKEN
+from tests.integration.conftest import ADMIN_TOKEN, opening_sealer
 from tests.pipeline import send, status
 from tests.pki import PFX_PASSWORD, Pki
 
@@ -184,7 +185,10 @@ class TestCrud:
             {"current_version": 2},
         )
         item = Table(stack.table).get(keys.connection_key("erp"))
-        assert json.loads(item["config_json"])["auth"]["password"] == "pw"  # kept (sealing: later)
+        # Kept, sealed: not in the configuration, opened as the worker opens it.
+        assert "password" not in json.loads(item["config_json"])["auth"]
+        assert set(item["sealed"]) == {"auth.password"}
+        assert destination_of(item, opening_sealer(stack)).auth.password == "pw"
 
     def test_delete_is_refused_while_an_integration_uses_it(self, stack, tenants, api):
         api("POST", path(), body=rest(connection_id="erp"))

@@ -22,7 +22,7 @@ from hub.domain.tenancy import Integration, MessageTypeConfig
 from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer
 from tests.events import admin_event, http_event
-from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer
+from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer, opening_config
 
 INTEGRATIONS = "/api/admin/tenants/{tenant}/integrations"
 WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -138,7 +138,7 @@ class TestCreateReadList:
         admin("POST", url(), body=body(mode="orchestration"))
 
         item = raw_item(stack, "int_po")
-        stored = DynamoConfigRepository(stack.table).get_integration("int_po")
+        stored = opening_config(stack).get_integration("int_po")
         assert (item["version"], item["tenant_id"], item["GSI1PK"], item["GSI1SK"]) == (
             "1",
             "t1",
@@ -280,7 +280,7 @@ class TestSecrets:
             assert BEARER not in text
         assert read.body["inbound_webhook"]["verification"]["secrets"] == "***"
         assert read.body["destination"]["auth"]["token"] == "***"
-        stored = DynamoConfigRepository(stack.table).get_integration("int_po")
+        stored = opening_config(stack).get_integration("int_po")
         assert stored is not None
         assert stored.name == "Left out"
         assert stored.inbound_webhook is not None
@@ -302,7 +302,7 @@ class TestSecrets:
 
         admin("PUT", url(integration="int_po"), body=body(inbound_webhook=webhook(rotated)))
 
-        stored = DynamoConfigRepository(stack.table).get_integration("int_po")
+        stored = opening_config(stack).get_integration("int_po")
         assert stored is not None
         assert stored.inbound_webhook.verification.secrets == (rotated,)
 

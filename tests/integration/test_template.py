@@ -11,6 +11,7 @@ from cfnlint.api import lint_all
 from devstack.cfn import load_template
 from devstack.validate import transform_template
 from hub.adapters.dynamo.status_index import QUEUE_ROW_FIELDS
+from hub.sealed_config import PURPOSES
 from tests.aws import ROOT, TEMPLATE
 
 
@@ -67,3 +68,65 @@ def test_every_other_request_to_the_partner_api_reaches_the_ingest_function():
     paths = transform_template(TEMPLATE)["Resources"]["PartnerApi"]["Properties"]["Body"]["paths"]
     catch_all = paths["$default"]["x-amazon-apigateway-any-method"]["x-amazon-apigateway-integration"]
     assert "IngestApiFunction" in str(catch_all["uri"])
+
+
+def _kms_statements(function: str) -> list[dict]:
+    """The KMS statements of `function`'s inline policies in template.yaml."""
+    policies = load_template(TEMPLATE)["Resources"][function]["Properties"].get("Policies", [])
+    statements = [s for p in policies if isinstance(p, dict) for s in p.get("Statement", [])]
+    return [s for s in statements if any(str(a).startswith("kms:") for a in _listed(s["Action"]))]
+
+
+def _listed(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def _purposes(statements: list[dict], action: str) -> set[str]:
+    """The encryption-context purposes `action` is allowed for; "certificate" for the statement
+    that allows only contexts without a purpose and with a connection id (client certificates)."""
+    found: set[str] = set()
+    for statement in statements:
+        if action not in _listed(statement["Action"]):
+            continue
+        condition = statement.get("Condition")
+        assert condition, f"{action} without an encryption-context condition"
+        if "StringEquals" in condition:
+            found |= set(_listed(condition["StringEquals"]["kms:EncryptionContext:purpose"]))
+        else:
+            assert condition == {
+                "Null": {
+                    "kms:EncryptionContext:purpose": "true",
+                    "kms:EncryptionContext:connection_id": "false",
+                }
+            }
+            found.add("certificate")
+    return found
+
+
+def test_each_function_opens_only_the_secrets_it_needs():
+    """moto never enforces IAM: this checks the statements themselves (hub.sealed_config)."""
+    assert _purposes(_kms_statements("IngestApiFunction"), "kms:Decrypt") == {"webhook-secret"}
+    assert _purposes(_kms_statements("IngestApiFunction"), "kms:GenerateDataKey") == set()
+    worker = _kms_statements("PipelineWorkerFunction")
+    assert _purposes(worker, "kms:Decrypt") == {"destination-credential", "certificate"}
+    assert _purposes(worker, "kms:GenerateDataKey") == set()
+    admin = _kms_statements("AdminApiFunction")
+    # The admin API seals everything, never opens a webhook secret; the connection test opens
+    # the connection's credentials and client certificate.
+    assert _purposes(admin, "kms:GenerateDataKey") == {
+        "webhook-secret",
+        "destination-credential",
+        "certificate",
+    }
+    assert _purposes(admin, "kms:Decrypt") == {"destination-credential", "certificate"}
+    for function, spec in load_template(TEMPLATE)["Resources"].items():
+        if spec["Type"] == "AWS::Serverless::Function" and function not in (
+            "IngestApiFunction",
+            "PipelineWorkerFunction",
+            "AdminApiFunction",
+        ):
+            assert _kms_statements(function) == [], function
+
+
+def test_the_purposes_are_the_ones_the_code_seals_under():
+    assert set(PURPOSES) == {"webhook-secret", "destination-credential"}

@@ -224,7 +224,7 @@ class TestSecrets:
         assert secret not in shown
         assert "***" in json.dumps(created["auth"])
         assert (
-            world.store.get("c").destination.auth.model_dump()[
+            world.store.with_credentials(world.store.get("c")).auth.model_dump()[
                 next(k for k, v in auth.items() if v == secret)
             ]
             == secret
@@ -236,16 +236,16 @@ class TestSecrets:
         )
 
         world.admin.update(BOOTSTRAP, "t1", "c", spec(auth={"kind": "bearer"}, name="renamed"), None)
-        assert world.store.get("c").destination.auth.token == "tok-1"
+        assert world.store.with_credentials(world.store.get("c")).auth.token == "tok-1"
         world.admin.update(
             BOOTSTRAP, "t1", "c", spec(auth={"kind": "bearer", "token": "***"}, name="again"), None
         )
-        assert world.store.get("c").destination.auth.token == "tok-1"
+        assert world.store.with_credentials(world.store.get("c")).auth.token == "tok-1"
 
         world.admin.update(
             BOOTSTRAP, "t1", "c", spec(auth={"kind": "bearer", "token": "tok-2"}, name="again"), None
         )
-        assert world.store.get("c").destination.auth.token == "tok-2"
+        assert world.store.with_credentials(world.store.get("c")).auth.token == "tok-2"
 
     def test_changing_the_kind_drops_the_old_secret_and_needs_the_new_one(self, world):
         world.admin.create(
@@ -257,7 +257,7 @@ class TestSecrets:
         assert fields_of(missing.value) == {"auth.password"}
 
         world.admin.update(BOOTSTRAP, "t1", "c", spec(auth={"kind": "none"}), None)
-        auth = world.store.get("c").destination.auth
+        auth = world.store.with_credentials(world.store.get("c")).auth
         assert (auth.kind, auth.token) == (AuthKind.NONE, None)
 
 

@@ -97,9 +97,10 @@ class TestCreate:
         assert (first.before, first.after) == (None, created)
         assert WHSEC not in json.dumps(first.after)
         assert second.scope == "t2"
-        stored = store.get("int_po")
-        assert stored is not None
-        assert stored.integration.inbound_webhook.verification.secrets == (WHSEC,)
+        # Sealed: what ingest opens (the admin store reads stand-ins).
+        assert FakeConfig(store.table).get_integration("int_po").inbound_webhook.verification.secrets == (
+            WHSEC,
+        )
 
     def test_a_taken_id_an_unknown_tenant_and_an_unknown_connection_are_refused(self, admin, store, audit):
         admin.create(BOOTSTRAP, "t1", body())
@@ -173,9 +174,10 @@ class TestReplace:
 
         saved = admin.replace(BOOTSTRAP, "t1", "int_po", body(name="N", inbound_webhook=webhook(sent)), None)
 
-        stored = store.get("int_po")
-        assert stored is not None
-        assert stored.integration.inbound_webhook.verification.secrets == (WHSEC,)
+        # Sealed: what ingest opens (the admin store reads stand-ins).
+        assert FakeConfig(store.table).get_integration("int_po").inbound_webhook.verification.secrets == (
+            WHSEC,
+        )
         assert saved["version"] == 2
 
     def test_another_scheme_does_not_inherit_the_stored_secrets(self, admin):

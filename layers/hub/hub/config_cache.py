@@ -77,6 +77,10 @@ class CachedConfig:
         self._inner.put_integration(integration)
         self._integrations.forget(integration.integration_id)
 
+    def forget_integration(self, integration_id: str) -> None:
+        """Drops what this cache holds of an integration (written through another cache)."""
+        self._integrations.forget(integration_id)
+
     def put_api_key(self, api_key: ApiKey) -> None:
         self._inner.put_api_key(api_key)
         self._keys.forget(api_key.key_hash)

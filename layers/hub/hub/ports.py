@@ -4,7 +4,7 @@ use cases never import boto3."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from hub.domain.idempotency import DedupKind
     from hub.domain.message import MessageRecord, StepMessage
     from hub.domain.status import PipelineStatus
-    from hub.domain.tenancy import ApiKey, Connection, Integration, Tenant
+    from hub.domain.tenancy import ApiKey, Connection, Destination, Integration, Tenant
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,11 @@ class ConnectionStore(Protocol):
         """Stores a new connection, listed under its tenant; Conflict when the id is taken."""
         ...
 
+    def with_credentials(self, connection: Connection) -> Destination:
+        """`connection`'s destination with its sealed credentials opened (the connection test
+        only: every other read shows stand-ins). KeyServiceUnavailable when KMS does not answer."""
+        ...
+
     def get(self, connection_id: str) -> Connection | None:
         """As stored now (a consistent read); None when absent."""
         ...
@@ -315,6 +320,8 @@ class StoredIntegration:
     #: When ingest last recorded a message for it (hub.ingest.receptions): at most its
     #: MARK_EVERY before the last reception; None when never recorded.
     last_received_at: datetime | None = None
+    #: Its sealed secrets by field (hub.sealed_config): `integration` holds stand-ins there.
+    sealed: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -346,10 +353,13 @@ class IntegrationStore(Protocol):
         is taken."""
         ...
 
-    def replace(self, integration: Integration, expected_version: int) -> StoredIntegration:
+    def replace(
+        self, integration: Integration, expected_version: int, sealed: Mapping[str, Any] | None = None
+    ) -> StoredIntegration:
         """Replaces the configuration (clearing `connection_gone_at`) at the next version, only
         while the stored version is `expected_version`: else PreconditionFailed naming the
-        current one (NotFound when gone). Keeps the hub's other attributes of the item."""
+        current one (NotFound when gone). Keeps the hub's other attributes of the item. Secrets
+        are sealed; a stand-in keeps the seal `sealed` (the version read) holds at its field."""
         ...
 
     def delete(self, current: StoredIntegration) -> None:

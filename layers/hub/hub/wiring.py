@@ -18,6 +18,7 @@ from hub.errors import ConfigurationError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from hub.adapters.kms import KmsDataKeys
     from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.adapters.secrets import SecretValues
     from hub.admin.api_keys import ApiKeyAdmin
@@ -65,7 +66,7 @@ def ingestor() -> Ingestor:
 def webhook_receiver() -> WebhookReceiver:
     from hub.webhooks.receive import WebhookReceiver
 
-    return WebhookReceiver(config_repository(), ingestor())
+    return WebhookReceiver(webhook_config(), ingestor())
 
 
 @lru_cache(maxsize=1)
@@ -96,7 +97,7 @@ def build_pipeline_worker() -> PipelineWorker:
 
     s = settings()
     return PipelineWorker(
-        config_repository(),
+        delivery_config(),
         DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
         delivery_connectors(LazyCertificateStore(lambda: _certificate_store(s))),
@@ -296,7 +297,7 @@ def integration_admin() -> IntegrationAdmin:
     from hub.adapters.dynamo.integrations import DynamoIntegrations
     from hub.admin.integrations import IntegrationAdmin
 
-    return IntegrationAdmin(DynamoIntegrations(settings().table_name), _audit())
+    return IntegrationAdmin(DynamoIntegrations(settings().table_name, _data_keys()), _audit())
 
 
 @lru_cache(maxsize=1)
@@ -317,12 +318,46 @@ def cert_expiry_alerter() -> CertExpiryAlerter:
 
 @lru_cache(maxsize=1)
 def config_repository() -> CachedConfig:
-    """Tenants, integrations and API keys, remembered for HUB_CONFIG_CACHE_SECONDS."""
+    """Tenants, integrations and API keys, remembered for HUB_CONFIG_CACHE_SECONDS; sealed
+    secrets are not opened (stand-ins: receive-message and the admin API need none)."""
+    return _cached_config(())
+
+
+@lru_cache(maxsize=1)
+def webhook_config() -> CachedConfig:
+    """The configuration as inbound webhooks read it: webhook secrets opened (one KMS Decrypt
+    per integration and cache period, then kept in memory as long as the configuration)."""
+    from hub.sealed_config import WEBHOOK_SECRET
+
+    return _cached_config((WEBHOOK_SECRET,))
+
+
+@lru_cache(maxsize=1)
+def delivery_config() -> CachedConfig:
+    """The configuration as the worker reads it: destination credentials opened (cached as
+    `webhook_config`)."""
+    from hub.sealed_config import DESTINATION_CREDENTIAL
+
+    return _cached_config((DESTINATION_CREDENTIAL,))
+
+
+def _cached_config(opens: tuple[str, ...]) -> CachedConfig:
     from hub.adapters.dynamo.tenancy import DynamoConfigRepository
     from hub.config_cache import CachedConfig
+    from hub.sealed_config import Sealer
 
     s = settings()
-    return CachedConfig(DynamoConfigRepository(s.table_name), s.config_cache_seconds)
+    repository = DynamoConfigRepository(s.table_name, Sealer(_data_keys(), opens))
+    return CachedConfig(repository, s.config_cache_seconds)
+
+
+def _data_keys() -> KmsDataKeys | None:
+    """Envelope encryption under the stack's key (HUB_CERTIFICATE_KEY_ID): client certificates,
+    webhook secrets and destination credentials; None when the function has no key."""
+    from hub.adapters.kms import KmsDataKeys
+
+    key_id = settings().certificate_key_id
+    return KmsDataKeys(key_id) if key_id else None
 
 
 @lru_cache(maxsize=1)
@@ -332,7 +367,9 @@ def connection_admin() -> ConnectionAdmin:
     from hub.adapters.dynamo.connections import DynamoConnections
     from hub.admin.connections import ConnectionAdmin
 
-    return ConnectionAdmin(DynamoConnections(settings().table_name), _audit(), tester=_connection_tester)
+    return ConnectionAdmin(
+        DynamoConnections(settings().table_name, _data_keys()), _audit(), tester=_connection_tester
+    )
 
 
 def _connection_tester() -> ConnectorTester:
@@ -369,6 +406,8 @@ def reset() -> None:
     integration_admin.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
+    webhook_config.cache_clear()
+    delivery_config.cache_clear()
     secret_values.cache_clear()
     admin_authenticator.cache_clear()
     token_admin.cache_clear()

@@ -11,7 +11,8 @@ which integrations name by `connection_id`.
   system trust store); checked when saved (hub.delivery.tls.parse_ca_bundle).
 - Credentials (bearer token, basic password, API key, OAuth2 client secret) are write-only: views
   mask them; a save that leaves one out (or sends the mask) keeps the stored one while the auth
-  kind is unchanged.
+  kind is unchanged. They are sealed at rest (hub.sealed_config): reads here show stand-ins;
+  only the connection test opens them (`ConnectionStore.with_credentials`).
 - Versioned: `If-Match` with a stale version is 412; a save equal to the stored content changes
   nothing (same version, no audit entry). A save clears `connection_gone_at` on the
   integrations using the connection (the operator has looked at the connection the 410 was about).
@@ -42,6 +43,7 @@ from hub.domain.tenancy import (
 )
 from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
 from hub.ports import ConnectionStore, VersionConflict
+from hub.sealed_config import DESTINATION_PATHS, in_clear, recognize
 
 logger = logging.getLogger(__name__)
 
@@ -273,9 +275,16 @@ class ConnectionAdmin:
             raise _invalid("connection_id", "differs from the connection in the path")
         stored = self._stored(tenant_id, connection_id)
         self._check_version(stored, if_match)
-        destination = self._destination(tenant_id, connection_id, spec, stored.destination)
+        destination = _recognized(
+            self._destination(tenant_id, connection_id, spec, stored.destination), stored
+        )
         before = connection_view(stored)
-        if destination == stored.destination and spec.name == stored.name:
+        if (
+            destination == stored.destination
+            and spec.name == stored.name
+            # Credentials in clear (a connection saved before sealing) are sealed by any save.
+            and not in_clear(stored.destination.model_dump(mode="json"), DESTINATION_PATHS)
+        ):
             return before
         now = self._clock()
         changed = stored.model_copy(
@@ -329,7 +338,8 @@ class ConnectionAdmin:
         stored = self._stored(tenant_id, connection_id)
         if self._tester is None:
             raise HubError("the connection test is not configured")
-        return self._tester().probe(stored.destination, tenant_id)
+        # The one place the admin API opens a secret: the test authenticates as a delivery does.
+        return self._tester().probe(self._store.with_credentials(stored), tenant_id)
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -424,6 +434,15 @@ class ConnectionAdmin:
                 "actor": principal.token_id,
             },
         )
+
+
+def _recognized(destination: Destination, stored: Connection) -> Destination:
+    """`destination` with each credential equal to the sealed one stored at its field replaced
+    by the stand-in (the same credential sent again is no change, and keeps its seal)."""
+    if not stored.sealed:
+        return destination
+    data = recognize(destination.model_dump(mode="json"), DESTINATION_PATHS, stored.sealed)
+    return Destination.model_validate(data)
 
 
 def _stale(connection_id: str, current: int | None) -> HubError:

@@ -13,7 +13,9 @@ other. A save whose content equals the stored one changes nothing (same version,
 
 Secrets (webhook HMAC secrets, credential hashes, destination credentials) are write-only: no
 answer shows them (`***`); a save that leaves one out, or sends the mask back, keeps the stored
-one (see `keep_secrets`).
+one (see `keep_secrets`). Webhook secrets and destination credentials are sealed at rest
+(hub.sealed_config); this API seals them but never opens them: it reads stand-ins, keeps a
+stored seal by sending its stand-in back, and tells a secret sent again unchanged by its digest.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from hub.mapping import MappingError
 from hub.mapping.engine import apply_mapping, looks_like_xml, passthrough, read_payload
 from hub.pipeline.rules import LONGEST_IN_FLIGHT
 from hub.ports import IntegrationStore, StoredIntegration
+from hub.sealed_config import INTEGRATION_PATHS, in_clear, recognize
 
 if TYPE_CHECKING:
     from hub.admin.access import Principal
@@ -134,6 +137,15 @@ def _masked(value: Any) -> bool:
 def _config(stored: StoredIntegration) -> dict[str, Any]:
     """What a save compares: the configuration, without what the hub sets."""
     return stored.integration.model_dump(mode="json", exclude={"connection_gone_at"})
+
+
+def _recognized(integration: Integration, current: StoredIntegration) -> Integration:
+    """`integration` with each secret equal to the sealed one stored at its field replaced by
+    the stand-in (the same secret sent again is no change, and keeps its seal)."""
+    if not current.sealed:
+        return integration
+    data = recognize(integration.model_dump(mode="json"), INTEGRATION_PATHS, current.sealed)
+    return Integration.model_validate_json(json.dumps(data))
 
 
 def preview_message(config: MessageTypeConfig, payload: dict[str, Any] | str) -> dict[str, Any]:
@@ -254,10 +266,16 @@ class IntegrationAdmin:
                 details=[{"field": "integration_id", "problem": "must be the path's integration id"}],
             )
         integration = self._validated(self._tenant(tenant_id), integration_id, data, current.integration)
+        integration = _recognized(integration, current)
         unchanged = StoredIntegration(integration, current.version, current.last_received_at)
-        if _config(unchanged) == _config(current) and current.integration.connection_gone_at is None:
+        if (
+            _config(unchanged) == _config(current)
+            and current.integration.connection_gone_at is None
+            # An item with secrets in clear (written before sealing) is sealed by any save.
+            and not in_clear(_config(current), INTEGRATION_PATHS)
+        ):
             return integration_view(current)
-        stored = self._store.replace(integration, current.version)
+        stored = self._store.replace(integration, current.version, current.sealed)
         stored = StoredIntegration(stored.integration, stored.version, current.last_received_at)
         before, after = integration_view(current), integration_view(stored)
         self._record(principal, "integration.updated", stored, before=before, after=after)

@@ -8,7 +8,7 @@ import hmac
 import secrets
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -168,6 +168,9 @@ class Connection(BaseModel):
     destination: Destination
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    #: The stored item's sealed credentials (hub.sealed_config), by field: what a stand-in in
+    #: `destination` keeps when the connection is saved again. Opaque here; never dumped.
+    sealed: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
 
 
 class TenantState(StrEnum):

@@ -9,6 +9,7 @@ conditional on `version` (optimistic updates). Key shapes in hub.adapters.dynamo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
@@ -16,17 +17,39 @@ from typing import Any
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page, items_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
+from hub.certificates.envelope import DataKeys
 from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict
 from hub.ports import ConnectionPage, VersionConflict
+from hub.sealed_config import (
+    DESTINATION_CREDENTIAL,
+    DESTINATION_PATHS,
+    Sealer,
+    blobs_from,
+    blobs_item,
+    connection_owner,
+    parse_config,
+)
 
 CONFIG_SK = "CONFIG"
 #: Integrations read per round when looking for a connection's users (BatchGetItem's limit).
 _INTEGRATIONS_PER_ROUND = 100
 
 
-def connection_item(connection: Connection) -> dict[str, Any]:
-    """The stored item of `connection`, with its GSI1 keys."""
+#: Reads without opening (stand-ins for sealed credentials) and writes without sealing.
+_NO_KEYS = Sealer(None)
+
+
+def connection_item(connection: Connection, sealer: Sealer = _NO_KEYS) -> dict[str, Any]:
+    """The stored item of `connection`, with its GSI1 keys; its credentials sealed by `sealer`
+    (`sealed`, by field; `connection.sealed` holds what a stand-in keeps), not in `config_json`."""
+    config, blobs = sealer.seal(
+        connection.destination.model_dump(mode="json"),
+        DESTINATION_PATHS,
+        connection.tenant_id,
+        connection_owner(connection.connection_id),
+        connection.sealed,
+    )
     return {
         **keys.connection_key(connection.connection_id),
         **keys.connection_index_keys(connection.tenant_id, connection.connection_id),
@@ -35,30 +58,54 @@ def connection_item(connection: Connection) -> dict[str, Any]:
         "tenant_id": connection.tenant_id,
         "name": connection.name,
         "version": connection.version,
-        "config_json": connection.destination.model_dump_json(),
+        "config_json": json.dumps(config, separators=(",", ":")),
+        "sealed": blobs_item(blobs) or None,
         "created_at": format_ts(connection.created_at) if connection.created_at else None,
         "updated_at": format_ts(connection.updated_at) if connection.updated_at else None,
     }
 
 
-def connection_from(item: Mapping[str, Any]) -> Connection:
+def connection_from(item: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Connection:
     return Connection(
         connection_id=item["connection_id"],
         tenant_id=item["tenant_id"],
         name=item.get("name"),
         version=int(item.get("version", 1)),
-        destination=destination_of(item),
+        destination=destination_of(item, sealer),
         created_at=_ts(item.get("created_at")),
         updated_at=_ts(item.get("updated_at")),
+        sealed=blobs_from(item),
     )
 
 
-def destination_of(item: Mapping[str, Any]) -> Destination:
-    """The destination a connection item holds, naming its connection."""
-    destination = Destination.model_validate_json(item["config_json"])
+def destination_of(item: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Destination:
+    """The destination a connection item holds, naming its connection, with its credentials
+    opened when `sealer` opens destination credentials (stand-ins otherwise). An item written
+    before sealing holds them in clear in `config_json`: read as they are."""
+    config = sealer.reveal(
+        parse_config(item["config_json"]),
+        DESTINATION_PATHS,
+        str(item["tenant_id"]),
+        connection_owner(str(item["connection_id"])),
+        blobs_from(item),
+    )
+    destination = Destination.model_validate_json(json.dumps(config))
     if destination.connection_id != item["connection_id"]:
         destination = destination.model_copy(update={"connection_id": item["connection_id"]})
     return destination
+
+
+def opened_destination(connection: Connection, sealer: Sealer) -> Destination:
+    """`connection`'s destination with its sealed credentials opened by `sealer` (the connection
+    test calls the destination as a delivery does)."""
+    config = sealer.reveal(
+        connection.destination.model_dump(mode="json"),
+        DESTINATION_PATHS,
+        connection.tenant_id,
+        connection_owner(connection.connection_id),
+        connection.sealed,
+    )
+    return Destination.model_validate_json(json.dumps(config))
 
 
 def _ts(value: str | None) -> datetime | None:
@@ -70,10 +117,17 @@ def _version_of(old: Mapping[str, Any] | None) -> int | None:
 
 
 class DynamoConnections:
-    """hub.ports.ConnectionStore over the hub table."""
+    """hub.ports.ConnectionStore over the hub table. With `keys`, credentials are sealed when
+    saved; `with_credentials` (the connection test) opens them; every other read shows
+    stand-ins."""
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, keys: DataKeys | None = None) -> None:
         self._table = Table(table_name, "configuration storage")
+        self._sealer = Sealer(keys)
+        self._opener = Sealer(keys, opens=(DESTINATION_CREDENTIAL,))
+
+    def with_credentials(self, connection: Connection) -> Destination:
+        return opened_destination(connection, self._opener)
 
     def tenant_exists(self, tenant_id: str) -> bool:
         return self._table.get(keys.tenant_key(tenant_id)) is not None
@@ -84,7 +138,7 @@ class DynamoConnections:
 
     def create(self, connection: Connection) -> None:
         try:
-            self._table.put(connection_item(connection), condition="attribute_not_exists(PK)")
+            self._table.put(connection_item(connection, self._sealer), condition="attribute_not_exists(PK)")
         except ConditionFailed as taken:
             raise Conflict(
                 "connection exists", details={"connection_id": connection.connection_id}
@@ -109,7 +163,7 @@ class DynamoConnections:
     def replace(self, connection: Connection, expected_version: int) -> None:
         try:
             self._table.put(
-                connection_item(connection),
+                connection_item(connection, self._sealer),
                 condition="#version = :expected AND tenant_id = :tenant",
                 values={":expected": expected_version, ":tenant": connection.tenant_id},
                 names={"#version": "version"},

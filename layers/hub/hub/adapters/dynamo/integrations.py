@@ -13,6 +13,7 @@ integration: no scan, nothing written per message for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -26,9 +27,11 @@ from hub.adapters.dynamo.tenancy import (
     integration_version,
     tenant_from,
 )
+from hub.certificates.envelope import DataKeys
 from hub.domain.tenancy import Integration, Tenant
 from hub.errors import Conflict, NotFound, PreconditionFailed
 from hub.ports import IntegrationPage, StoredIntegration
+from hub.sealed_config import Sealer, blobs_from
 
 _CONFIG_SK = "CONFIG"
 
@@ -39,6 +42,7 @@ def stored_from(item: dict[str, Any]) -> StoredIntegration:
         integration_from(item),
         integration_version(item),
         datetime.fromisoformat(received) if received else None,
+        blobs_from(item),
     )
 
 
@@ -53,10 +57,12 @@ def stale(integration_id: str, current: dict[str, Any] | None) -> Exception:
 
 
 class DynamoIntegrations:
-    """hub.ports.IntegrationStore over the hub table."""
+    """hub.ports.IntegrationStore over the hub table. With `keys`, secrets are sealed when saved;
+    reads never open them (stand-ins)."""
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, keys: DataKeys | None = None) -> None:
         self._table = Table(table_name, "configuration storage")
+        self._sealer = Sealer(keys)
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         item = self._table.get(keys.tenant_key(tenant_id))
@@ -72,15 +78,19 @@ class DynamoIntegrations:
 
     def create(self, integration: Integration) -> StoredIntegration:
         try:
-            self._table.put(integration_item(integration, 1), condition="attribute_not_exists(PK)")
+            self._table.put(
+                integration_item(integration, 1, self._sealer), condition="attribute_not_exists(PK)"
+            )
         except ConditionFailed as taken:
             raise Conflict(
                 "integration exists", details={"integration_id": integration.integration_id}
             ) from taken
         return StoredIntegration(integration, 1)
 
-    def replace(self, integration: Integration, expected_version: int) -> StoredIntegration:
-        item = integration_item(integration, expected_version + 1)
+    def replace(
+        self, integration: Integration, expected_version: int, sealed: Mapping[str, Any] | None = None
+    ) -> StoredIntegration:
+        item = integration_item(integration, expected_version + 1, self._sealer, sealed)
         fields = {k: v for k, v in item.items() if k not in ("PK", "SK")}
         # An UpdateItem, not a Put: whatever else the hub keeps on the item survives; the gone
         # flag is cleared (saving the integration is how an operator says it is fixed).

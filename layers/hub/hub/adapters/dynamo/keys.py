@@ -8,7 +8,8 @@ it. Nothing else in the code base spells a key.
 - business key (+ entity lease): ``BK#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
 - API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<id>`` / ``CONFIG``,
   connection ``CONNECTION#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
-  configuration (the worker flags a gone connection)
+  configuration (the worker flags a gone connection); integrations and connections keep their
+  secrets sealed in a `sealed` attribute, not in `config_json` (hub.sealed_config)
 - dead-letter alert: ``ALERT#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
   (hub.adapters.alert_claims); TTL
 - alarm alert: ``ALARM#<alarm name>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -10,6 +11,14 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.connections import destination_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
+from hub.sealed_config import (
+    INTEGRATION_PATHS,
+    Sealer,
+    blobs_from,
+    blobs_item,
+    integration_owner,
+    parse_config,
+)
 
 
 def api_key_from(data: Mapping[str, Any]) -> ApiKey:
@@ -70,10 +79,27 @@ def _ts(value: str | None) -> datetime | None:
 UNVERSIONED = 1
 
 
-def integration_item(integration: Integration, version: int) -> dict[str, Any]:
+#: Reads without opening (stand-ins for sealed secrets) and writes without sealing.
+_NO_KEYS = Sealer(None)
+
+
+def integration_item(
+    integration: Integration,
+    version: int,
+    sealer: Sealer = _NO_KEYS,
+    sealed: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The stored item of an integration: the configuration the pipeline reads (`config_json`,
-    without the hub's own `connection_gone_at`), and beside it the attributes the admin API
-    uses: `version` (optimistic updates), `connection_id`, and GSI1 keys (the tenant's listing)."""
+    without the hub's own `connection_gone_at`, nor its secrets: those are sealed by `sealer`
+    into `sealed`, by field; a stand-in keeps what `sealed` holds), and beside it the attributes
+    the admin API uses: `version` (optimistic updates), `connection_id`, and GSI1 keys."""
+    config, blobs = sealer.seal(
+        integration.model_dump(mode="json", exclude={"connection_gone_at"}),
+        INTEGRATION_PATHS,
+        integration.tenant_id,
+        integration_owner(integration.integration_id),
+        sealed or {},
+    )
     return {
         **keys.integration_key(integration.integration_id),
         **keys.integration_index_keys(integration.tenant_id, integration.integration_id),
@@ -82,7 +108,8 @@ def integration_item(integration: Integration, version: int) -> dict[str, Any]:
         "connection_id": integration.connection_id,
         "version": version,
         # The gone flag is the hub's observation, kept beside the configuration.
-        "config_json": integration.model_dump_json(exclude={"connection_gone_at"}),
+        "config_json": json.dumps(config, separators=(",", ":")),
+        "sealed": blobs_item(blobs) or None,
     }
 
 
@@ -90,8 +117,16 @@ def integration_version(data: Mapping[str, Any]) -> int:
     return int(data.get("version") or UNVERSIONED)
 
 
-def integration_from(data: Mapping[str, Any]) -> Integration:
-    integration = Integration.model_validate_json(data["config_json"])
+def integration_from(data: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Integration:
+    """A stored integration, its sealed secrets opened where `sealer` opens their purpose
+    (stand-ins elsewhere); one written before sealing holds them in clear, read as they are."""
+    config = parse_config(data["config_json"])
+    tenant_id = str(config.get("tenant_id") or data.get("tenant_id"))
+    integration_id = str(config.get("integration_id") or data.get("integration_id"))
+    config = sealer.reveal(
+        config, INTEGRATION_PATHS, tenant_id, integration_owner(integration_id), blobs_from(data)
+    )
+    integration = Integration.model_validate_json(json.dumps(config))
     changes: dict[str, Any] = {}
     gone_at = data.get("connection_gone_at")
     if gone_at:
@@ -102,7 +137,9 @@ def integration_from(data: Mapping[str, Any]) -> Integration:
     return integration.model_copy(update=changes) if changes else integration
 
 
-def with_connection(integration: Integration, connection: Mapping[str, Any] | None) -> Integration:
+def with_connection(
+    integration: Integration, connection: Mapping[str, Any] | None, sealer: Sealer = _NO_KEYS
+) -> Integration:
     """`integration` with `destination` resolved from its connection's item: an embedded
     destination (written before connections were items) wins; a connection that is missing or
     another tenant's resolves to None, which the worker reports as `error` naming the connection
@@ -111,14 +148,18 @@ def with_connection(integration: Integration, connection: Mapping[str, Any] | No
         return integration
     if connection is None or connection.get("tenant_id") != integration.tenant_id:
         return integration
-    return integration.model_copy(update={"destination": destination_of(connection)})
+    return integration.model_copy(update={"destination": destination_of(connection, sealer)})
 
 
 class DynamoConfigRepository:
-    """Tenants, integrations and API keys."""
+    """Tenants, integrations and API keys. `sealer` seals the secrets `put_integration` is given
+    (when it has a key) and opens, on reads, the purposes this function needs (ingest: webhook
+    secrets; the worker: destination credentials); without one, reads show stand-ins for sealed
+    secrets and writes keep them in clear."""
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, sealer: Sealer = _NO_KEYS) -> None:
         self._table = Table(table_name, "configuration storage")
+        self._sealer = sealer
 
     def get_api_key(self, key_hash: str) -> ApiKey | None:
         item = self._table.get(keys.api_key_key(key_hash), consistent=False)
@@ -130,10 +171,10 @@ class DynamoConfigRepository:
         item = self._table.get(keys.integration_key(integration_id), consistent=False)
         if not item:
             return None
-        integration = integration_from(item)
+        integration = integration_from(item, self._sealer)
         if integration.destination is None and integration.connection_id:
             connection = self._table.get(keys.connection_key(integration.connection_id), consistent=False)
-            return with_connection(integration, connection)
+            return with_connection(integration, connection, self._sealer)
         return integration
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
@@ -146,8 +187,12 @@ class DynamoConfigRepository:
 
     def put_integration(self, integration: Integration) -> None:
         """Stores `integration` as the admin API does (version 1, listed), replacing any item of
-        the same id (tests, the local stack's demo data)."""
-        self._table.put(integration_item(integration, UNVERSIONED))
+        the same id (tests, the local stack's demo data). Its secrets are sealed when this
+        repository has a key, kept in clear otherwise (as an item written by hand)."""
+        # Stand-ins (an integration read here and written back) keep the stored seals.
+        current = self._table.get(keys.integration_key(integration.integration_id))
+        sealed = blobs_from(current) if current else {}
+        self._table.put(integration_item(integration, UNVERSIONED, self._sealer, sealed))
 
     def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
         """Sets `connection_gone_at` beside the stored configuration (only if the integration
