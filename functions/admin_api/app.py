@@ -34,6 +34,7 @@ from hub.api.http import (
     validated,
 )
 from hub.api.openapi import OBJECT, answers, documented, serve
+from hub.api.views import IfMatch
 from hub.certificates.model import (
     CertificateExpired,
     CertificateKeyMismatch,
@@ -684,7 +685,7 @@ def get_connection(tenant_id: str, connection_id: str) -> Response:
         headers={200: ETAG},
     ),
 )
-@documented(body=ConnectionSpec, path=TenantConnectionPath)
+@documented(body=ConnectionSpec, path=TenantConnectionPath, headers=IfMatch)
 def update_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="connection")
@@ -704,7 +705,7 @@ def update_connection(tenant_id: str, connection_id: str) -> Response:
         tags=["connections"],
     ),
 )
-@documented(path=TenantConnectionPath)
+@documented(path=TenantConnectionPath, headers=IfMatch)
 def delete_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="connection")
@@ -826,7 +827,7 @@ def get_integration(tenant_id: str, integration_id: str) -> Response:
         headers={200: ETAG},
     ),
 )
-@documented(body=IntegrationBody, path=TenantIntegrationPath)
+@documented(body=IntegrationBody, path=TenantIntegrationPath, headers=IfMatch)
 def replace_integration(tenant_id: str, integration_id: str) -> Response:
     path = _integration_path(tenant_id, integration_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="integration")
@@ -845,7 +846,7 @@ def replace_integration(tenant_id: str, integration_id: str) -> Response:
         tags=["integrations"],
     ),
 )
-@documented(path=TenantIntegrationPath)
+@documented(path=TenantIntegrationPath, headers=IfMatch)
 def delete_integration(tenant_id: str, integration_id: str) -> Response:
     path = _integration_path(tenant_id, integration_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="integration")

@@ -21,7 +21,7 @@ from hub.api.http import (
     require_content_type,
 )
 from hub.api.openapi import answers, documented, serve
-from hub.api.views import MessageStatus, ReceiveAnswer
+from hub.api.views import MessageStatus, ReceiveAnswer, ReceiveHeaders
 from hub.config import settings
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.media_type import JSON_ONLY
@@ -90,7 +90,7 @@ STORE = (StorageUnavailable, IdempotencyKeyReused, UnknownMessageType, ServiceUn
         security=API_KEY,
     ),
 )
-@documented(body=InboundMessage)
+@documented(body=InboundMessage, headers=ReceiveHeaders)
 def receive_message() -> Response:
     event = app.current_event
     raw_key = api_key(event)

@@ -42,6 +42,8 @@ class Documented:
     body_required: bool = True
     query: type[BaseModel] | None = None
     path: type[BaseModel] | None = None
+    #: Request headers the handler reads (field `idempotency_key` is header `idempotency-key`).
+    headers: type[BaseModel] | None = None
 
 
 def documented(
@@ -50,12 +52,13 @@ def documented(
     body_required: bool = True,
     query: type[BaseModel] | None = None,
     path: type[BaseModel] | None = None,
+    headers: type[BaseModel] | None = None,
 ) -> Callable[[F], F]:
-    """Records the models a handler parses its body, query string and path parameters with.
-    Changes nothing about how the handler is called (see the module's docstring)."""
+    """Records the models a handler parses its body, query string, path parameters and headers
+    with. Changes nothing about how the handler is called (see the module's docstring)."""
 
     def mark(handler: F) -> F:
-        setattr(handler, _ATTRIBUTE, Documented(body, body_required, query, path))
+        setattr(handler, _ATTRIBUTE, Documented(body, body_required, query, path, headers))
         return handler
 
     return mark

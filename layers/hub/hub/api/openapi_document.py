@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
 
@@ -74,7 +74,7 @@ def generate(app: ApiGatewayResolver, info: Mapping[str, Any]) -> dict[str, Any]
 
 def _declare_parameters(handler: Callable[..., Any], openapi_path: str) -> None:
     """Gives `handler` the signature the document shows: its path parameters (typed by the
-    path model when it has one), the query model's fields and the body model. Powertools reads
+    path model when it has one), the query and header models' fields and the body model. Powertools reads
     signatures only to build documents (validation is off), and calls handlers with path
     parameters only, so this changes no request's path."""
     parts = documented_parts(handler)
@@ -84,14 +84,14 @@ def _declare_parameters(handler: Callable[..., Any], openapi_path: str) -> None:
         field = path_fields.get(name)
         annotation: Any = _annotated(field, Path()) if field else str
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
-    if parts.query:
-        for name, field in parts.query.model_fields.items():
+    for model, marker in ((parts.query, Query), (parts.headers, Header)):
+        for name, field in (model.model_fields if model else {}).items():
             default = inspect.Parameter.empty if field.is_required() else field.get_default()
             parameters.append(
                 inspect.Parameter(
                     name,
                     inspect.Parameter.KEYWORD_ONLY,
-                    annotation=_annotated(field, Query()),
+                    annotation=_annotated(field, marker()),
                     default=default,
                 )
             )
