@@ -129,6 +129,8 @@ def _answer(outcome: ReceiveOutcome) -> Response:
             NotFound,
             SignatureInvalid,
             SignatureExpired,
+            Unauthorized,
+            InvalidIdempotencyKey,
             UnsupportedMediaType,
             MalformedBody,
             MalformedXml,

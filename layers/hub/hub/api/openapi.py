@@ -115,8 +115,8 @@ def error_codes(response: Mapping[str, Any]) -> list[str]:
 
 def _success(status: int, body: Success) -> dict[str, Any]:
     description = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content"}.get(status, "Success")
-    if body is None:
-        return {"description": description}
+    if body is None:  # "content": {} keeps Powertools from adding an empty JSON body
+        return {"description": description, "content": {}}
     if isinstance(body, str):
         return {"description": description, "content": {"application/json": {"schema": {"type": body}}}}
     first_line = (body.__doc__ or "").strip().splitlines()[:1]

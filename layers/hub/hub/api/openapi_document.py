@@ -57,6 +57,11 @@ def generate(app: ApiGatewayResolver, info: Mapping[str, Any]) -> dict[str, Any]
     schema = app.get_openapi_schema(**info)
     generated: dict[str, Any] = json.loads(schema.model_dump_json(by_alias=True, exclude_none=True))
     components = generated.setdefault("components", {}).setdefault("schemas", {})
+    for item in generated["paths"].values():
+        for operation in item.values():
+            for response in operation["responses"].values():
+                if not response.get("content"):  # a body-less answer (204)
+                    response.pop("content", None)
     error_schema = Error.model_json_schema(ref_template="#/components/schemas/{model}")
     components.update(error_schema.pop("$defs", {}))
     components["Error"] = error_schema
