@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test lint typecheck unit integration e2e bench validate install clean
+.PHONY: run test lint typecheck unit integration e2e bench validate openapi install clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ e2e: $(STAMP)
 ## and writes bench/results/latest.json. Each part alone: $(PY) -m bench.<ingest|cold_start|e2e>.
 bench: $(STAMP)
 	$(PY) -m bench
+
+## Both APIs' OpenAPI 3.1 documents, from the code (no stack): build/openapi/{partner,admin}.json.
+openapi: $(STAMP)
+	$(PY) -m devstack.openapi build/openapi
 
 ## cfn-lint (zero errors) and the SAM transform.
 validate: $(STAMP)

@@ -17,6 +17,7 @@ from devstack.functions import FunctionBuilder
 from devstack.moto_fidelity import make_dynamodb_atomic
 from devstack.provision import Provisioner
 from devstack.stack import LocalStack
+from tests.openapi_contract import DOCUMENTED, conforming
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
@@ -68,7 +69,8 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
 
 
 def load_handler(logical_id: str) -> Callable[[dict[str, Any], Any], Any]:
-    """The handler the template names for `logical_id`, imported from its CodeUri."""
+    """The handler the template names for `logical_id`, imported from its CodeUri (for the
+    partner and admin APIs, checking each answer against their OpenAPI documents)."""
     resource = load_template(TEMPLATE)["Resources"][logical_id]["Properties"]
     module_name, _, function_name = resource["Handler"].rpartition(".")
     path = ROOT / resource["CodeUri"] / f"{module_name}.py"
@@ -80,6 +82,8 @@ def load_handler(logical_id: str) -> Callable[[dict[str, Any], Any], Any]:
     sys.modules[unique] = module
     spec.loader.exec_module(module)
     handler: Callable[[dict[str, Any], Any], Any] = getattr(module, function_name)
+    if logical_id in DOCUMENTED:  # every answer must be one its OpenAPI document gives
+        return conforming(logical_id, module, handler)
     return handler
 
 

@@ -17,8 +17,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from hub.admin.access import Principal, Role
-from hub.admin.connections import ConnectionSpec
-from hub.admin.operations import QueueTab
+from hub.admin.api_keys import ApiKeyNotActive, UnknownIntegrations
+from hub.admin.connections import CertificateRequired, ConnectionExists, ConnectionInUse, ConnectionSpec
+from hub.admin.integrations import IntegrationBody, IntegrationExists, IntegrationInUse, UnknownConnection
+from hub.admin.operations import DeliveryInProgress, ExecutionInFlight, NotCancellable, QueueTab
+from hub.admin.tenants import TenantExists
 from hub.api.http import (
     admin_principal,
     body_bytes,
@@ -30,7 +33,15 @@ from hub.api.http import (
     parse_query,
     validated,
 )
-from hub.certificates.model import decode_pkcs12_base64
+from hub.api.openapi import OBJECT, answers, documented, serve
+from hub.api.views import IfMatch
+from hub.certificates.model import (
+    CertificateExpired,
+    CertificateKeyMismatch,
+    CertificatePasswordInvalid,
+    CertificateRejected,
+    decode_pkcs12_base64,
+)
 from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import (
     DEFAULT_ROTATION_GRACE,
@@ -38,7 +49,19 @@ from hub.domain.tenancy import (
     IntegrationMode,
     MessageTypeConfig,
 )
-from hub.errors import ValidationFailed
+from hub.errors import (
+    Conflict,
+    Forbidden,
+    InvalidTransition,
+    MalformedBody,
+    NotFound,
+    PreconditionFailed,
+    QueueUnavailable,
+    StorageUnavailable,
+    Unauthorized,
+    UnknownMessageType,
+    ValidationFailed,
+)
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import (
@@ -177,33 +200,92 @@ def _principal() -> Principal:
     return principal
 
 
-@app.post("/api/edi-hub/reprocess-message")
+#: What any admin route can answer: no or a bad token (401), a role too low or a platform action
+#: with a tenant's token (403), another tenant's resource or a missing one (404).
+ADMIN = (Unauthorized, Forbidden, NotFound, StorageUnavailable)
+#: A route that parses a JSON body (our strict parser, then the model).
+BODY = (MalformedBody, ValidationFailed)
+#: A route with a message or integration id in its path.
+MESSAGE = (ValidationFailed,)
+#: Optimistic writes: `If-Match` with the version the caller read (412 when it is stale).
+VERSIONED = (ValidationFailed, PreconditionFailed, Conflict)
+#: A PKCS#12 the upload refuses.
+CERTIFICATE = (CertificateRejected, CertificatePasswordInvalid, CertificateKeyMismatch, CertificateExpired)
+ETAG = {"ETag": 'The version, for If-Match on the next change: "3"'}
+
+
+@app.post(
+    "/api/edi-hub/reprocess-message",
+    **answers(
+        "Reprocess a message (a new execution)",
+        ok={202: OBJECT},
+        errors=(*ADMIN, *BODY, *MESSAGE, ExecutionInFlight, InvalidTransition, QueueUnavailable),
+        tags=["messages"],
+    ),
+)
+@documented(body=ReprocessRequest)
 def reprocess_message() -> Response:
     request = parse_body(app.current_event, ReprocessRequest)
     record = operations().reprocess(request.message_id, _principal())
     return json_response(202, record.public_view())
 
 
-@app.post("/api/admin/messages/<message_id>/cancel-retry")
+@app.post(
+    "/api/admin/messages/<message_id>/cancel-retry",
+    **answers(
+        "Cancel a message's pending retry",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *MESSAGE, NotCancellable, DeliveryInProgress, InvalidTransition),
+        tags=["messages"],
+    ),
+)
+@documented(path=ReprocessRequest)
 def cancel_retry(message_id: str) -> Response:
     checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
     record = operations().cancel_retry(checked.message_id, _principal())
     return json_response(200, record.public_view())
 
 
-@app.get("/api/admin/messages/<message_id>")
+@app.get(
+    "/api/admin/messages/<message_id>",
+    **answers(
+        "A message, as operators see it",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *MESSAGE),
+        tags=["messages"],
+    ),
+)
+@documented(path=ReprocessRequest)
 def message_view(message_id: str) -> Response:
     checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
     return json_response(200, operations().message_view(checked.message_id, _principal()))
 
 
-@app.get("/api/admin/integrations/<integration_id>")
+@app.get(
+    "/api/admin/integrations/<integration_id>",
+    **answers(
+        "An integration's operational view",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *MESSAGE),
+        tags=["messages"],
+    ),
+)
+@documented(path=IntegrationPath)
 def integration_view(integration_id: str) -> Response:
     checked = validated(IntegrationPath, {"integration_id": integration_id}, "path")
     return json_response(200, operations().integration_view(checked.integration_id, _principal()))
 
 
-@app.get("/api/admin/queue")
+@app.get(
+    "/api/admin/queue",
+    **answers(
+        "A tenant's queue tab (error, waiting, dead_letter), cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["messages"],
+    ),
+)
+@documented(query=QueueQuery)
 def queue() -> Response:
     query = parse_query(app.current_event, QueueQuery)
     _principal().require(Role.VIEWER, query.tenant_id, what="tenant")
@@ -219,13 +301,30 @@ def queue() -> Response:
     )
 
 
-@app.post("/api/admin/dlq/<lane>/redrive")
+@app.post(
+    "/api/admin/dlq/<lane>/redrive",
+    **answers(
+        "Move a dead-letter lane's step messages back to the pipeline (platform)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, QueueUnavailable),
+        tags=["messages"],
+    ),
+)
 def redrive(lane: str) -> Response:
     _principal().require_platform(Role.OPERATOR)
     return json_response(200, {"lane": lane, "moved": operations().redrive(lane, _principal())})
 
 
-@app.post("/api/admin/connections/<connection_id>/certificate")
+@app.post(
+    "/api/admin/connections/<connection_id>/certificate",
+    **answers(
+        "Upload a connection's client certificate (PKCS#12)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, *CERTIFICATE),
+        tags=["connections"],
+    ),
+)
+@documented(body=CertificateUpload, path=ConnectionPath)
 def upload_certificate(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     request = parse_body(app.current_event, CertificateUpload)
@@ -240,7 +339,16 @@ def upload_certificate(connection_id: str) -> Response:
     return json_response(201, view)
 
 
-@app.get("/api/admin/connections/<connection_id>/certificate")
+@app.get(
+    "/api/admin/connections/<connection_id>/certificate",
+    **answers(
+        "A connection's client certificate (metadata only)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+    ),
+)
+@documented(query=TenantQuery, path=ConnectionPath)
 def describe_certificate(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     query = parse_query(app.current_event, TenantQuery)
@@ -248,7 +356,16 @@ def describe_certificate(connection_id: str) -> Response:
     return json_response(200, certificate_service().describe(query.tenant_id, path.connection_id))
 
 
-@app.post("/api/admin/tenants")
+@app.post(
+    "/api/admin/tenants",
+    **answers(
+        "Create a tenant (platform)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, TenantExists),
+        tags=["tenants"],
+    ),
+)
+@documented(body=NewTenant)
 def create_tenant() -> Response:
     _principal().require_platform(Role.ADMIN)
     request = parse_body(app.current_event, NewTenant)
@@ -256,21 +373,48 @@ def create_tenant() -> Response:
     return json_response(201, created)
 
 
-@app.get("/api/admin/tenants")
+@app.get(
+    "/api/admin/tenants",
+    **answers(
+        "List tenants (platform), cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["tenants"],
+    ),
+)
+@documented(query=KeyListQuery)
 def list_tenants() -> Response:
     _principal().require_platform(Role.VIEWER)
     query = parse_query(app.current_event, KeyListQuery)
     return json_response(200, tenant_admin().list_tenants(query.limit, query.cursor))
 
 
-@app.get("/api/admin/tenants/<tenant_id>")
+@app.get(
+    "/api/admin/tenants/<tenant_id>",
+    **answers(
+        "A tenant",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["tenants"],
+    ),
+)
+@documented(path=TenantQuery)
 def get_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
     return json_response(200, tenant_admin().get(path.tenant_id))
 
 
-@app.patch("/api/admin/tenants/<tenant_id>")
+@app.patch(
+    "/api/admin/tenants/<tenant_id>",
+    **answers(
+        "Change a tenant's name or default mode",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY),
+        tags=["tenants"],
+    ),
+)
+@documented(body=TenantChange, path=TenantQuery)
 def update_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
@@ -280,21 +424,48 @@ def update_tenant(tenant_id: str) -> Response:
     )
 
 
-@app.post("/api/admin/tenants/<tenant_id>/disable")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/disable",
+    **answers(
+        "Disable a tenant: its keys answer 401, its messages are kept (platform)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["tenants"],
+    ),
+)
+@documented(path=TenantQuery)
 def disable_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require_platform(Role.ADMIN)
     return json_response(200, tenant_admin().disable(path.tenant_id, _principal()))
 
 
-@app.post("/api/admin/tenants/<tenant_id>/enable")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/enable",
+    **answers(
+        "Enable a disabled tenant (platform)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["tenants"],
+    ),
+)
+@documented(path=TenantQuery)
 def enable_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require_platform(Role.ADMIN)
     return json_response(200, tenant_admin().enable(path.tenant_id, _principal()))
 
 
-@app.post("/api/admin/tenants/<tenant_id>/api-keys")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/api-keys",
+    **answers(
+        "Create a partner API key (shown once)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, UnknownIntegrations),
+        tags=["api-keys"],
+    ),
+)
+@documented(body=NewApiKey, body_required=False, path=TenantQuery)
 def create_api_key(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
@@ -303,7 +474,16 @@ def create_api_key(tenant_id: str) -> Response:
     return json_response(201, created)
 
 
-@app.get("/api/admin/tenants/<tenant_id>/api-keys")
+@app.get(
+    "/api/admin/tenants/<tenant_id>/api-keys",
+    **answers(
+        "A tenant's API keys, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["api-keys"],
+    ),
+)
+@documented(query=KeyListQuery, path=TenantQuery)
 def list_api_keys(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
@@ -311,14 +491,32 @@ def list_api_keys(tenant_id: str) -> Response:
     return json_response(200, api_key_admin().list_keys(path.tenant_id, query.limit, query.cursor))
 
 
-@app.post("/api/admin/tenants/<tenant_id>/api-keys/<key_id>/revoke")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/api-keys/<key_id>/revoke",
+    **answers(
+        "Revoke an API key",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["api-keys"],
+    ),
+)
+@documented(path=KeyPath)
 def revoke_api_key(tenant_id: str, key_id: str) -> Response:
     path = validated(KeyPath, {"tenant_id": tenant_id, "key_id": key_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
     return json_response(200, api_key_admin().revoke(path.tenant_id, path.key_id, _principal()))
 
 
-@app.post("/api/admin/tenants/<tenant_id>/api-keys/<key_id>/rotate")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/api-keys/<key_id>/rotate",
+    **answers(
+        "Rotate an API key (the old one works for the grace period)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, ApiKeyNotActive),
+        tags=["api-keys"],
+    ),
+)
+@documented(body=Rotation, body_required=False, path=KeyPath)
 def rotate_api_key(tenant_id: str, key_id: str) -> Response:
     path = validated(KeyPath, {"tenant_id": tenant_id, "key_id": key_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
@@ -330,14 +528,32 @@ def rotate_api_key(tenant_id: str, key_id: str) -> Response:
 # --- admin tokens and the audit log (issue 11, authz) ---------------------------------------
 
 
-@app.post("/api/admin/tokens")
+@app.post(
+    "/api/admin/tokens",
+    **answers(
+        "Create an admin token (shown once)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY),
+        tags=["admin-tokens"],
+    ),
+)
+@documented(body=NewAdminToken)
 def create_admin_token() -> Response:
     request = parse_body(app.current_event, NewAdminToken)
     created = token_admin().create(_principal(), request.tenant_id, request.label, request.role)
     return json_response(201, created)
 
 
-@app.get("/api/admin/tokens")
+@app.get(
+    "/api/admin/tokens",
+    **answers(
+        "Admin tokens of a tenant or of the platform, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["admin-tokens"],
+    ),
+)
+@documented(query=TokenListQuery)
 def list_admin_tokens() -> Response:
     query = parse_query(app.current_event, TokenListQuery)
     return json_response(
@@ -345,13 +561,31 @@ def list_admin_tokens() -> Response:
     )
 
 
-@app.post("/api/admin/tokens/<token_id>/revoke")
+@app.post(
+    "/api/admin/tokens/<token_id>/revoke",
+    **answers(
+        "Revoke an admin token",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["admin-tokens"],
+    ),
+)
+@documented(path=TokenPath)
 def revoke_admin_token(token_id: str) -> Response:
     path = validated(TokenPath, {"token_id": token_id}, "path")
     return json_response(200, token_admin().revoke(_principal(), path.token_id))
 
 
-@app.get("/api/admin/tenants/<tenant_id>/audit")
+@app.get(
+    "/api/admin/tenants/<tenant_id>/audit",
+    **answers(
+        "A tenant's audit log, newest first, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["audit"],
+    ),
+)
+@documented(query=KeyListQuery, path=TenantQuery)
 def tenant_audit(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
@@ -359,7 +593,16 @@ def tenant_audit(tenant_id: str) -> Response:
     return json_response(200, audit_log().tenant_log(path.tenant_id, query.limit, query.cursor))
 
 
-@app.get("/api/admin/audit")
+@app.get(
+    "/api/admin/audit",
+    **answers(
+        "The platform's audit log, newest first, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["audit"],
+    ),
+)
+@documented(query=KeyListQuery)
 def platform_audit() -> Response:
     _principal().require_platform(Role.VIEWER)
     query = parse_query(app.current_event, KeyListQuery)
@@ -378,7 +621,17 @@ def _connection_path(tenant_id: str, connection_id: str) -> TenantConnectionPath
     return validated(TenantConnectionPath, {"tenant_id": tenant_id, "connection_id": connection_id}, "path")
 
 
-@app.post("/api/admin/tenants/<tenant_id>/connections")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/connections",
+    **answers(
+        "Create a connection",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, ConnectionExists, CertificateRequired),
+        tags=["connections"],
+        headers={201: ETAG},
+    ),
+)
+@documented(body=ConnectionSpec, path=TenantQuery)
 def create_connection(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
@@ -387,7 +640,16 @@ def create_connection(tenant_id: str) -> Response:
     return json_response(201, view, etag(view["version"]))
 
 
-@app.get("/api/admin/tenants/<tenant_id>/connections")
+@app.get(
+    "/api/admin/tenants/<tenant_id>/connections",
+    **answers(
+        "A tenant's connections, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+    ),
+)
+@documented(query=KeyListQuery, path=TenantQuery)
 def list_connections(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
@@ -395,7 +657,17 @@ def list_connections(tenant_id: str) -> Response:
     return json_response(200, connection_admin().list_connections(path.tenant_id, query.limit, query.cursor))
 
 
-@app.get("/api/admin/tenants/<tenant_id>/connections/<connection_id>")
+@app.get(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>",
+    **answers(
+        "A connection (secrets masked)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+        headers={200: ETAG},
+    ),
+)
+@documented(path=TenantConnectionPath)
 def get_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.VIEWER, path.tenant_id, what="connection")
@@ -403,7 +675,17 @@ def get_connection(tenant_id: str, connection_id: str) -> Response:
     return json_response(200, view, etag(view["version"]))
 
 
-@app.put("/api/admin/tenants/<tenant_id>/connections/<connection_id>")
+@app.put(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>",
+    **answers(
+        "Replace a connection (If-Match: its ETag)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY, *VERSIONED, CertificateRequired),
+        tags=["connections"],
+        headers={200: ETAG},
+    ),
+)
+@documented(body=ConnectionSpec, path=TenantConnectionPath, headers=IfMatch)
 def update_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="connection")
@@ -414,7 +696,16 @@ def update_connection(tenant_id: str, connection_id: str) -> Response:
     return json_response(200, view, etag(view["version"]))
 
 
-@app.delete("/api/admin/tenants/<tenant_id>/connections/<connection_id>")
+@app.delete(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>",
+    **answers(
+        "Delete a connection no integration uses",
+        ok={204: None},
+        errors=(*ADMIN, *VERSIONED, ConnectionInUse),
+        tags=["connections"],
+    ),
+)
+@documented(path=TenantConnectionPath, headers=IfMatch)
 def delete_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="connection")
@@ -422,7 +713,16 @@ def delete_connection(tenant_id: str, connection_id: str) -> Response:
     return Response(status_code=204, body="")
 
 
-@app.post("/api/admin/tenants/<tenant_id>/connections/<connection_id>/test")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>/test",
+    **answers(
+        "Make one harmless call to a connection and report the error class it would get",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+    ),
+)
+@documented(path=TenantConnectionPath)
 def test_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.OPERATOR, path.tenant_id, what="connection")
@@ -462,7 +762,17 @@ def _json_object() -> dict[str, Any]:
     return data
 
 
-@app.post("/api/admin/tenants/<tenant_id>/integrations")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/integrations",
+    **answers(
+        "Create an integration",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, IntegrationExists, UnknownConnection),
+        tags=["integrations"],
+        headers={201: ETAG},
+    ),
+)
+@documented(body=IntegrationBody, path=TenantQuery)
 def create_integration(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="integration")
@@ -470,7 +780,16 @@ def create_integration(tenant_id: str) -> Response:
     return json_response(201, view, etag(view["version"]))
 
 
-@app.get("/api/admin/tenants/<tenant_id>/integrations")
+@app.get(
+    "/api/admin/tenants/<tenant_id>/integrations",
+    **answers(
+        "A tenant's integrations, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["integrations"],
+    ),
+)
+@documented(query=KeyListQuery, path=TenantQuery)
 def list_integrations(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.VIEWER, path.tenant_id, what="integration")
@@ -480,7 +799,17 @@ def list_integrations(tenant_id: str) -> Response:
     )
 
 
-@app.get("/api/admin/tenants/<tenant_id>/integrations/<integration_id>")
+@app.get(
+    "/api/admin/tenants/<tenant_id>/integrations/<integration_id>",
+    **answers(
+        "An integration (secrets masked)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["integrations"],
+        headers={200: ETAG},
+    ),
+)
+@documented(path=TenantIntegrationPath)
 def get_integration(tenant_id: str, integration_id: str) -> Response:
     path = _integration_path(tenant_id, integration_id)
     _principal().require(Role.VIEWER, path.tenant_id, what="integration")
@@ -488,7 +817,17 @@ def get_integration(tenant_id: str, integration_id: str) -> Response:
     return json_response(200, view, etag(view["version"]))
 
 
-@app.put("/api/admin/tenants/<tenant_id>/integrations/<integration_id>")
+@app.put(
+    "/api/admin/tenants/<tenant_id>/integrations/<integration_id>",
+    **answers(
+        "Replace an integration (If-Match: its ETag)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY, *VERSIONED, UnknownConnection),
+        tags=["integrations"],
+        headers={200: ETAG},
+    ),
+)
+@documented(body=IntegrationBody, path=TenantIntegrationPath, headers=IfMatch)
 def replace_integration(tenant_id: str, integration_id: str) -> Response:
     path = _integration_path(tenant_id, integration_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="integration")
@@ -498,7 +837,16 @@ def replace_integration(tenant_id: str, integration_id: str) -> Response:
     return json_response(200, view, etag(view["version"]))
 
 
-@app.delete("/api/admin/tenants/<tenant_id>/integrations/<integration_id>")
+@app.delete(
+    "/api/admin/tenants/<tenant_id>/integrations/<integration_id>",
+    **answers(
+        "Delete an integration with no message in flight or waiting",
+        ok={204: None},
+        errors=(*ADMIN, *VERSIONED, IntegrationInUse),
+        tags=["integrations"],
+    ),
+)
+@documented(path=TenantIntegrationPath, headers=IfMatch)
 def delete_integration(tenant_id: str, integration_id: str) -> Response:
     path = _integration_path(tenant_id, integration_id)
     _principal().require(Role.ADMIN, path.tenant_id, what="integration")
@@ -506,7 +854,16 @@ def delete_integration(tenant_id: str, integration_id: str) -> Response:
     return Response(status_code=204, body="")
 
 
-@app.post("/api/admin/tenants/<tenant_id>/integrations/<integration_id>/message-types/<message_type>/preview")
+@app.post(
+    "/api/admin/tenants/<tenant_id>/integrations/<integration_id>/message-types/<message_type>/preview",
+    **answers(
+        "Run a message type's mapping on a sample payload (no side effects)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY, UnknownMessageType),
+        tags=["integrations"],
+    ),
+)
+@documented(body=PreviewRequest, path=PreviewPath)
 def preview_message_type(tenant_id: str, integration_id: str, message_type: str) -> Response:
     path = validated(
         PreviewPath,
@@ -519,6 +876,44 @@ def preview_message_type(tenant_id: str, integration_id: str, message_type: str)
         path.tenant_id, path.integration_id, path.message_type, request.payload, request.config
     )
     return json_response(200, answer)
+
+
+# --- Issue 11: OpenAPI ------------------------------------------------------------------------
+
+#: What the admin document says about itself (hub.api.openapi_document.document).
+OPENAPI = {
+    "title": "Integration Hub admin API",
+    "version": "1",
+    "description": (
+        "Operators configure tenants, integrations, connections, API keys and admin tokens, and act "
+        "on messages. Every route, this document's too, takes an admin token "
+        "(`Authorization: Bearer <token>`) scoped to one tenant or to the platform, with a role: "
+        "viewer reads, operator also reprocesses, cancels, redrives and tests, admin also "
+        "configures. Another tenant's resource answers 404 like a missing one; a role too low "
+        "answers 403 `forbidden`. Every error has one shape, "
+        '`{"error": {"code", "message", "details"?}}`; each operation lists the codes it answers '
+        "per status. Requests no route takes answer `404 route_not_found`, or "
+        "`405 method_not_allowed` with `Allow`."
+    ),
+    "security_schemes": {
+        "adminToken": {"type": "http", "scheme": "bearer", "description": "An admin token (hub_admin_...)."}
+    },
+    "security": [{"adminToken": []}],
+}
+
+
+@app.get(
+    "/api/admin/openapi.json",
+    **answers(
+        "This document (OpenAPI 3.1)",
+        ok={200: OBJECT},
+        errors=(Unauthorized, StorageUnavailable),
+        tags=["documentation"],
+        description="Any admin token, of any role and scope.",
+    ),
+)
+def openapi_document() -> Response:
+    return serve(app, OPENAPI)
 
 
 @gc_after_first_invocation

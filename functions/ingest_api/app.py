@@ -20,11 +20,32 @@ from hub.api.http import (
     parse_body,
     require_content_type,
 )
+from hub.api.openapi import answers, documented, serve
+from hub.api.views import MessageStatus, ReceiveAnswer, ReceiveHeaders
 from hub.config import settings
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.media_type import JSON_ONLY
 from hub.domain.message import InboundMessage
-from hub.errors import HubError, SignatureInvalid
+from hub.errors import (
+    HubError,
+    IdempotencyKeyReused,
+    InvalidIdempotencyKey,
+    MalformedBody,
+    MalformedXml,
+    NotFound,
+    PayloadTooLarge,
+    QueueUnavailable,
+    ServiceUnavailable,
+    SignatureExpired,
+    SignatureInvalid,
+    StorageUnavailable,
+    Unauthorized,
+    UnknownEventType,
+    UnknownMessageType,
+    UnprocessableEvent,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
 from hub.ingest.receive import ReceiveOutcome
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
@@ -37,8 +58,39 @@ app = APIGatewayHttpResolver()
 app.use([body_limit(lambda: settings().max_body_bytes)])
 install_error_handlers(app)
 
+#: Partners authenticate with their API key, either way.
+API_KEY: list[dict[str, list[str]]] = [{"apiKeyBearer": []}, {"apiKeyHeader": []}]
+#: Every route: the body limit runs before the route.
+EVERY_ROUTE = (PayloadTooLarge,)
+#: Creating a message: the answer when it was stored, 200 for a duplicate.
+STORE = (StorageUnavailable, IdempotencyKeyReused, UnknownMessageType, ServiceUnavailable, QueueUnavailable)
 
-@app.post("/api/edi-hub/receive-message")
+
+@app.post(
+    "/api/edi-hub/receive-message",
+    **answers(
+        "Receive a message (idempotent)",
+        ok={202: ReceiveAnswer, 200: ReceiveAnswer},
+        errors=(
+            *EVERY_ROUTE,
+            *STORE,
+            Unauthorized,
+            UnsupportedMediaType,
+            MalformedBody,
+            ValidationFailed,
+            InvalidIdempotencyKey,
+            NotFound,
+        ),
+        tags=["messages"],
+        description=(
+            "Stores the message once and queues it for the pipeline: 202 when it is new, 200 with "
+            "`deduplicated: true` and the first message when it repeats one (same `Idempotency-Key`, "
+            "or the integration's duplicate-key fields). Resending after any 5xx or a timeout is safe."
+        ),
+        security=API_KEY,
+    ),
+)
+@documented(body=InboundMessage, headers=ReceiveHeaders)
 def receive_message() -> Response:
     event = app.current_event
     raw_key = api_key(event)
@@ -66,7 +118,36 @@ def _answer(outcome: ReceiveOutcome) -> Response:
     return json_response(202 if outcome.created else 200, outcome.body())
 
 
-@app.post("/api/webhook/<integration_id>")
+@app.post(
+    "/api/webhook/<integration_id>",
+    **answers(
+        "Receive a signed webhook",
+        ok={202: ReceiveAnswer, 200: ReceiveAnswer},
+        errors=(
+            *EVERY_ROUTE,
+            *STORE,
+            NotFound,
+            SignatureInvalid,
+            SignatureExpired,
+            Unauthorized,
+            InvalidIdempotencyKey,
+            UnsupportedMediaType,
+            MalformedBody,
+            MalformedXml,
+            UnprocessableEvent,
+            UnknownEventType,
+        ),
+        tags=["webhooks"],
+        description=(
+            "A partner system's webhook, authenticated by its signature instead of an API key: the "
+            "integration's inbound webhook says the scheme (Standard Webhooks `webhook-id`, "
+            "`webhook-timestamp`, `webhook-signature` with HMAC-SHA256 over `id.timestamp.body`; or a "
+            "provider's own HMAC header; or a shared token) and holds the secret. A redelivery "
+            "(same `webhook-id` or event id) answers the first message. The body is the provider's, "
+            "JSON or XML as the integration's adapter says."
+        ),
+    ),
+)
 def inbound_webhook(integration_id: str) -> Response:
     event = app.current_event
     try:
@@ -82,10 +163,52 @@ def inbound_webhook(integration_id: str) -> Response:
     return _answer(outcome)
 
 
-@app.get("/api/edi-hub/messages/<message_id>")
+@app.get(
+    "/api/edi-hub/messages/<message_id>",
+    **answers(
+        "A message's status",
+        ok={200: MessageStatus},
+        errors=(*EVERY_ROUTE, StorageUnavailable, Unauthorized, NotFound),
+        tags=["messages"],
+        description="Only the key's tenant sees its messages; another tenant's is 404 like a missing one.",
+        security=API_KEY,
+    ),
+)
 def get_message(message_id: str) -> Response:
     record = ingestor().status(api_key(app.current_event), message_id)
     return json_response(200, record.public_view())
+
+
+#: What the partner document says about itself (hub.api.openapi_document.document).
+OPENAPI = {
+    "title": "Integration Hub partner API",
+    "version": "1",
+    "description": (
+        "Partners send messages with an API key (`Authorization: Bearer <key>` or `x-api-key`) and "
+        "read their status; partner systems send signed webhooks. Every error has one shape, "
+        '`{"error": {"code", "message", "details"?}}`: decide on `code`. Each operation lists the '
+        "codes it answers per status. Requests no route takes answer `404 route_not_found`, or "
+        "`405 method_not_allowed` with `Allow` when the path exists with other methods."
+    ),
+    "security_schemes": {
+        "apiKeyBearer": {"type": "http", "scheme": "bearer", "description": "The partner's API key."},
+        "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+    },
+}
+
+
+@app.get(
+    "/api/openapi.json",
+    **answers(
+        "This document (OpenAPI 3.1)",
+        ok={200: "object"},
+        errors=EVERY_ROUTE,
+        tags=["documentation"],
+        description="No key needed.",
+    ),
+)
+def openapi_document() -> Response:
+    return serve(app, OPENAPI)
 
 
 @gc_after_first_invocation

@@ -67,12 +67,14 @@ def test_the_import_check_catches_an_upward_import() -> None:
 
 # --- what each function loads ---------------------------------------------------------------
 
-#: Libraries a function should load only when a route or a delivery needs them.
-HEAVY = ("zeep", "lxml", "nfelib", "requests", "httpx", "cryptography", "aws_xray_sdk")
+#: Libraries a function should load only when a route or a delivery needs them (and the OpenAPI
+#: generator: Powertools' schema models, for the OpenAPI route only).
+OPENAPI_GENERATOR = ("hub.api.openapi_document", "aws_lambda_powertools.event_handler.openapi.dependant")
+HEAVY = ("zeep", "lxml", "nfelib", "requests", "httpx", "cryptography", "aws_xray_sdk", *OPENAPI_GENERATOR)
 
 #: Runs in a fresh interpreter: imports the handler module as Lambda does, then runs each stage
-#: (Python statements, with `wiring` and `DestinationProtocol` at hand) and reports which of the
-#: HEAVY libraries are loaded after each.
+#: (Python statements, with `wiring`, `DestinationProtocol` and the `handler` module at hand) and
+#: reports which of the HEAVY libraries are loaded after each.
 _CHILD = """
 import importlib.util, json, sys
 path, heavy, stages = sys.argv[1], sys.argv[2].split(","), json.loads(sys.argv[3])
@@ -87,7 +89,12 @@ class NoCertificates:
     def client_certificate(self, destination, tenant_id=None):
         return None
 
-namespace = {"wiring": wiring, "DestinationProtocol": DestinationProtocol, "NoCertificates": NoCertificates}
+namespace = {
+    "wiring": wiring,
+    "DestinationProtocol": DestinationProtocol,
+    "NoCertificates": NoCertificates,
+    "handler": module,
+}
 loaded = []
 for stage in stages:
     exec(stage, namespace)
@@ -211,3 +218,17 @@ def test_the_expiry_check_loads_no_soap_http_client_crypto_or_tracing_library() 
     )
     assert imported == set()
     assert built == set()  # httpx with the first alert; it only reads certificates' metadata
+
+
+@pytest.mark.parametrize("logical_id", ["IngestApiFunction", "AdminApiFunction"])
+def test_an_api_loads_the_openapi_generator_for_its_openapi_route_only(logical_id: str) -> None:
+    imported, built, served = loaded_by(
+        logical_id,
+        [
+            "wiring.ingestor()" if logical_id == "IngestApiFunction" else "wiring.operations()",
+            "handler.openapi_document()",
+        ],
+    )
+    assert imported == set()
+    assert built == set()
+    assert set(OPENAPI_GENERATOR) <= served

@@ -69,6 +69,7 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
         "POST /api/edi-hub/receive-message",
         "GET /api/edi-hub/messages/{message_id}",
         "POST /api/webhook/{integration_id}",
+        "GET /api/openapi.json",
         "$default",  # every other request: the function answers 404 / 405 in the one shape
     }
     assert {route.function for route in stack.model.routes} == {"IngestApiFunction"}

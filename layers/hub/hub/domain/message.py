@@ -92,26 +92,27 @@ class MessageRecord(BaseModel):
 
     def public_view(self) -> dict[str, Any]:
         """What the partner API shows its owner: status and timestamps, no internals."""
-        return self.model_dump(
-            mode="json",
-            include={
-                "message_id",
-                "integration_id",
-                "message_type",
-                "external_id",
-                "pipeline_status",
-                "dest_status",
-                "dest_status_text",
-                "retry_count",
-                "next_retry_at",
-                "last_retry_error_class",
-                "superseded_by",
-                "uncertain",
-                "occurred_at",
-                "received_at",
-                "updated_at",
-            },
-        )
+        return self.model_dump(mode="json", include=set(PUBLIC_FIELDS))
+
+
+#: The fields of a message the partner API shows (public_view; its OpenAPI document too).
+PUBLIC_FIELDS = (
+    "message_id",
+    "integration_id",
+    "message_type",
+    "external_id",
+    "pipeline_status",
+    "dest_status",
+    "dest_status_text",
+    "retry_count",
+    "next_retry_at",
+    "last_retry_error_class",
+    "superseded_by",
+    "uncertain",
+    "occurred_at",
+    "received_at",
+    "updated_at",
+)
 
 
 #: The operation every execution of a message runs (the first and each reprocess): they share
