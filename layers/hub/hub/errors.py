@@ -210,3 +210,17 @@ class ClaimTaken(Conflict):
     def __init__(self, message: str, *, claims: tuple[object, ...]) -> None:
         super().__init__(message)
         self.claims = claims
+
+
+class KeyServiceUnavailable(ServiceUnavailable):
+    """The key service (KMS) did not answer (throttled, unreachable, key disabled): retry later."""
+
+    code = "key_service_unavailable"
+
+
+class SecretUndecryptable(HubError):
+    """A sealed secret does not open: sealed for another item or purpose, tampered, or another
+    key. Not retryable into success: the owner's secret must be saved again."""
+
+    code = "secret_undecryptable"
+    http_status = 500

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys
-from hub.errors import ConfigurationError, HubError
+from hub.errors import ConfigurationError, SecretUndecryptable
 from hub.sealing import SealedFields, open_fields, put_fields, same_values, seal_fields, take_fields
 
 WEBHOOK_SECRET = "webhook-secret"  # noqa: S105 - a purpose name, not a secret
@@ -46,14 +46,6 @@ INTEGRATION_PATHS: dict[str, str] = {
 
 #: Drawn once per process; valid for every secret field's rules (a `whsec_` secret of 24 bytes).
 STAND_IN = "whsec_" + base64.b64encode(os.urandom(24)).decode()
-
-
-class SecretUndecryptable(HubError):
-    """A sealed secret does not open: sealed for another item or purpose, tampered, or another
-    key. Not retryable into success: the owner's secret must be saved again."""
-
-    code = "secret_undecryptable"
-    http_status = 500
 
 
 _JSON_OBJECT: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])

@@ -11,13 +11,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
 from hub.certificates.envelope import CertificateUndecryptable, DataKey
-from hub.errors import ServiceUnavailable
+from hub.errors import KeyServiceUnavailable
 
 _NOT_OURS = frozenset({"InvalidCiphertextException", "IncorrectKeyException", "InvalidKeyUsageException"})
-
-
-class KeyServiceUnavailable(ServiceUnavailable):
-    code = "key_service_unavailable"
 
 
 class KmsDataKeys:
