@@ -200,6 +200,7 @@ class FunctionBuilder:
                     maximum_retry_attempts=_retry_attempts(props.get("MaximumRetryAttempts")),
                     enabled=props.get("Enabled", True) is not False,
                     filter_patterns=tuple(parse_patterns(props.get("FilterCriteria"))),
+                    on_failure_arn=_on_failure(props),
                 )
             )
         elif event_type == "SNS":
@@ -266,6 +267,12 @@ class FunctionBuilder:
 
 def _reports_failures(props: Mapping[str, Any]) -> bool:
     return "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or [])
+
+
+def _on_failure(props: dict[str, Any]) -> str | None:
+    """DestinationConfig.OnFailure.Destination of an event source mapping, if any."""
+    destination = ((props.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
+    return str(destination) if destination else None
 
 
 def _retry_attempts(value: Any) -> int:

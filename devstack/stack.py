@@ -331,6 +331,8 @@ class LocalStack:
                     self._invoker(stream_config.function),
                     self.region,
                     poll_interval=self.poll_interval,
+                    sqs=clients["sqs"],
+                    sns=clients["sns"],
                 )
             )
         for poller in self._pollers:

@@ -3,16 +3,21 @@
 Records are delivered per shard in sequence order. A failed batch is retried (bounded by
 MaximumRetryAttempts, default 3 locally instead of Lambda's "until the record expires");
 with ReportBatchItemFailures the retry resumes at the first reported sequence number.
+A batch whose retries are exhausted is discarded, and, when the mapping has
+``DestinationConfig.OnFailure``, an invocation record describing it (Lambda's shape:
+``requestContext.condition = RetryAttemptsExhausted``, ``DDBStreamBatchInfo`` with the shard and
+sequence range, no records) is sent to that SQS queue or SNS topic, as Lambda does.
 Records dropped by FilterCriteria count as processed, as in Lambda.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from devstack.event_filter import matches_any
@@ -33,6 +38,8 @@ class StreamSourceConfig:
     maximum_retry_attempts: int = 3
     enabled: bool = True
     filter_patterns: tuple[Mapping[str, Any], ...] = ()
+    #: DestinationConfig.OnFailure.Destination: an SQS queue or SNS topic ARN.
+    on_failure_arn: str | None = None
 
 
 def _jsonable(value: Any) -> Any:
@@ -83,6 +90,42 @@ def resume_index(payload: Any, batch: list[dict[str, Any]]) -> int | None:
     return min(indexes)
 
 
+def failure_record(
+    config: StreamSourceConfig, shard_id: str, batch: list[dict[str, Any]], invocations: int, error: Any
+) -> dict[str, Any]:
+    """The on-failure destination's message for a discarded batch (Lambda's invocation record
+    for stream sources: where the batch was, not the records themselves)."""
+
+    def arrival(record: Mapping[str, Any]) -> str | None:
+        created = record["dynamodb"].get("ApproximateCreationDateTime")
+        return datetime.fromtimestamp(created, UTC).isoformat() if isinstance(created, int | float) else None
+
+    return {
+        "requestContext": {
+            "requestId": f"local-{shard_id}-{batch[0]['dynamodb'].get('SequenceNumber')}",
+            "functionArn": config.function,
+            "condition": "RetryAttemptsExhausted",
+            "approximateInvokeCount": invocations,
+        },
+        "responseContext": {
+            "statusCode": 200,
+            "executedVersion": "$LATEST",
+            **({"functionError": "Unhandled"} if error else {}),
+        },
+        "version": "1.0",
+        "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "DDBStreamBatchInfo": {
+            "shardId": shard_id,
+            "startSequenceNumber": batch[0]["dynamodb"].get("SequenceNumber"),
+            "endSequenceNumber": batch[-1]["dynamodb"].get("SequenceNumber"),
+            "approximateArrivalOfFirstRecord": arrival(batch[0]),
+            "approximateArrivalOfLastRecord": arrival(batch[-1]),
+            "batchSize": len(batch),
+            "streamArn": config.stream_arn,
+        },
+    }
+
+
 class _Shard:
     def __init__(self, shard_id: str, iterator: str | None) -> None:
         self.shard_id = shard_id
@@ -102,9 +145,13 @@ class StreamPoller(Poller):
         region: str,
         *,
         poll_interval: float = 0.2,
+        sqs: Any = None,
+        sns: Any = None,
     ) -> None:
         super().__init__(f"ddb-stream:{config.function}", poll_interval)
         self.config = config
+        self._sqs = sqs
+        self._sns = sns
         self._streams = streams
         self._invoke = invoke
         self._region = region
@@ -156,6 +203,7 @@ class StreamPoller(Poller):
             return False
         batch = shard.pending[: config.batch_size]
         result = self._invoke({"Records": batch})
+        failed = batch
         if result.ok:
             failed_from = resume_index(result.payload, batch) if config.report_batch_item_failures else None
             if failed_from is None:
@@ -163,6 +211,7 @@ class StreamPoller(Poller):
                 shard.attempts = 0
                 return True
             del shard.pending[:failed_from]
+            failed = batch[failed_from:]
         shard.attempts += 1
         if shard.attempts > config.maximum_retry_attempts:
             logger.warning(
@@ -171,6 +220,21 @@ class StreamPoller(Poller):
                 len(batch),
                 config.maximum_retry_attempts,
             )
-            del shard.pending[: config.batch_size]
+            self._send_failure(shard.shard_id, failed, shard.attempts, result.error)
+            del shard.pending[: len(failed)]
             shard.attempts = 0
         return False  # back off one poll interval before the retry
+
+    def _send_failure(self, shard_id: str, batch: list[dict[str, Any]], invocations: int, error: Any) -> None:
+        arn = self.config.on_failure_arn
+        if not arn or not batch:
+            return
+        body = json.dumps(failure_record(self.config, shard_id, batch, invocations, error))
+        service = arn.split(":")[2]
+        if service == "sqs" and self._sqs is not None:
+            url = self._sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
+            self._sqs.send_message(QueueUrl=url, MessageBody=body)
+        elif service == "sns" and self._sns is not None:
+            self._sns.publish(TopicArn=arn, Message=body)
+        else:
+            logger.warning("%s: on-failure destination %s not supported locally", self.config.function, arn)

@@ -92,6 +92,7 @@ def test_no_implicit_api_when_every_http_api_event_names_its_api(stack: LocalSta
 def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: LocalStack) -> None:
     (stream,) = [s for s in stack.model.stream_sources if s.function == "AlertNotifierFunction"]
     assert stream.stream_arn == stack.attributes[("HubTable", "StreamArn")]
+    assert stream.on_failure_arn == stack.attributes[("AlertNotifierDLQ", "Arn")]
     assert (stream.batch_size, stream.maximum_retry_attempts, stream.report_batch_item_failures) == (
         100,
         10,

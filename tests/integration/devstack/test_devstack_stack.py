@@ -449,3 +449,26 @@ def test_echo_destination_answers_with_a_digest(stack: LocalStack) -> None:
     }
     assert stack.echo.requests[-1].sha256 == answer["sha256"]
     assert request(stack.echo_url, "PUT", "/status/503", body=b"x")[0] == 503
+
+
+def test_a_stream_batch_that_keeps_failing_reaches_the_on_failure_destination(stack: LocalStack) -> None:
+    dynamodb, sqs = stack.client("dynamodb"), stack.client("sqs")
+    table = stack.resources["SourceTable"]
+    queue_url = stack.resources["StreamFailureQueue"]  # a queue's Ref is its URL
+
+    dynamodb.put_item(TableName=table, Item={"PK": {"S": "p"}, "SK": {"S": "OUTBOX#poison"}})
+
+    def failure() -> dict[str, Any] | None:
+        got = sqs.receive_message(QueueUrl=queue_url, WaitTimeSeconds=1).get("Messages", [])
+        return json.loads(got[0]["Body"]) if got else None
+
+    record = wait_for(failure)
+    assert record["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == 2  # the first try + MaximumRetryAttempts 1
+    info = record["DDBStreamBatchInfo"]
+    assert info["streamArn"] == stack.attributes[("SourceTable", "StreamArn")]
+    assert info["batchSize"] == 1
+    assert info["startSequenceNumber"] == info["endSequenceNumber"]
+    # The shard moved on: a later record is delivered.
+    dynamodb.put_item(TableName=table, Item={"PK": {"S": "p"}, "SK": {"S": "OUTBOX#after-poison"}})
+    assert wait_for(lambda: records_including(stack, "stream", {"OUTBOX#after-poison"}))
