@@ -132,46 +132,27 @@ class TenantAdmin:
 
     def disable(self, tenant_id: str, actor: Principal) -> dict[str, Any]:
         """Idempotent: disabling a disabled tenant keeps its first `disabled_at`."""
-        current = self._store.get(tenant_id)
-        if current is None:
-            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
-        if not current.active:
-            return tenant_view(current)
-        now = self._clock()
-        tenant = self._store.update(tenant_id, {"active": False, "disabled_at": now}, now)
-        view = tenant_view(tenant)
-        self._audit.record(
-            actor,
-            tenant_id,
-            "tenant.disabled",
-            _target(tenant_id),
-            now,
-            before=tenant_view(current),
-            after=view,
-        )
-        logger.info("tenant disabled", extra={"tenant_id": tenant_id, "actor": actor.token_id})
-        return view
+        return self._set_active(tenant_id, False, actor)
 
     def enable(self, tenant_id: str, actor: Principal) -> dict[str, Any]:
         """Idempotent: enabling an active tenant changes nothing."""
+        return self._set_active(tenant_id, True, actor)
+
+    def _set_active(self, tenant_id: str, active: bool, actor: Principal) -> dict[str, Any]:
         current = self._store.get(tenant_id)
         if current is None:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
-        if current.active:
+        if current.active is active:
             return tenant_view(current)
         now = self._clock()
-        tenant = self._store.update(tenant_id, {"active": True, "disabled_at": None}, now)
+        changes = {"active": active, "disabled_at": None if active else now}
+        tenant = self._store.update(tenant_id, changes, now)
         view = tenant_view(tenant)
+        action = "tenant.enabled" if active else "tenant.disabled"
         self._audit.record(
-            actor,
-            tenant_id,
-            "tenant.enabled",
-            _target(tenant_id),
-            now,
-            before=tenant_view(current),
-            after=view,
+            actor, tenant_id, action, _target(tenant_id), now, before=tenant_view(current), after=view
         )
-        logger.info("tenant enabled", extra={"tenant_id": tenant_id, "actor": actor.token_id})
+        logger.info(action.replace(".", " "), extra={"tenant_id": tenant_id, "actor": actor.token_id})
         return view
 
 
