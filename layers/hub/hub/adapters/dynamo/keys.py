@@ -21,6 +21,9 @@ it. Nothing else in the code base spells a key.
   it) - admin API (hub.adapters.dynamo.admin_tokens); no TTL
 - audit entry: ``AUDIT#<tenant or "platform">`` / ``<at>#<entry id>`` - admin API
   (hub.adapters.dynamo.audit); no TTL (newest first: a Query in descending order)
+- outbox event item (an event that is not a message's status, issue 12): ``EVENT#<event id>`` /
+  ``EVENT`` - written in the same transaction as the change it announces, read only by the
+  stream (hub.adapters.dynamo.outbox); TTL 1 day
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
 
@@ -218,3 +221,8 @@ def audit_key(scope: str, at: str, entry_id: str) -> Key:
 
 def audit_partition(scope: str) -> str:
     return f"AUDIT#{scope}"
+
+
+def event_key(event_id: str) -> Key:
+    """An outbox event item (hub.outbox.events): leaves through the table's stream."""
+    return {"PK": f"EVENT#{event_id}", "SK": "EVENT"}
