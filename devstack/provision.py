@@ -3,7 +3,8 @@
 Supported: AWS::DynamoDB::Table (and AWS::Serverless::SimpleTable), AWS::SQS::Queue,
 AWS::Scheduler::ScheduleGroup, AWS::Scheduler::Schedule, AWS::SNS::Topic, AWS::SNS::Subscription
 AWS::CloudWatch::Alarm (stored: moto never evaluates an alarm, so none ever notifies),
-AWS::KMS::Key, AWS::KMS::Alias and AWS::SecretsManager::Secret (a given SecretString).
+AWS::KMS::Key, AWS::KMS::Alias, AWS::SecretsManager::Secret (a given SecretString) and
+AWS::Events::EventBus (moto routes its rules' SQS targets).
 Serverless functions, layers and HTTP APIs only get their Ref/GetAtt values here
 (``devstack.functions`` runs them). Every other type is skipped, but Refs and GetAtts to it
 resolve to placeholders so templates with IAM or KMS still load.
@@ -225,6 +226,7 @@ class Provisioner:
             "AWS::KMS::Key": self._kms_key,
             "AWS::KMS::Alias": self._kms_alias,
             "AWS::SecretsManager::Secret": self._secret,
+            "AWS::Events::EventBus": self._event_bus,
             HTTP_API: self._http_api,
             LAYER_TYPES[0]: self._layer,
             LAYER_TYPES[1]: self._layer,
@@ -349,6 +351,13 @@ class Provisioner:
         self.result.refs[logical_id] = arn
         self.result.attributes[(logical_id, "TopicArn")] = arn
         self.result.attributes[(logical_id, "TopicName")] = name
+
+    def _event_bus(self, logical_id: str, props: dict[str, Any]) -> None:
+        name = self.physical_name(logical_id, props.get("Name"))
+        arn = self.clients["events"].create_event_bus(Name=name)["EventBusArn"]
+        self.result.refs[logical_id] = name
+        self.result.attributes[(logical_id, "Arn")] = arn
+        self.result.attributes[(logical_id, "Name")] = name
 
     def _subscription(self, logical_id: str, props: dict[str, Any]) -> None:
         arn = self.clients["sns"].subscribe(

@@ -230,6 +230,7 @@ class LocalStack:
                 "cloudwatch",
                 "kms",
                 "secretsmanager",
+                "events",
             )
         }
 

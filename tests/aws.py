@@ -51,7 +51,7 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
     make_dynamodb_atomic()
     clients = {
         name: boto3.client(name, region_name=REGION)
-        for name in ("dynamodb", "sqs", "scheduler", "sns", "cloudwatch", "kms", "secretsmanager")
+        for name in ("dynamodb", "sqs", "scheduler", "sns", "cloudwatch", "kms", "secretsmanager", "events")
     }
     provisioner = Provisioner(
         load_template(TEMPLATE),

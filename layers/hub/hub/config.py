@@ -61,6 +61,11 @@ class Settings(BaseModel):
     #: How long a warm instance keeps an API key or an integration it read (seconds; 0: never).
     #: A revoked key or a changed integration takes effect within this time.
     config_cache_seconds: int = Field(default=30, ge=0, le=3600)
+    #: The outbox publisher: the EventBridge bus it puts events on, and which event types go
+    #: there (comma-separated shell patterns, e.g. `message.*`; empty: none). Each event put
+    #: costs US$1 per million, so the default is the rare ones (template OutboxBusEventTypes).
+    event_bus_name: str | None = None
+    bus_event_types: str = ""
 
     @field_validator(
         "stage",
@@ -69,6 +74,7 @@ class Settings(BaseModel):
         "alert_email_to",
         "alert_email_from",
         "certificate_key_id",
+        "event_bus_name",
         mode="before",
     )
     @classmethod
@@ -102,6 +108,8 @@ _ENV = {
     "alert_email_from": "HUB_ALERT_EMAIL_FROM",
     "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
     "config_cache_seconds": "HUB_CONFIG_CACHE_SECONDS",
+    "event_bus_name": "HUB_EVENT_BUS_NAME",
+    "bus_event_types": "HUB_BUS_EVENT_TYPES",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

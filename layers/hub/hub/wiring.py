@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from hub.delivery.probe import ConnectorTester
     from hub.domain.tenancy import DestinationProtocol
     from hub.ingest.receive import Ingestor
+    from hub.outbox.ports import EventSink
+    from hub.outbox.publisher import Publisher
     from hub.pipeline.worker import PipelineWorker
     from hub.ports import AlertChannel
     from hub.webhooks.receive import WebhookReceiver
@@ -414,6 +416,7 @@ def reset() -> None:
     audit_log.cache_clear()
     connection_admin.cache_clear()
     audit_trail.cache_clear()
+    outbox_publisher.cache_clear()
     settings.cache_clear()
 
 
@@ -422,3 +425,21 @@ def audit_trail() -> AuditTrail:
     from hub.adapters.dynamo.audit import DynamoAuditTrail
 
     return DynamoAuditTrail(settings().table_name)
+
+
+@lru_cache(maxsize=1)
+def outbox_publisher() -> Publisher:
+    from hub.outbox.publisher import Publisher
+
+    return Publisher(outbox_sinks())
+
+
+def outbox_sinks() -> list[EventSink]:
+    """Where the publisher hands events: the EventBridge bus (when the stack has one)."""
+    s = settings()
+    sinks: list[EventSink] = []
+    if s.event_bus_name:
+        from hub.adapters.event_bus import EventBridgeSink
+
+        sinks.append(EventBridgeSink(s.event_bus_name, s.bus_event_types.split(",")))
+    return sinks

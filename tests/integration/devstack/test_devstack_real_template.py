@@ -115,5 +115,29 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
         "hub-test-pipeline-queue-stalled",
         "hub-test-messages-dead-lettered",
         "hub-test-alert-notifier-failed",
+        "hub-test-outbox-publisher-failed",
     }
     assert {tuple(a["AlarmActions"]) for a in alarms} == {(stack.resources["AlertTopic"],)}
+
+
+def test_the_outbox_publisher_reads_the_stream_and_puts_on_the_stacks_bus(stack: LocalStack) -> None:
+    (source,) = [s for s in stack.model.stream_sources if s.function == "OutboxPublisherFunction"]
+    assert source.stream_arn == stack.attributes[("HubTable", "StreamArn")]
+    assert source.on_failure_arn == stack.attributes[("OutboxPublisherDLQ", "Arn")]
+    assert source.starting_position == "TRIM_HORIZON"
+    assert (source.maximum_retry_attempts, source.report_batch_item_failures) == (10, True)
+    statuses, event_items = source.filter_patterns
+    assert statuses["dynamodb"]["Keys"] == {"SK": {"S": ["STATUS"]}}
+    assert event_items["dynamodb"]["Keys"] == {"SK": {"S": ["EVENT"]}}
+    bus = stack.resources["OutboxBus"]
+    assert bus == "integration-hub-dev-events"
+    assert bus in {b["Name"] for b in stack.client("events").list_event_buses()["EventBuses"]}
+    env = stack.model.specs["OutboxPublisherFunction"].environment
+    assert env["HUB_EVENT_BUS_NAME"] == bus
+    assert env["HUB_BUS_EVENT_TYPES"].split(",") == [
+        "message.error",
+        "message.dead_lettered",
+        "connection.*",
+        "integration.*",
+        "subscription.*",
+    ]
