@@ -162,7 +162,7 @@ def test_clearing_the_gone_flag_only_touches_integrations_still_using_the_connec
     put_integration(side, f"{tenant}-1", tenant, connection_id)
     put_integration(side, f"{tenant}-2", tenant, "elsewhere")
     for integration_id in (f"{tenant}-1", f"{tenant}-2"):
-        side.config.flag_connection_gone(integration_id, NOW, "410")
+        side.config.flag_connection_gone(side.config.get_integration(integration_id), NOW, "410")
 
     side.store.clear_connection_gone([f"{tenant}-1", f"{tenant}-2", fresh("missing")], connection_id)
 

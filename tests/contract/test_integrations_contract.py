@@ -77,7 +77,7 @@ def test_a_replace_moves_the_version_on_only_from_the_version_read(backend, stor
 def test_a_replace_clears_the_gone_flag_and_keeps_the_reception(backend, store):
     integration_id = fresh("int")
     store.create(integration(integration_id, connection_id="con_1"))
-    backend.config.flag_connection_gone(integration_id, NOW, "410")
+    backend.config.flag_connection_gone(backend.config.get_integration(integration_id), NOW, "410")
     mark(backend, store, integration_id, NOW)
 
     store.replace(integration(integration_id), 1)

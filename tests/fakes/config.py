@@ -123,10 +123,10 @@ class FakeConfig:
             item["integration_ids"] = sorted(api_key.integration_ids)
         self.table.put(item)
 
-    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
+    def flag_connection_gone(self, integration: Integration, now: datetime, dest_status: str | None) -> None:
         change = Change().set(connection_gone_at=format_ts(now), connection_gone_status=dest_status or "410")
         change.where(lambda item: item is not None)
         try:
-            self.table.update(_key(keys.integration_key(integration_id)), change)
+            self.table.update(_key(keys.integration_key(integration.integration_id)), change)
         except ConditionFailed:
             return

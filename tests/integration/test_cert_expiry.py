@@ -14,8 +14,10 @@ import pytest
 
 from hub import wiring
 from hub.certificates import expiry
+from hub.outbox.events import events_of_record
 from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer, HttpDestination
+from tests.outbox import StreamReader
 from tests.pki import PFX_PASSWORD, Pki, issue, pkcs12_of
 
 CONNECTION = "conn_sefaz_sp"
@@ -188,3 +190,21 @@ def test_the_template_schedules_the_check_daily_at_07_utc_and_provisions_the_key
     assert (key["KeyUsage"], key["KeySpec"], key["Enabled"]) == ("ENCRYPT_DECRYPT", "SYMMETRIC_DEFAULT", True)
     aliases = boto3.client("kms").list_aliases(KeyId=key["KeyId"])["Aliases"]
     assert [a["AliasName"] for a in aliases] == ["alias/hub-test-certificates"]  # per stack
+
+
+def test_each_alert_sent_is_announced_once_as_connection_certificate_expiring(
+    stack, admin_api, pki: Pki, slack, clock, run_daily
+):
+    not_after = not_after_of(upload(admin_api, pki.client_pfx))
+    reader = StreamReader(stack.table)
+    reader.new_records()  # what the upload wrote
+    clock(not_after - timedelta(days=10))
+    run_daily()
+    run_daily()  # a rerun the same day sends nothing, and announces nothing
+
+    events = [e for r in reader.new_records() for e in events_of_record(r)]
+
+    assert [(e.type.value, e.tenant_id, e.connection_id, e.details["days_bucket"]) for e in events] == [
+        ("connection.certificate_expiring", "t1", CONNECTION, 14)
+    ]
+    assert events[0].details["not_after"] == not_after.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -19,10 +19,12 @@ from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.admin.access import Role
 from hub.domain.clock import utcnow
 from hub.domain.tenancy import Integration, MessageTypeConfig
+from hub.outbox.events import events_of_record
 from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer
 from tests.events import admin_event, http_event
 from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer, opening_config
+from tests.outbox import StreamReader
 
 INTEGRATIONS = "/api/admin/tenants/{tenant}/integrations"
 WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -239,11 +241,26 @@ class TestUpdate:
         assert admin("GET", url(integration="int_po")).body["name"] == "Renamed"
         assert audit_actions(stack, "t1") == ["integration.created", "integration.updated"]
 
+    def test_a_saved_change_leaves_the_outbox_as_one_integration_updated_event(self, stack, tenants, admin):
+        admin("POST", url(), body=body())
+        admin("PUT", url(integration="int_po"), body=body(name="Renamed"), headers={"if-match": '"1"'})
+        admin("PUT", url(integration="int_po"), body=body(name="Lost"), headers={"if-match": '"1"'})  # 412
+        admin("PUT", url(integration="int_po"), body=body(name="Renamed"))  # the same content
+
+        records = StreamReader(stack.table).new_records()
+
+        events = [e for r in records for e in events_of_record(r)]
+        assert [(e.id, e.type.value, e.tenant_id, e.details) for e in events] == [
+            ("int_po:2", "integration.updated", "t1", {"version": 2, "mode": "observability"})
+        ]
+        assert "Renamed" not in events[0].model_dump_json()  # ids and version, never the configuration
+
     def test_a_full_replace_resets_what_the_body_leaves_out_and_saving_clears_connection_gone(
         self, stack, tenants, admin
     ):
         admin("POST", url(), body=body(unknown_message_types="accept"))
-        DynamoConfigRepository(stack.table).flag_connection_gone("int_po", utcnow(), "410")
+        config = DynamoConfigRepository(stack.table)
+        config.flag_connection_gone(config.get_integration("int_po"), utcnow(), "410")
         assert admin("GET", url(integration="int_po")).body["connection_gone_at"] is not None
 
         saved = admin("PUT", url(integration="int_po"), body=body())

@@ -178,3 +178,24 @@ def test_takes_and_lease_give_backs_announce_nothing(stack, tenancy, ingest_api,
     assert len(message_changes) == 3
     assert len(selected) == 2  # the take never reaches the publisher
     assert all("lease_owner" not in image(r) for r in selected)
+
+
+def test_a_gone_destination_is_announced_once_in_the_transaction_that_flags_it(
+    stack, tenancy, ingest_api, worker, destination, outbox, tap
+):
+    configure(stack, tenancy, destination)
+    destination.script(Answer(410, "gone"))
+    first = send(ingest_api, tenancy, {"n": 7}, "order")
+    second = send(ingest_api, tenancy, {"n": 8}, "order")
+    worker()
+
+    outbox.publish()
+
+    events = details(tap.drain())
+    gone = [e for e in events if e["type"] == "connection.gone"]
+    assert len(gone) == 1  # the second 410 only moves the flag's time
+    announced = gone[0]["data"]
+    assert (announced["integration_id"], announced["dest_status"]) == (tenancy.integration_id, "410")
+    failed = [e["data"] for e in events if e["type"] == "message.error"]
+    errors = {data["message_id"]: data["error_class"] for data in failed}
+    assert errors == {first: "http_410", second: "http_410"}

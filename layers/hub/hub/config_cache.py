@@ -85,6 +85,6 @@ class CachedConfig:
         self._inner.put_api_key(api_key)
         self._keys.forget(api_key.key_hash)
 
-    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
-        self._inner.flag_connection_gone(integration_id, now, dest_status)
-        self._integrations.forget(integration_id)
+    def flag_connection_gone(self, integration: Integration, now: datetime, dest_status: str | None) -> None:
+        self._inner.flag_connection_gone(integration, now, dest_status)
+        self._integrations.forget(integration.integration_id)

@@ -74,9 +74,9 @@ class ConfigRepository(Protocol):
 
     def put_api_key(self, api_key: ApiKey) -> None: ...
 
-    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
-        """Marks the integration's connection as gone (the destination answered 410). Saving the
-        integration again clears it."""
+    def flag_connection_gone(self, integration: Integration, now: datetime, dest_status: str | None) -> None:
+        """Marks the integration's connection as gone (the destination answered 410), announcing
+        `connection.gone` when it was not gone yet. Saving the integration again clears it."""
         ...
 
 

@@ -21,7 +21,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.table import ConditionFailed, Table, Update, encode, epoch, format_ts
+from hub.adapters.dynamo.outbox import event_put
+from hub.adapters.dynamo.table import (
+    ConditionFailed,
+    Table,
+    TransactionCancelled,
+    Update,
+    encode,
+    epoch,
+    format_ts,
+)
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys, SealedSecret
 from hub.certificates.model import CertificateExpiry, CertificateMetadata, iso, parse_iso
 from hub.certificates.service import StoredCertificate, open_certificate
@@ -29,6 +38,7 @@ from hub.delivery.port import ClientCertificate, DeliveryFailed
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination
 from hub.errors import NotFound
+from hub.outbox.events import EventType, OutboxEvent
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +236,23 @@ class DynamoCertAlertClaims:
         return True
 
     def mark_sent(self, certificate: CertificateExpiry, bucket: int, now: datetime) -> None:
-        self._table.update(_alert_key(certificate, bucket), Update().set(sent_at=format_ts(now)))
+        """The alert went out: `connection.certificate_expiring` leaves the outbox in the same
+        transaction (its id names connection, not_after and bucket, so a claim taken over after
+        a crash cannot announce it twice)."""
+        key = _alert_key(certificate, bucket)
+        expiring = OutboxEvent(
+            id=f"{certificate.connection_id}:{iso(certificate.not_after)}:{bucket}",
+            type=EventType.CONNECTION_CERTIFICATE_EXPIRING,
+            tenant_id=certificate.tenant_id,
+            occurred_at=now,
+            connection_id=certificate.connection_id,
+            details={"not_after": iso(certificate.not_after), "days_bucket": bucket},
+        )
+        sent = Update().set(sent_at=format_ts(now))
+        try:
+            self._table.transact([self._table.update_entry(key, sent), event_put(self._table, expiring, now)])
+        except TransactionCancelled:
+            self._table.update(key, sent)  # announced already by the run this claim was taken from
 
     def release(self, certificate: CertificateExpiry, bucket: int) -> None:
         try:

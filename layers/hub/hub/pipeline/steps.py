@@ -343,7 +343,7 @@ class Steps:
         record = taken.record
         now = self._clock()
         if failure.error_class is ErrorClass.HTTP_410 and integration.destination is not None:
-            self._config.flag_connection_gone(integration.integration_id, now, failure.dest_status)
+            self._config.flag_connection_gone(integration, now, failure.dest_status)
         plan = self._retries.plan(FailedDelivery(record, step, failure, integration, now))
         entry = log_entry(
             step,

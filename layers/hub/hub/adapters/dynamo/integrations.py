@@ -19,7 +19,8 @@ from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page, items_of
-from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
+from hub.adapters.dynamo.outbox import event_put
+from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
 from hub.adapters.dynamo.tenancy import (
     UNVERSIONED,
     integration_from,
@@ -28,12 +29,28 @@ from hub.adapters.dynamo.tenancy import (
     tenant_from,
 )
 from hub.certificates.envelope import DataKeys
+from hub.domain.clock import utcnow
 from hub.domain.tenancy import Integration, Tenant
-from hub.errors import Conflict, NotFound, PreconditionFailed
+from hub.errors import Conflict, NotFound, PreconditionFailed, StorageUnavailable
+from hub.outbox.events import EventType, OutboxEvent
 from hub.ports import IntegrationPage, StoredIntegration
 from hub.sealed_config import Sealer, blobs_from
 
 _CONFIG_SK = "CONFIG"
+
+
+def updated_event(integration: Integration, version: int, at: datetime) -> OutboxEvent:
+    """What a saved change of an integration announces (no configuration: subscribers read it
+    through the admin API with their own token)."""
+    return OutboxEvent(
+        id=f"{integration.integration_id}:{version}",
+        type=EventType.INTEGRATION_UPDATED,
+        tenant_id=integration.tenant_id,
+        occurred_at=at,
+        integration_id=integration.integration_id,
+        connection_id=integration.connection_id,
+        details={"version": version, "mode": integration.mode.value},
+    )
 
 
 def stored_from(item: dict[str, Any]) -> StoredIntegration:
@@ -96,10 +113,22 @@ class DynamoIntegrations:
         # flag is cleared (saving the integration is how an operator says it is fixed).
         update = Update().set(**fields).remove("connection_gone_at", "connection_gone_status")
         update.where(_at_version(update, expected_version))
+        # The change and its `integration.updated` event in one transaction (the outbox).
+        announced = updated_event(integration, expected_version + 1, utcnow())
         try:
-            self._table.update(keys.integration_key(integration.integration_id), update)
-        except ConditionFailed as lost:
-            raise stale(integration.integration_id, lost.old) from lost
+            self._table.transact(
+                [
+                    self._table.update_entry(keys.integration_key(integration.integration_id), update),
+                    event_put(self._table, announced, announced.occurred_at),
+                ]
+            )
+        except TransactionCancelled as lost:
+            code, old = lost.reasons[0] if lost.reasons else ("None", None)
+            if code == "ConditionalCheckFailed":
+                raise stale(integration.integration_id, old) from lost
+            raise StorageUnavailable(
+                "configuration storage is busy, retry", details={"operation": "TransactWriteItems"}
+            ) from lost
         return StoredIntegration(integration, expected_version + 1)
 
     def delete(self, current: StoredIntegration) -> None:

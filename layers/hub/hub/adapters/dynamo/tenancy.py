@@ -9,8 +9,11 @@ from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.connections import destination_of
-from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
+from hub.adapters.dynamo.outbox import event_put
+from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
+from hub.domain.ids import new_id
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
+from hub.outbox.events import EventType, OutboxEvent
 from hub.sealed_config import (
     INTEGRATION_PATHS,
     Sealer,
@@ -194,13 +197,34 @@ class DynamoConfigRepository:
         sealed = blobs_from(current) if current else {}
         self._table.put(integration_item(integration, UNVERSIONED, self._sealer, sealed))
 
-    def flag_connection_gone(self, integration_id: str, now: datetime, dest_status: str | None) -> None:
+    def flag_connection_gone(self, integration: Integration, now: datetime, dest_status: str | None) -> None:
         """Sets `connection_gone_at` beside the stored configuration (only if the integration
-        still exists); put_integration replaces the item, so saving the connection clears it."""
-        update = Update().set(connection_gone_at=format_ts(now), connection_gone_status=dest_status or "410")
-        update.where(f"attribute_exists({update.name('PK')})")
+        still exists); put_integration replaces the item, so saving the connection clears it.
+        The first flag writes `connection.gone` in the same transaction; a later 410 while
+        still gone only moves the time."""
+        key = keys.integration_key(integration.integration_id)
+        status = dest_status or "410"
+        first = Update().set(connection_gone_at=format_ts(now), connection_gone_status=status)
+        first.where(f"attribute_exists({first.name('PK')})")
+        first.where(f"attribute_not_exists({first.name('connection_gone_at')})")
+        gone = OutboxEvent(
+            id=new_id("evt"),
+            type=EventType.CONNECTION_GONE,
+            tenant_id=integration.tenant_id,
+            occurred_at=now,
+            integration_id=integration.integration_id,
+            connection_id=integration.connection_id,
+            dest_status=status,
+        )
         try:
-            self._table.update(keys.integration_key(integration_id), update)
+            self._table.transact([self._table.update_entry(key, first), event_put(self._table, gone, now)])
+            return
+        except TransactionCancelled:
+            pass  # already gone (or the integration was deleted): only the time moves
+        again = Update().set(connection_gone_at=format_ts(now), connection_gone_status=status)
+        again.where(f"attribute_exists({again.name('PK')})")
+        try:
+            self._table.update(key, again)
         except ConditionFailed:
             return
 
