@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -184,3 +185,14 @@ class Window:
                 complete = data[: data.rfind(b"\n") + 1]
                 invocations += [json.loads(line) for line in complete.splitlines() if line.strip()]
         return log_bytes, invocations
+
+    def metric_sum(self, function: str, metric: str) -> float:
+        """The sum of `metric`'s values in the EMF documents `function` printed since `start`."""
+        path = self.directory / f"{function}.log"
+        if not path.exists():
+            return 0.0
+        with path.open("rb") as file:
+            file.seek(self._offsets.get(path, 0))
+            text = file.read().decode("utf-8", "replace")
+        pattern = re.compile(rf'"{re.escape(metric)}":\s*\[([^\]]*)\]')
+        return sum(float(v) for match in pattern.findall(text) for v in match.split(",") if v.strip())

@@ -194,6 +194,7 @@ class Events:
             "AdminApiFunction": self.admin,
             "AlertNotifierFunction": self.alert_notifier,
             "CertExpiryFunction": self.cert_expiry,
+            "OutboxPublisherFunction": self.outbox_publisher,
         }
         builder = builders.get(logical_id)
         if builder is None:
@@ -235,12 +236,6 @@ class Events:
         )
 
     def alert_notifier(self) -> dict[str, Any]:
-        import boto3  # noqa: PLC0415
-
-        from devstack.cfn import load_template  # noqa: PLC0415
-        from devstack.event_filter import matches_any, parse_patterns  # noqa: PLC0415
-        from devstack.stream_source import lambda_record  # noqa: PLC0415
-        from tests.aws import TEMPLATE  # noqa: PLC0415
 
         table = self.refs["HubTable"]
         for status in ("error", "dead_letter"):
@@ -259,9 +254,31 @@ class Events:
                     "updated_at": {"S": "2026-11-30T12:00:00.000000Z"},
                 },
             )
+        records = self._stream_records("AlertNotifierFunction", "DeadLetters")
+        if not records:
+            raise RuntimeError("no dead-letter stream record passed the template's filter")
+        return {"Records": records[-1:]}
+
+    def outbox_publisher(self) -> dict[str, Any]:
+        """What the recordings wrote, as the outbox's event source hands it on (with the
+        template's default bus types, only the dead-letter sample's events are put on the bus)."""
+        records = self._stream_records("OutboxPublisherFunction", "Outbox")
+        if not records:
+            raise RuntimeError("no stream record passed the outbox publisher's filter")
+        return {"Records": records[:10]}
+
+    def _stream_records(self, logical_id: str, event_id: str) -> list[dict[str, Any]]:
+        import boto3  # noqa: PLC0415
+
+        from devstack.cfn import load_template  # noqa: PLC0415
+        from devstack.event_filter import matches_any, parse_patterns  # noqa: PLC0415
+        from devstack.stream_source import lambda_record  # noqa: PLC0415
+        from tests.aws import TEMPLATE  # noqa: PLC0415
+
+        table = self.refs["HubTable"]
         stream_arn = self.dynamodb.describe_table(TableName=table)["Table"]["LatestStreamArn"]
-        events = load_template(TEMPLATE)["Resources"]["AlertNotifierFunction"]["Properties"]["Events"]
-        patterns = parse_patterns(events["DeadLetters"]["Properties"]["FilterCriteria"])
+        events = load_template(TEMPLATE)["Resources"][logical_id]["Properties"]["Events"]
+        patterns = parse_patterns(events[event_id]["Properties"]["FilterCriteria"])
         streams = boto3.client("dynamodbstreams")
         records = []
         for shard in streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]:
@@ -272,9 +289,7 @@ class Events:
                 record = lambda_record(raw, stream_arn, "us-east-1")
                 if matches_any(patterns, record):
                     records.append(record)
-        if not records:
-            raise RuntimeError("no dead-letter stream record passed the template's filter")
-        return {"Records": records[-1:]}
+        return records
 
     def cert_expiry(self) -> dict[str, Any]:
         return {"source": "aws.scheduler", "detail-type": "Scheduled Event", "detail": {}}

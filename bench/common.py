@@ -161,6 +161,13 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
             _number(results.get("dynamodb_requests_per_message")),
         ),
         Target(
+            "outbox_cost",
+            "cost the outbox adds per million delivered messages (publisher, bus), happy path",
+            0.5,
+            "USD",
+            _number(results.get("outbox_cost_per_million_usd")),
+        ),
+        Target(
             "ingest_overhead",
             "ingest: handler time / bare boto3 time (same calls, instant replies)",
             1.5,

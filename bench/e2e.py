@@ -87,7 +87,12 @@ BILLED_ESM_OPERATIONS = {
 }
 ORDERS_INTEGRATION = "int_bench_orders"
 RETRY_INTEGRATION = "int_bench_retry"
-SERVICES = ("DynamoDB", "SQS", "Lambda", "API Gateway", "Scheduler", "CloudWatch Logs")
+SERVICES = ("DynamoDB", "SQS", "Lambda", "API Gateway", "Scheduler", "EventBridge", "CloudWatch Logs")
+#: The outbox's own function (issue 12): its share of the cost is reported apart too.
+PUBLISHER = "OutboxPublisherFunction"
+#: How long the publisher may still be busy after the last delivery (its stream batching window
+#: is 1 s): the counted window waits for it, so its last batch is in the figures.
+OUTBOX_SETTLE_S = 2.5
 
 
 @dataclass(frozen=True)
@@ -334,6 +339,8 @@ class Result:
     log_bytes: dict[str, int]
     memory_mb: dict[str, int]
     post_statuses: Counter[int]
+    #: Events the outbox publisher reported publishing in the window (its EMF metric).
+    outbox_events: float = 0.0
 
 
 @dataclass
@@ -361,9 +368,11 @@ class Bench:
         self.window.start()
         counted_from = time.monotonic()
         posted, complete = self.post_and_wait(variant, n)
+        time.sleep(OUTBOX_SETTLE_S)  # the outbox's last batch of this window
         window = time.monotonic() - counted_from
         requests = counter.snapshot()
         log_bytes, invocations = self.window.read()
+        outbox_events = self.window.metric_sum(PUBLISHER, "OutboxEventsPublished")
         # Read after the snapshot: these GETs are not part of the cost of a message.
         message_ids = [p.message_id for p in posted if p.message_id]
         views = _statuses(self.api, message_ids, self.concurrency, 5 if complete else 1)
@@ -389,6 +398,7 @@ class Bench:
             log_bytes=log_bytes,
             memory_mb={logical_id: spec.memory_mb for logical_id, spec in self.stack.model.specs.items()},
             post_statuses=Counter(p.status for p in posted),
+            outbox_events=outbox_events,
         )
 
 
@@ -526,6 +536,8 @@ class PerMessage:
     log_bytes: dict[str, float]  # function -> bytes written per message (platform lines included)
     api_requests: float
     schedules: float
+    bus_events: float  # EventBridge PutEvents entries (each billed)
+    outbox_events: float  # events the publisher handed on
     idle_receives: int
     emulation: dict[str, int]  # requests with no AWS equivalent: scheduler emulation, stream reads
     latency_defaulted: set[str]  # operations priced with the default latency
@@ -581,7 +593,7 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
     count = max(result.delivered, 1)
     requests: dict[str, dict[str, float]] = defaultdict(dict)
     capacity: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
-    sqs_billed = idle = schedules = dynamodb_requests = 0
+    sqs_billed = idle = schedules = dynamodb_requests = bus_entries = 0
     emulation: dict[str, int] = {}
     for key, stats in sorted(result.requests.items()):
         if key.caller:
@@ -602,6 +614,8 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
             dynamodb_requests += stats.requests
         if key.name == "scheduler:CreateSchedule":
             schedules += stats.requests - stats.errors
+        if key.name == "events:PutEvents":
+            bus_entries += stats.items
     total: Counter[tuple[str, int]] = sum(capacity.values(), Counter())
     reads, writes = request_units(total)
     by_caller = {caller: request_units(units) for caller, units in sorted(capacity.items())}
@@ -624,6 +638,8 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
         log_bytes=log_bytes,
         api_requests=result.n / count,
         schedules=schedules / count,
+        bus_events=bus_entries / count,
+        outbox_events=result.outbox_events / count,
         idle_receives=idle,
         emulation=emulation,
         latency_defaulted=defaulted,
@@ -646,7 +662,30 @@ def cost_per_million(
         + compute * million * prices["lambda"]["arm64_gb_second"],
         "API Gateway": unit.api_requests * prices["apigateway"]["http_api_request_per_million"],
         "Scheduler": unit.schedules * prices["scheduler"]["invocation_per_million"],
+        "EventBridge": unit.bus_events * prices["eventbridge"]["put_event_per_million"],
         "CloudWatch Logs": sum(unit.log_bytes.values())
+        * million
+        / logs["bytes_per_gb"]
+        * logs["ingestion_per_gb"],
+    }
+
+
+def outbox_cost(unit: PerMessage, prices: Mapping[str, Any]) -> dict[str, float]:
+    """What the outbox adds per million delivered messages: the publisher's invocations, compute
+    and log bytes, and the events it puts on the bus (no webhook subscription in these runs)."""
+    million = 1_000_000
+    compute = unit.compute.get(PUBLISHER)
+    logs = prices["cloudwatch_logs"]
+    lambda_cost = (
+        compute.invocations * prices["lambda"]["request_per_million"]
+        + compute.gb_s_modeled * million * prices["lambda"]["arm64_gb_second"]
+        if compute
+        else 0.0
+    )
+    return {
+        "Lambda": lambda_cost,
+        "EventBridge": unit.bus_events * prices["eventbridge"]["put_event_per_million"],
+        "CloudWatch Logs": unit.log_bytes.get(PUBLISHER, 0.0)
         * million
         / logs["bytes_per_gb"]
         * logs["ingestion_per_gb"],
@@ -683,6 +722,7 @@ def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
         "time_to_sent_s": {"p50": median(result.time_to_sent), "p99": percentile(result.time_to_sent, 99)},
         "cost_per_million_usd": {"total": sum(costs.values()), "breakdown": costs},
         "cost_per_million_usd_with_raw_local_lambda_duration": sum(raw_costs.values()),
+        "outbox": _outbox_json(unit, prices),
         "dynamodb_requests_per_message": unit.dynamodb_requests,
         "wru_per_message": unit.write_units,
         "rru_per_message": unit.read_units,
@@ -708,6 +748,19 @@ def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
         "idle_empty_receives": unit.idle_receives,
         "emulation_requests": unit.emulation,
         "window_s": result.window,
+    }
+
+
+def _outbox_json(unit: PerMessage, prices: Mapping[str, Any]) -> dict[str, Any]:
+    costs = outbox_cost(unit, prices)
+    total = sum(costs.values())
+    publisher = unit.compute.get(PUBLISHER)
+    return {
+        "events_per_message": unit.outbox_events,
+        "bus_events_per_message": unit.bus_events,
+        "publisher_invocations_per_message": publisher.invocations if publisher else 0.0,
+        "cost_per_million_usd": {"total": total, "breakdown": costs},
+        "cost_per_million_events_usd": total / unit.outbox_events if unit.outbox_events else None,
     }
 
 
@@ -756,6 +809,17 @@ def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, A
         + ", ".join(f"{service} ${costs['breakdown'][service]:.2f}" for service in SERVICES)
         + f" = ${costs['total']:.2f} (with raw local Lambda durations:"
         f" ${summary['cost_per_million_usd_with_raw_local_lambda_duration']:.2f})"
+    )
+    outbox = summary["outbox"]
+    per_event = outbox["cost_per_million_events_usd"]
+    lines.append(
+        f"  outbox: {outbox['events_per_message']:.2f} events per message,"
+        f" {outbox['publisher_invocations_per_message']:.3f} publisher invocations per message,"
+        f" {outbox['bus_events_per_message']:.2f} put on the bus; adds"
+        f" ${outbox['cost_per_million_usd']['total']:.3f} per million messages"
+        + (f" (${per_event:.3f} per million events)" if per_event is not None else "")
+        + " - "
+        + ", ".join(f"{k} ${v:.3f}" for k, v in outbox["cost_per_million_usd"]["breakdown"].items())
     )
     if summary["latency_defaulted_operations"]:
         lines.append(
@@ -815,6 +879,10 @@ def main() -> int:
     merge_results(
         {
             "cost_per_million_usd": happy["cost_per_million_usd"] if measured_any else None,
+            "outbox_cost_per_million_usd": happy["outbox"]["cost_per_million_usd"]["total"]
+            if measured_any
+            else None,
+            "outbox_events_per_message": happy["outbox"]["events_per_message"] if measured_any else None,
             "dynamodb_requests_per_message": happy["dynamodb_requests_per_message"] if measured_any else None,
             "wru_per_message": happy["wru_per_message"] if measured_any else None,
             "rru_per_message": happy["rru_per_message"] if measured_any else None,

@@ -201,6 +201,7 @@ class FunctionBuilder:
                     enabled=props.get("Enabled", True) is not False,
                     filter_patterns=tuple(parse_patterns(props.get("FilterCriteria"))),
                     on_failure_arn=_on_failure(props),
+                    batching_window_seconds=float(props.get("MaximumBatchingWindowInSeconds", 0)),
                 )
             )
         elif event_type == "SNS":

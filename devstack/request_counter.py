@@ -89,7 +89,7 @@ class OperationStats:
     requests: int = 0
     retries: int = 0  # SDK attempts after the first (billed like any request)
     errors: int = 0  # HTTP status >= 400
-    items: int = 0  # DynamoDB items read or written (batch and transaction entries each count)
+    items: int = 0  # DynamoDB items read or written (batch and transaction entries each count); EventBridge entries put
     strongly_consistent_items: int = 0  # DynamoDB items read with ConsistentRead
     messages: int = 0  # SQS messages sent, received, deleted or changed
     empty_receives: int = 0  # SQS ReceiveMessage answered with no message
@@ -349,6 +349,8 @@ class RequestCounter:
             _DynamoMeasure(stats, request, answer, indexes).run(key.operation)
         elif key.service == "sqs":
             _measure_sqs(stats, key.operation, body, response)
+        elif key.service == "events" and key.operation == "PutEvents":
+            stats.items = len(_json(body).get("Entries") or [])  # EventBridge bills each entry
         return stats
 
 

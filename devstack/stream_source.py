@@ -7,7 +7,9 @@ A batch whose retries are exhausted is discarded, and, when the mapping has
 ``DestinationConfig.OnFailure``, an invocation record describing it (Lambda's shape:
 ``requestContext.condition = RetryAttemptsExhausted``, ``DDBStreamBatchInfo`` with the shard and
 sequence range, no records) is sent to that SQS queue or SNS topic, as Lambda does.
-Records dropped by FilterCriteria count as processed, as in Lambda.
+Records dropped by FilterCriteria count as processed, as in Lambda. MaximumBatchingWindowInSeconds
+is honoured: records are gathered from the first one waiting until the window ends or a batch
+is full.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +43,9 @@ class StreamSourceConfig:
     filter_patterns: tuple[Mapping[str, Any], ...] = ()
     #: DestinationConfig.OnFailure.Destination: an SQS queue or SNS topic ARN.
     on_failure_arn: str | None = None
+    #: MaximumBatchingWindowInSeconds: records are gathered this long (from the first one
+    #: waiting) unless a full batch is there first, as Lambda does.
+    batching_window_seconds: float = 0.0
 
 
 def _jsonable(value: Any) -> Any:
@@ -132,6 +138,8 @@ class _Shard:
         self.iterator = iterator
         self.pending: list[dict[str, Any]] = []
         self.attempts = 0
+        #: When the oldest pending record was read (the batching window counts from it).
+        self.pending_since = 0.0
 
 
 class StreamPoller(Poller):
@@ -198,8 +206,13 @@ class StreamPoller(Poller):
             for raw in response.get("Records", []):
                 record = lambda_record(raw, config.stream_arn, self._region)
                 if matches_any(config.filter_patterns, record):
+                    if not shard.pending:
+                        shard.pending_since = time.monotonic()
                     shard.pending.append(record)
         if not shard.pending:
+            return False
+        gathering = time.monotonic() - shard.pending_since < config.batching_window_seconds
+        if gathering and len(shard.pending) < config.batch_size and not shard.attempts:
             return False
         batch = shard.pending[: config.batch_size]
         result = self._invoke({"Records": batch})
