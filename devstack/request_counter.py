@@ -89,7 +89,9 @@ class OperationStats:
     requests: int = 0
     retries: int = 0  # SDK attempts after the first (billed like any request)
     errors: int = 0  # HTTP status >= 400
-    items: int = 0  # DynamoDB items read or written (batch and transaction entries each count); EventBridge entries put
+    # DynamoDB items read or written (batch and transaction entries each count); EventBridge
+    # entries put
+    items: int = 0
     strongly_consistent_items: int = 0  # DynamoDB items read with ConsistentRead
     messages: int = 0  # SQS messages sent, received, deleted or changed
     empty_receives: int = 0  # SQS ReceiveMessage answered with no message

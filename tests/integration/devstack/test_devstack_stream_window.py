@@ -41,7 +41,8 @@ def poller(arn: str, window: float, batches: list[list[str]], batch_size: int = 
     config = StreamSourceConfig(
         function="f", stream_arn=arn, batch_size=batch_size, batching_window_seconds=window
     )
-    source = StreamPoller(config, boto3.client("dynamodbstreams", region_name="us-east-1"), invoke, "us-east-1")
+    streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+    source = StreamPoller(config, streams, invoke, "us-east-1")
     source._discover_shards("TRIM_HORIZON")
     return source
 
