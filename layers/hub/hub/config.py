@@ -61,6 +61,10 @@ class Settings(BaseModel):
     #: How long a warm instance keeps an API key or an integration it read (seconds; 0: never).
     #: A revoked key or a changed integration takes effect within this time.
     config_cache_seconds: int = Field(default=30, ge=0, le=3600)
+    #: The webhooks lane (issue 12): its queue (the sink and operator replays send to it) and,
+    #: for the sender's retries, its ARN (the target of the retry schedules).
+    webhooks_queue_url: str | None = None
+    webhooks_queue_arn: str | None = None
 
     @field_validator(
         "stage",
@@ -69,6 +73,8 @@ class Settings(BaseModel):
         "alert_email_to",
         "alert_email_from",
         "certificate_key_id",
+        "webhooks_queue_url",
+        "webhooks_queue_arn",
         mode="before",
     )
     @classmethod
@@ -102,6 +108,8 @@ _ENV = {
     "alert_email_from": "HUB_ALERT_EMAIL_FROM",
     "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
     "config_cache_seconds": "HUB_CONFIG_CACHE_SECONDS",
+    "webhooks_queue_url": "HUB_WEBHOOKS_QUEUE_URL",
+    "webhooks_queue_arn": "HUB_WEBHOOKS_QUEUE_ARN",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"
