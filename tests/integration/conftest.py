@@ -82,6 +82,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
             **provisioned.environments["IngestApiFunction"],
             **provisioned.environments["PipelineWorkerFunction"],
             **provisioned.environments["AdminApiFunction"],
+            **provisioned.environments["WebhookSenderFunction"],
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
