@@ -500,3 +500,128 @@ def test_replay_of_an_unknown_event_is_404(api: Any, lane: Lane) -> None:
         body={"event_id": "msg_x:1", "since": (datetime.now(UTC) - timedelta(days=1)).isoformat()},
     )
     assert both.status == 400
+
+
+# --- hubctl against the real admin API --------------------------------------------------------
+
+
+def hubctl_on(stack: Stack, *argv: str, environ: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Runs hubctl with its HTTP requests answered by the real admin handler (bootstrap token)."""
+    import io  # noqa: PLC0415
+
+    import httpx  # noqa: PLC0415
+
+    from hubctl.client import AdminClient  # noqa: PLC0415
+    from hubctl.main import Context, run  # noqa: PLC0415
+
+    handler = load_handler("AdminApiFunction")
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        headers = {k: v for k, v in request.headers.items() if k in ("if-match",)}
+        query = dict(request.url.params) or None
+        body = json.loads(request.content) if request.content else None
+        got = handler(
+            admin_event(
+                request.method, request.url.path, token=ADMIN_TOKEN, body=body, query=query, headers=headers
+            ),
+            LambdaContext(),
+        )
+        return httpx.Response(
+            got["statusCode"], content=got.get("body") or b"", headers=got.get("headers", {})
+        )
+
+    out, err = io.StringIO(), io.StringIO()
+
+    def context(args: Any) -> Context:
+        client = lambda: AdminClient("http://admin.test", ADMIN_TOKEN, transport=httpx.MockTransport(answer))  # noqa: E731
+        return Context(args, client, out=out, err=err, environ=environ or {})
+
+    code = run(list(argv), context)
+    return code, out.getvalue(), err.getvalue()
+
+
+SUBSCRIPTION_FILE = """
+kind: Subscription
+tenant: t1
+id: sub_erp_events
+spec:
+  url: ${HOOK_URL}
+  event_types: [message.sent, message.dead_lettered]
+  integration_ids: [int_erp]
+  description: ERP status events
+"""
+
+
+def test_hubctl_applies_a_subscription_file_then_finds_it_unchanged(
+    lane: Lane, stack: Stack, tmp_path: Any, receiver: HttpDestination
+) -> None:
+    path = tmp_path / "subscription.yaml"
+    path.write_text(SUBSCRIPTION_FILE)
+    environ = {"HOOK_URL": receiver.url}
+
+    code, out, err = hubctl_on(stack, "apply", "-f", str(path), environ=environ)
+    assert code == 0, err
+    assert "+ Subscription t1/sub_erp_events (create)" in out
+    secret = next(line.split(": ", 1)[1] for line in out.splitlines() if line.strip().startswith("secret:"))
+    assert "only time" in err
+
+    code, out, _ = hubctl_on(stack, "apply", "-f", str(path), environ=environ)
+    assert (code, out.strip()) == (0, "= Subscription t1/sub_erp_events (unchanged)")
+
+    path.write_text(SUBSCRIPTION_FILE.replace("message.dead_lettered", "message.error"))
+    code, out, err = hubctl_on(stack, "apply", "-f", str(path), environ=environ)
+    assert code == 0, err
+    assert "~ Subscription t1/sub_erp_events (update, version 1)" in out
+
+    # The secret shown at creation signs what the subscription receives.
+    wiring.subscription_sink().publish([event()])
+    lane.deliver()
+    verified(secret, receiver.requests[0])
+
+
+def test_hubctl_subscriptions_commands(lane: Lane, stack: Stack, receiver: HttpDestination) -> None:
+    code, out, err = hubctl_on(
+        stack,
+        "-o",
+        "json",
+        "subscriptions",
+        "create",
+        "--tenant",
+        "t1",
+        "--url",
+        receiver.url,
+        "--event",
+        "*",
+    )
+    assert code == 0, err
+    created = json.loads(out)
+    sub = created["subscription_id"]
+    code, out, _ = hubctl_on(stack, "subscriptions", "list", "--tenant", "t1")
+    assert sub in out
+    code, out, err = hubctl_on(stack, "-o", "json", "subscriptions", "rotate", sub, "--tenant", "t1")
+    assert code == 0, err
+    rotated = json.loads(out)
+    assert len(rotated["secrets"]) == 2
+
+    receiver.script(Answer(status=422))
+    sent = event()
+    wiring.subscription_sink().publish([sent])
+    lane.deliver()
+    verified(rotated["secret"], receiver.requests[0])
+    verified(created["secret"], receiver.requests[0])
+    code, out, _ = hubctl_on(stack, "subscriptions", "failed", sub, "--tenant", "t1")
+    assert sent.id in out
+    assert "http_4xx" in out
+
+    receiver.script(Answer(status=200))
+    code, out, err = hubctl_on(stack, "subscriptions", "replay", sub, "--tenant", "t1", "--event", sent.id)
+    assert code == 0, err
+    lane.deliver()
+    assert receiver.requests[-1].headers["webhook-id"] == sent.id
+    assert hubctl_on(stack, "subscriptions", "replay", sub, "--tenant", "t1")[0] == 2  # --event or --since
+    code, out, _ = hubctl_on(
+        stack, "-o", "json", "subscriptions", "disable", sub, "--tenant", "t1", "--reason", "x"
+    )
+    assert json.loads(out)["enabled"] is False
+    assert hubctl_on(stack, "subscriptions", "delete", sub, "--tenant", "t1")[0] == 0
+    assert hubctl_on(stack, "subscriptions", "show", sub, "--tenant", "t1")[0] == 1
