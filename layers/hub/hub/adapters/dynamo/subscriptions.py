@@ -31,6 +31,7 @@ from hub.adapters.dynamo.table import (
     format_ts,
 )
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys
+from hub.domain.clock import utcnow
 from hub.errors import Conflict, SecretUndecryptable
 from hub.outbox.events import OutboxEvent
 from hub.outbox.subscriptions import SigningSecret, Subscription
@@ -211,7 +212,7 @@ class DynamoSubscriptions:
         put = self._table.put_entry(self.item(subscription), condition=condition, values=values)
         put["Put"]["ExpressionAttributeNames"] = {"#version": "version"}
         try:
-            self._table.transact([put, event_put(self._table, event, subscription.updated_at or _now())])
+            self._table.transact([put, event_put(self._table, event, subscription.updated_at or utcnow())])
         except TransactionCancelled as cancelled:
             code, old = cancelled.reasons[0] if cancelled.reasons else ("None", None)
             if code == "ConditionalCheckFailed":
@@ -245,12 +246,6 @@ class DynamoSubscriptions:
         except ConditionFailed as lost:
             current = self._table.get(keys.subscription_key(subscription_id))
             raise VersionConflict(int(current["version"]) if current else None) from lost
-
-
-def _now() -> datetime:
-    from hub.domain.clock import utcnow  # noqa: PLC0415
-
-    return utcnow()
 
 
 class DynamoWebhookFailures:
