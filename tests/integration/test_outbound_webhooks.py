@@ -247,6 +247,21 @@ def test_a_webhook_verifies_with_standardwebhooks_and_carries_the_event_id(
         verified("whsec_" + "A" * 32, request)  # another secret does not verify
 
 
+def test_a_redelivered_stream_record_sends_the_same_webhook_id_again_never_a_new_one(
+    api: Any, lane: Lane, receiver: HttpDestination
+) -> None:
+    """The publisher crashed after the sink queued the jobs: the stream hands the same record
+    again, the sink queues them again, and the receiver sees one id twice (and dedups by it)."""
+    created = subscribe(api, receiver.url)
+    sent = event()
+    wiring.subscription_sink().publish([sent])
+    wiring.subscription_sink().publish([sent])
+    lane.deliver()
+
+    assert [r.headers["webhook-id"] for r in receiver.requests] == [sent.id, sent.id]
+    assert len({json.dumps(verified(created["secret"], r)) for r in receiver.requests}) == 1
+
+
 def test_during_a_rotation_receivers_knowing_only_the_old_or_only_the_new_secret_both_verify(
     api: Any, lane: Lane, receiver: HttpDestination
 ) -> None:
