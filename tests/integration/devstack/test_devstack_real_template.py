@@ -115,5 +115,7 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
         "hub-test-pipeline-queue-stalled",
         "hub-test-messages-dead-lettered",
         "hub-test-alert-notifier-failed",
+        "hub-test-webhooks-dlq-not-empty",
+        "hub-test-webhooks-queue-stalled",
     }
     assert {tuple(a["AlarmActions"]) for a in alarms} == {(stack.resources["AlertTopic"],)}
