@@ -30,6 +30,16 @@ SHOWN_ONCE = "Store it now: the hub keeps only its hash and cannot show it again
 TENANT_COLUMNS = ("tenant_id", "name", "default_mode", "state", "created_at")
 INTEGRATION_COLUMNS = ("integration_id", "name", "mode", "connection_id", "version", "last_received_at")
 CONNECTION_COLUMNS = ("connection_id", "name", "protocol", "platform", "url", "version")
+SUBSCRIPTION_COLUMNS = ("subscription_id", "url", "event_types", "integration_ids", "enabled", "version")
+FAILURE_COLUMNS = (
+    "event_id",
+    "event_type",
+    "failed_at",
+    "error_class",
+    "dest_status",
+    "attempts",
+    "replayed_at",
+)
 KEY_COLUMNS = (
     "key_id",
     "prefix",
@@ -328,23 +338,79 @@ def cmd_test(ctx: Context) -> int:
     return 0 if isinstance(answer, dict) and answer.get("ok") else EXIT_API
 
 
+# --- outbound webhook subscriptions -----------------------------------------------------------
+
+
+def cmd_subscriptions(ctx: Context) -> int:  # noqa: PLR0911 - one branch per action
+    args = ctx.args
+    base = _tenant_path(args.tenant, "subscriptions")
+    own = f"{base}/{_p(args.subscription_id)}" if getattr(args, "subscription_id", None) else base
+    if args.action == "list":
+        ctx.show(ctx.client.get(base, **_page(args)).body, SUBSCRIPTION_COLUMNS)
+        return 0
+    if args.action == "show":
+        ctx.show(ctx.client.get(own).body)
+        return 0
+    if args.action == "create":
+        body: dict[str, Any] = {"url": args.url, "event_types": args.event}
+        if args.integration:
+            body["integration_ids"] = args.integration
+        if args.description:
+            body["description"] = args.description
+        _show_secret(ctx, ctx.client.post(base, body), "signing secret")
+        return 0
+    if args.action == "delete":
+        ctx.client.call("DELETE", own, if_match=args.if_version)
+        ctx.show(
+            {"deleted": True, "id": args.subscription_id} if ctx.json else {"deleted": args.subscription_id}
+        )
+        return 0
+    if args.action == "rotate":
+        rotation = {} if args.grace_hours is None else {"grace_hours": args.grace_hours}
+        _show_secret(ctx, ctx.client.post(f"{own}/rotate-secret", rotation), "new signing secret")
+        return 0
+    if args.action == "failed":
+        ctx.show(ctx.client.get(f"{own}/failed-deliveries", **_page(args)).body, FAILURE_COLUMNS)
+        return 0
+    if args.action == "replay":
+        if (args.event is None) == (args.since is None):
+            raise UsageError("give --event EVENT_ID or --since TIME (one of them)")
+        replay = {"event_id": args.event} if args.event else {"since": args.since}
+        ctx.show(ctx.client.post(f"{own}/failed-deliveries/replay", replay).body)
+        return 0
+    if args.action == "disable":
+        ctx.show(ctx.client.post(f"{own}/disable", {"reason": args.reason} if args.reason else None).body)
+        return 0
+    path = {"enable": "enable", "retire-secrets": "retire-secrets"}[args.action]
+    ctx.show(ctx.client.post(f"{own}/{path}").body)
+    return 0
+
+
 # --- apply ------------------------------------------------------------------------------------
+
+
+_COLLECTIONS = {
+    Kind.CONNECTION: "connections",
+    Kind.INTEGRATION: "integrations",
+    Kind.SUBSCRIPTION: "subscriptions",
+}
 
 
 def _paths(resource: Resource) -> tuple[str, str]:
     """(the resource's own path, the collection it is created in)."""
     if resource.kind is Kind.TENANT:
         return _tenant_path(resource.tenant), "/api/admin/tenants"
-    collection = _tenant_path(
-        resource.tenant, "connections" if resource.kind is Kind.CONNECTION else "integrations"
-    )
+    collection = _tenant_path(resource.tenant, _COLLECTIONS[resource.kind])
     return f"{collection}/{_p(resource.id)}", collection
 
 
 def _id_field(kind: Kind) -> str:
-    return {Kind.TENANT: "tenant_id", Kind.CONNECTION: "connection_id", Kind.INTEGRATION: "integration_id"}[
-        kind
-    ]
+    return {
+        Kind.TENANT: "tenant_id",
+        Kind.CONNECTION: "connection_id",
+        Kind.INTEGRATION: "integration_id",
+        Kind.SUBSCRIPTION: "subscription_id",
+    }[kind]
 
 
 def apply_one(ctx: Context, resource: Resource) -> dict[str, Any]:
@@ -387,11 +453,21 @@ def apply_one(ctx: Context, resource: Resource) -> dict[str, Any]:
     elif resource.kind is Kind.TENANT:
         answer = ctx.client.call("PATCH", own, json=resource.spec)
     else:
-        answer = ctx.client.call("PUT", own, json=resource.spec, if_match=result.version)
+        body = resource.spec
+        if resource.kind is Kind.SUBSCRIPTION:  # its secret changes by rotation only
+            body = {key: value for key, value in body.items() if key != "secret"}
+        answer = ctx.client.call("PUT", own, json=body, if_match=result.version)
     report["version"] = answer.version
     if not ctx.json:
         done = "created" if result.action is Action.CREATE else "updated"
         ctx.say(f"  {done}" + (f" (version {answer.version})" if answer.version is not None else ""))
+    secret = answer.body.get("secret") if isinstance(answer.body, dict) else None
+    if resource.kind is Kind.SUBSCRIPTION and result.action is Action.CREATE and secret:
+        # The signing secret the hub generated (or took from the file): shown this once.
+        report["secret"] = secret
+        if not ctx.json:
+            ctx.say(f"  secret: {secret}")
+            ctx.note(f"warning: this is the only time the signing secret is shown. {SHOWN_ONCE}")
     return report
 
 
@@ -585,10 +661,50 @@ def _operation_commands(commands: Commands) -> None:
     preview.add_argument("--payload", required=True, help="a file (JSON, or XML/text), or - for stdin")
     preview.set_defaults(func=cmd_preview)
 
+    _subscription_commands(commands)
+
     test = commands.add_parser("test", help="one harmless call to a connection (TLS, WSDL, GET)")
     test.add_argument("connection_id")
     test.add_argument("--tenant", required=True)
     test.set_defaults(func=cmd_test)
+
+
+def _subscription_commands(commands: Commands) -> None:
+    group = commands.add_parser("subscriptions", help="outbound webhook subscriptions (signed events)")
+    actions = group.add_subparsers(dest="action", required=True)
+    listed = actions.add_parser("list")
+    _paged(listed)
+    create = actions.add_parser("create", help="a new subscription (its signing secret is shown once)")
+    create.add_argument("--url", required=True, help="https (plain http to 127.0.0.1 only)")
+    create.add_argument(
+        "--event", action="append", required=True, help="an event type, message.* or * (repeatable)"
+    )
+    create.add_argument("--integration", action="append", help="only this integration's events (repeatable)")
+    create.add_argument("--description")
+    with_id = {
+        "show": None,
+        "delete": "delete it",
+        "rotate": "add a signing secret (shown once); the current ones sign for the grace period",
+        "retire-secrets": "stop signing with every secret but the newest",
+        "enable": None,
+        "disable": "stop sending to it (emits subscription.disabled)",
+        "failed": "its failed deliveries, newest first",
+        "replay": "send failed deliveries again (same webhook-id)",
+    }
+    for name, text in with_id.items():
+        sub = actions.add_parser(name, help=text)
+        sub.add_argument("subscription_id")
+    actions.choices["delete"].add_argument("--if-version", type=int, help="only if still at this version")
+    actions.choices["rotate"].add_argument(
+        "--grace-hours", type=int, help="how long the current secrets keep signing (default 24; 0: stop now)"
+    )
+    actions.choices["disable"].add_argument("--reason")
+    _paged(actions.choices["failed"])
+    actions.choices["replay"].add_argument("--event", help="the failed delivery's event id")
+    actions.choices["replay"].add_argument("--since", help="every failure at or after this ISO time (UTC)")
+    for sub in actions.choices.values():
+        sub.add_argument("--tenant", required=True)
+        sub.set_defaults(func=cmd_subscriptions)
 
 
 def run(argv: Sequence[str] | None, ctx_factory: Callable[[argparse.Namespace], Context]) -> int:

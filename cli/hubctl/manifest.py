@@ -1,9 +1,9 @@
 """The files `hubctl apply -f` reads: one or more documents (YAML, multi-document with `---`,
 or JSON: one object or a list of them), each::
 
-    kind: Tenant | Connection | Integration
+    kind: Tenant | Connection | Integration | Subscription
     tenant: tnt_acme          # the tenant it belongs to (a Tenant's own id)
-    id: conn_erp              # the resource's id (connection_id / integration_id)
+    id: conn_erp              # the resource's id (connection_id / integration_id / subscription_id)
     spec: {...}               # the body the admin API takes, without the ids
 
 A string `${NAME}` anywhere in a spec is replaced by the environment variable NAME (a missing
@@ -30,10 +30,13 @@ class Kind(StrEnum):
     TENANT = "Tenant"
     CONNECTION = "Connection"
     INTEGRATION = "Integration"
+    #: An outbound webhook subscription (issue 12).
+    SUBSCRIPTION = "Subscription"
 
 
-#: Apply order: a connection exists before the integration naming it, a tenant before both.
-ORDER = {Kind.TENANT: 0, Kind.CONNECTION: 1, Kind.INTEGRATION: 2}
+#: Apply order: a connection exists before the integration naming it, a tenant before both; a
+#: subscription after the integrations its filter may name.
+ORDER = {Kind.TENANT: 0, Kind.CONNECTION: 1, Kind.INTEGRATION: 2, Kind.SUBSCRIPTION: 3}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 _VARIABLE = re.compile(r"\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -96,7 +99,8 @@ def _documents(text: str, path: Path) -> list[Any]:
 
 
 def parse(documents: list[Any], origin: str, environ: Mapping[str, str]) -> list[Resource]:
-    """Resources from loaded documents, in apply order (tenants, connections, integrations)."""
+    """Resources from loaded documents, in apply order (tenants, connections, integrations,
+    subscriptions)."""
     resources: list[Resource] = []
     seen: set[tuple[Kind, str, str]] = set()
     for number, document in enumerate(documents, start=1):

@@ -79,6 +79,13 @@ def normalized(kind: Kind, spec: dict[str, Any]) -> dict[str, Any]:
             from hub.admin.connections import ConnectionSpec  # noqa: PLC0415
 
             dumped = ConnectionSpec.model_validate(spec).model_dump(mode="json")
+        elif kind is Kind.SUBSCRIPTION:
+            from hub.outbox.subscriptions import SubscriptionSpec  # noqa: PLC0415
+
+            # A subscription's secret is set when it is created and changed by rotation only:
+            # never compared (views list secrets masked), never sent by an update.
+            spec = {key: value for key, value in spec.items() if key != "secret"}
+            dumped = SubscriptionSpec.model_validate(spec).model_dump(mode="json")
         else:
             return spec
     except ValidationError:

@@ -14,13 +14,14 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from hub.admin.access import Principal, Role
 from hub.admin.api_keys import ApiKeyNotActive, UnknownIntegrations
 from hub.admin.connections import CertificateRequired, ConnectionExists, ConnectionInUse, ConnectionSpec
 from hub.admin.integrations import IntegrationBody, IntegrationExists, IntegrationInUse, UnknownConnection
 from hub.admin.operations import DeliveryInProgress, ExecutionInFlight, NotCancellable, QueueTab
+from hub.admin.subscriptions import SubscriptionDisabled, SubscriptionExists, TooManySecrets
 from hub.admin.tenants import TenantExists
 from hub.api.http import (
     admin_principal,
@@ -64,6 +65,7 @@ from hub.errors import (
 )
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
+from hub.outbox.subscriptions import SubscriptionSpec, secret_key
 from hub.wiring import (
     admin_authenticator,
     api_key_admin,
@@ -72,6 +74,7 @@ from hub.wiring import (
     connection_admin,
     integration_admin,
     operations,
+    subscription_admin,
     tenant_admin,
     token_admin,
 )
@@ -876,6 +879,274 @@ def preview_message_type(tenant_id: str, integration_id: str, message_type: str)
         path.tenant_id, path.integration_id, path.message_type, request.payload, request.config
     )
     return json_response(200, answer)
+
+
+# --- Issue 12: outbound webhook subscriptions (webhooks helper) -------------------------------
+
+
+class TenantSubscriptionPath(BaseModel):
+    tenant_id: Id
+    subscription_id: Id
+
+
+class SecretRotation(BaseModel):
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+    #: The new `whsec_` secret (absent: generated, shown once).
+    secret: str | None = Field(default=None, repr=False)
+    #: How long the current secrets keep signing beside the new one (0: they stop at once).
+    grace_hours: int = Field(
+        default=int(DEFAULT_ROTATION_GRACE.total_seconds() // 3600), ge=0, le=MAX_ROTATION_GRACE_HOURS
+    )
+
+    @model_validator(mode="after")
+    def _whsec(self) -> SecretRotation:
+        if self.secret is not None:
+            secret_key(self.secret)
+        return self
+
+
+class DisableRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    reason: str | None = Field(default=None, min_length=1, max_length=300)
+
+
+class ReplayRequest(BaseModel):
+    """Exactly one of `event_id` (one failed delivery) or `since` (every one failed at or after)."""
+
+    model_config = ConfigDict(extra="forbid")
+    event_id: str | None = Field(default=None, min_length=1, max_length=300)
+    since: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> ReplayRequest:
+        if (self.event_id is None) == (self.since is None):
+            raise ValueError("give exactly one of event_id and since")
+        return self
+
+
+def _subscription_path(tenant_id: str, subscription_id: str) -> TenantSubscriptionPath:
+    given = {"tenant_id": tenant_id, "subscription_id": subscription_id}
+    return validated(TenantSubscriptionPath, given, "path")
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/subscriptions",
+    **answers(
+        "Create an outbound webhook subscription (its secret is shown once)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, SubscriptionExists),
+        tags=["subscriptions"],
+        headers={201: ETAG},
+    ),
+)
+@documented(body=SubscriptionSpec, path=TenantQuery)
+def create_subscription(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.ADMIN, path.tenant_id, what="subscription")
+    request = parse_body(app.current_event, SubscriptionSpec)
+    view = subscription_admin().create(_principal(), path.tenant_id, request)
+    return json_response(201, view, etag(view["version"]))
+
+
+@app.get(
+    "/api/admin/tenants/<tenant_id>/subscriptions",
+    **answers(
+        "A tenant's webhook subscriptions, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["subscriptions"],
+    ),
+)
+@documented(query=KeyListQuery, path=TenantQuery)
+def list_subscriptions(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="subscription")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(
+        200, subscription_admin().list_subscriptions(path.tenant_id, query.limit, query.cursor)
+    )
+
+
+@app.get(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>",
+    **answers(
+        "A webhook subscription (secrets masked)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["subscriptions"],
+        headers={200: ETAG},
+    ),
+)
+@documented(path=TenantSubscriptionPath)
+def get_subscription(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.VIEWER, path.tenant_id, what="subscription")
+    view = subscription_admin().get(path.tenant_id, path.subscription_id)
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.put(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>",
+    **answers(
+        "Replace a webhook subscription (If-Match: its ETag; secrets change by rotation)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY, *VERSIONED),
+        tags=["subscriptions"],
+        headers={200: ETAG},
+    ),
+)
+@documented(body=SubscriptionSpec, path=TenantSubscriptionPath, headers=IfMatch)
+def replace_subscription(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="subscription")
+    request = parse_body(app.current_event, SubscriptionSpec)
+    view = subscription_admin().update(
+        _principal(), path.tenant_id, path.subscription_id, request, if_match(app.current_event)
+    )
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.delete(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>",
+    **answers(
+        "Delete a webhook subscription",
+        ok={204: None},
+        errors=(*ADMIN, *VERSIONED),
+        tags=["subscriptions"],
+    ),
+)
+@documented(path=TenantSubscriptionPath, headers=IfMatch)
+def delete_subscription(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="subscription")
+    subscription_admin().delete(
+        _principal(), path.tenant_id, path.subscription_id, if_match(app.current_event)
+    )
+    return Response(status_code=204, body="")
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>/rotate-secret",
+    **answers(
+        "Add a signing secret (shown once); the current ones keep signing for the grace period",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, PreconditionFailed, TooManySecrets),
+        tags=["subscriptions"],
+        headers={201: ETAG},
+    ),
+)
+@documented(body=SecretRotation, body_required=False, path=TenantSubscriptionPath)
+def rotate_subscription_secret(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="subscription")
+    request = parse_body(app.current_event, SecretRotation) if app.current_event.body else SecretRotation()
+    view = subscription_admin().rotate_secret(
+        _principal(),
+        path.tenant_id,
+        path.subscription_id,
+        request.secret,
+        timedelta(hours=request.grace_hours),
+    )
+    return json_response(201, view, etag(view["version"]))
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>/retire-secrets",
+    **answers(
+        "Stop signing with every secret but the newest (ends a rotation early)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed, PreconditionFailed),
+        tags=["subscriptions"],
+        headers={200: ETAG},
+    ),
+)
+@documented(path=TenantSubscriptionPath)
+def retire_subscription_secrets(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="subscription")
+    view = subscription_admin().retire_secrets(_principal(), path.tenant_id, path.subscription_id)
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>/enable",
+    **answers(
+        "Enable a webhook subscription",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed, PreconditionFailed),
+        tags=["subscriptions"],
+        headers={200: ETAG},
+    ),
+)
+@documented(path=TenantSubscriptionPath)
+def enable_subscription(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.OPERATOR, path.tenant_id, what="subscription")
+    view = subscription_admin().set_enabled(_principal(), path.tenant_id, path.subscription_id, True, None)
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>/disable",
+    **answers(
+        "Disable a webhook subscription (emits subscription.disabled)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY, PreconditionFailed),
+        tags=["subscriptions"],
+        headers={200: ETAG},
+    ),
+)
+@documented(body=DisableRequest, body_required=False, path=TenantSubscriptionPath)
+def disable_subscription(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.OPERATOR, path.tenant_id, what="subscription")
+    request = parse_body(app.current_event, DisableRequest) if app.current_event.body else DisableRequest()
+    view = subscription_admin().set_enabled(
+        _principal(), path.tenant_id, path.subscription_id, False, request.reason
+    )
+    return json_response(200, view, etag(view["version"]))
+
+
+@app.get(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>/failed-deliveries",
+    **answers(
+        "A subscription's failed webhook deliveries, newest first, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["subscriptions"],
+    ),
+)
+@documented(query=KeyListQuery, path=TenantSubscriptionPath)
+def list_failed_deliveries(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.VIEWER, path.tenant_id, what="subscription")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(
+        200,
+        subscription_admin().failed_deliveries(
+            path.tenant_id, path.subscription_id, query.limit, query.cursor
+        ),
+    )
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/subscriptions/<subscription_id>/failed-deliveries/replay",
+    **answers(
+        "Send failed webhook deliveries again (one event, or all since a time; same webhook-id)",
+        ok={202: OBJECT},
+        errors=(*ADMIN, *BODY, SubscriptionDisabled, QueueUnavailable),
+        tags=["subscriptions"],
+    ),
+)
+@documented(body=ReplayRequest, path=TenantSubscriptionPath)
+def replay_failed_deliveries(tenant_id: str, subscription_id: str) -> Response:
+    path = _subscription_path(tenant_id, subscription_id)
+    _principal().require(Role.OPERATOR, path.tenant_id, what="subscription")
+    request = parse_body(app.current_event, ReplayRequest)
+    answer = subscription_admin().replay(
+        _principal(), path.tenant_id, path.subscription_id, event_id=request.event_id, since=request.since
+    )
+    return json_response(202, answer)
 
 
 # --- Issue 11: OpenAPI ------------------------------------------------------------------------

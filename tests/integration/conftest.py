@@ -83,6 +83,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
             **provisioned.environments["PipelineWorkerFunction"],
             **provisioned.environments["AdminApiFunction"],
             **provisioned.environments["OutboxPublisherFunction"],
+            **provisioned.environments["WebhookSenderFunction"],
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)

@@ -406,8 +406,8 @@ def test_alarms_watch_every_lane_and_notify_the_alert_topic(alerts: AlertStack):
             and a["Dimensions"] == [{"Name": "QueueName", "Value": name_of[queue]}]
         ]
 
-    assert work_queues == {"PipelineQueue"}
-    assert dead_letter_queues == {"PipelineDLQ", "AlertNotifierDLQ"}
+    assert work_queues == {"PipelineQueue", "WebhooksQueue"}
+    assert dead_letter_queues == {"PipelineDLQ", "AlertNotifierDLQ", "OutboxPublisherDLQ", "WebhooksDLQ"}
     for queue in work_queues:  # a new lane must come with its alarms
         (age,) = watching("ApproximateAgeOfOldestMessage", queue)
         assert (age["Threshold"], age["ComparisonOperator"]) == (900.0, "GreaterThanThreshold")
@@ -430,7 +430,7 @@ def test_alarms_watch_every_lane_and_notify_the_alert_topic(alerts: AlertStack):
         0.0,
         "notBreaching",
     )
-    assert len(alarms) == 4
+    assert len(alarms) == 7
     assert all(a["AlarmActions"] == [alerts.topic_arn] for a in alarms)
     subscriptions = boto3.client("sns").list_subscriptions_by_topic(TopicArn=alerts.topic_arn)[
         "Subscriptions"

@@ -38,6 +38,7 @@ SAMPLE_PARAMETERS = {
     "key_id": "key_" + "0" * 26,
     "token_id": "tok_" + "0" * 26,
     "lane": "pipeline",
+    "subscription_id": "sub1",
 }
 
 

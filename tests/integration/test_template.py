@@ -116,17 +116,23 @@ def test_each_function_opens_only_the_secrets_it_needs():
     assert _purposes(admin, "kms:GenerateDataKey") == {
         "webhook-secret",
         "destination-credential",
+        "subscription-secret",
         "certificate",
     }
     assert _purposes(admin, "kms:Decrypt") == {"destination-credential", "certificate"}
+    # Subscriptions' signing secrets open in the webhook sender only (issue 12).
+    sender = _kms_statements("WebhookSenderFunction")
+    assert _purposes(sender, "kms:Decrypt") == {"subscription-secret"}
+    assert _purposes(sender, "kms:GenerateDataKey") == set()
     for function, spec in load_template(TEMPLATE)["Resources"].items():
         if spec["Type"] == "AWS::Serverless::Function" and function not in (
             "IngestApiFunction",
             "PipelineWorkerFunction",
             "AdminApiFunction",
+            "WebhookSenderFunction",
         ):
             assert _kms_statements(function) == [], function
 
 
 def test_the_purposes_are_the_ones_the_code_seals_under():
-    assert set(PURPOSES) == {"webhook-secret", "destination-credential"}
+    assert set(PURPOSES) == {"webhook-secret", "destination-credential", "subscription-secret"}

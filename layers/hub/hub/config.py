@@ -66,6 +66,10 @@ class Settings(BaseModel):
     #: costs US$1 per million, so the default is the rare ones (template OutboxBusEventTypes).
     event_bus_name: str | None = None
     bus_event_types: str = ""
+    #: The webhooks lane (issue 12): its queue (the sink and operator replays send to it) and,
+    #: for the sender's retries, its ARN (the target of the retry schedules).
+    webhooks_queue_url: str | None = None
+    webhooks_queue_arn: str | None = None
 
     @field_validator(
         "stage",
@@ -75,6 +79,8 @@ class Settings(BaseModel):
         "alert_email_from",
         "certificate_key_id",
         "event_bus_name",
+        "webhooks_queue_url",
+        "webhooks_queue_arn",
         mode="before",
     )
     @classmethod
@@ -110,6 +116,8 @@ _ENV = {
     "config_cache_seconds": "HUB_CONFIG_CACHE_SECONDS",
     "event_bus_name": "HUB_EVENT_BUS_NAME",
     "bus_event_types": "HUB_BUS_EVENT_TYPES",
+    "webhooks_queue_url": "HUB_WEBHOOKS_QUEUE_URL",
+    "webhooks_queue_arn": "HUB_WEBHOOKS_QUEUE_ARN",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

@@ -31,7 +31,10 @@ from hub.sealing import SealedFields, open_fields, put_fields, same_values, seal
 
 WEBHOOK_SECRET = "webhook-secret"  # noqa: S105 - a purpose name, not a secret
 DESTINATION_CREDENTIAL = "destination-credential"
-PURPOSES = (WEBHOOK_SECRET, DESTINATION_CREDENTIAL)
+#: Outbound webhook subscriptions' signing secrets (issue 12; hub.adapters.dynamo.subscriptions):
+#: sealed one secret per data key, opened only by the webhook sender.
+SUBSCRIPTION_SECRET = "subscription-secret"  # noqa: S105 - a purpose name, not a secret
+PURPOSES = (WEBHOOK_SECRET, DESTINATION_CREDENTIAL, SUBSCRIPTION_SECRET)
 
 #: The secret fields of a destination (a connection's `config_json`), all destination credentials.
 DESTINATION_PATHS: dict[str, str] = {
@@ -67,6 +70,10 @@ def integration_owner(integration_id: str) -> str:
 
 def connection_owner(connection_id: str) -> str:
     return f"connection:{connection_id}"
+
+
+def subscription_owner(subscription_id: str) -> str:
+    return f"subscription:{subscription_id}"
 
 
 def _stand_in_for(value: Any) -> Any:

@@ -21,11 +21,13 @@ if TYPE_CHECKING:
     from hub.adapters.kms import KmsDataKeys
     from hub.adapters.scheduler import EventBridgeRetryScheduler
     from hub.adapters.secrets import SecretValues
+    from hub.adapters.webhook_queue import SqsWebhookQueue
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
     from hub.admin.connections import ConnectionAdmin
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
+    from hub.admin.subscriptions import SubscriptionAdmin
     from hub.admin.tenants import TenantAdmin
     from hub.admin.tokens import Authenticator, TokenAdmin
     from hub.alerts.notifier import AlertNotifier
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from hub.ingest.receive import Ingestor
     from hub.outbox.ports import EventSink
     from hub.outbox.publisher import Publisher
+    from hub.outbox.webhooks import SubscriptionSink, WebhookSender
     from hub.pipeline.worker import PipelineWorker
     from hub.ports import AlertChannel
     from hub.webhooks.receive import WebhookReceiver
@@ -415,6 +418,9 @@ def reset() -> None:
     token_admin.cache_clear()
     audit_log.cache_clear()
     connection_admin.cache_clear()
+    subscription_sink.cache_clear()
+    webhook_sender.cache_clear()
+    subscription_admin.cache_clear()
     audit_trail.cache_clear()
     outbox_publisher.cache_clear()
     settings.cache_clear()
@@ -435,11 +441,74 @@ def outbox_publisher() -> Publisher:
 
 
 def outbox_sinks() -> list[EventSink]:
-    """Where the publisher hands events: the EventBridge bus (when the stack has one)."""
+    """Where the publisher hands events: outbound webhook subscriptions, then the EventBridge
+    bus (when the stack has one)."""
     s = settings()
-    sinks: list[EventSink] = []
+    sinks: list[EventSink] = [subscription_sink()]
     if s.event_bus_name:
         from hub.adapters.event_bus import EventBridgeSink
 
         sinks.append(EventBridgeSink(s.event_bus_name, s.bus_event_types.split(",")))
     return sinks
+
+
+# --- issue 12: outbound webhooks ---------------------------------------------------------------
+
+
+def _webhooks_queue_url() -> str:
+    url = settings().webhooks_queue_url
+    if not url:
+        raise ConfigurationError("outbound webhooks need HUB_WEBHOOKS_QUEUE_URL")
+    return url
+
+
+@lru_cache(maxsize=1)
+def subscription_sink() -> SubscriptionSink:
+    """Events to webhook jobs: a tenant's subscriptions remembered for the config cache time."""
+    from hub.adapters.dynamo.subscriptions import DynamoSubscriptions
+    from hub.adapters.webhook_queue import SqsWebhookQueue
+    from hub.outbox.webhooks import SubscriptionSink
+
+    s = settings()
+    return SubscriptionSink(
+        DynamoSubscriptions(s.table_name), SqsWebhookQueue(_webhooks_queue_url()), s.config_cache_seconds
+    )
+
+
+@lru_cache(maxsize=1)
+def webhook_sender() -> WebhookSender:
+    """The webhooks lane's consumer: subscriptions with their secrets opened (cached), httpx,
+    retries on EventBridge Scheduler back to the webhooks queue."""
+    from hub.adapters.dynamo.subscriptions import DynamoSubscriptions, DynamoWebhookFailures
+    from hub.adapters.scheduler import EventBridgeRetryScheduler
+    from hub.delivery.webhook import HttpWebhookPoster
+    from hub.outbox.webhooks import CachedSubscriptions, WebhookSender
+
+    s = settings()
+    if not (s.schedule_group and s.webhooks_queue_arn and s.scheduler_role_arn):
+        raise ConfigurationError(
+            "the webhook sender needs HUB_SCHEDULE_GROUP, HUB_WEBHOOKS_QUEUE_ARN and HUB_SCHEDULER_ROLE_ARN"
+        )
+    source = DynamoSubscriptions(s.table_name, _data_keys(), opens=True)
+    return WebhookSender(
+        CachedSubscriptions(source, s.config_cache_seconds),
+        HttpWebhookPoster(),
+        EventBridgeRetryScheduler(s.schedule_group, s.webhooks_queue_arn, s.scheduler_role_arn),
+        DynamoWebhookFailures(s.table_name),
+    )
+
+
+@lru_cache(maxsize=1)
+def subscription_admin() -> SubscriptionAdmin:
+    from hub.adapters.dynamo.subscriptions import DynamoSubscriptions, DynamoWebhookFailures
+    from hub.admin.subscriptions import SubscriptionAdmin
+
+    def queue() -> SqsWebhookQueue:
+        from hub.adapters.webhook_queue import SqsWebhookQueue
+
+        return SqsWebhookQueue(_webhooks_queue_url())
+
+    table = settings().table_name
+    return SubscriptionAdmin(
+        DynamoSubscriptions(table, _data_keys()), DynamoWebhookFailures(table), queue, _audit()
+    )

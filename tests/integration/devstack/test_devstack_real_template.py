@@ -116,6 +116,8 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
         "hub-test-messages-dead-lettered",
         "hub-test-alert-notifier-failed",
         "hub-test-outbox-publisher-failed",
+        "hub-test-webhooks-dlq-not-empty",
+        "hub-test-webhooks-queue-stalled",
     }
     assert {tuple(a["AlarmActions"]) for a in alarms} == {(stack.resources["AlertTopic"],)}
 

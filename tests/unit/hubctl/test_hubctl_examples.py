@@ -17,6 +17,7 @@ from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from hub.domain.webhook_config import InboundWebhook
 from hub.mapping import apply_mapping
+from hub.outbox.subscriptions import SubscriptionSpec
 from hubctl.manifest import Kind, Resource, load
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,12 +50,13 @@ def resources() -> list[Resource]:
     return [resource for path in EXAMPLES for resource in load(path, environment_for(path))]
 
 
-def test_the_four_examples_are_there() -> None:
+def test_the_examples_are_there() -> None:
     assert {p.name for p in EXAMPLES} == {
         "rest.yaml",
         "sap_idoc_to_rest.yaml",
         "sefaz_nfe_status.yaml",
         "signed_webhook.yaml",
+        "outbound_webhooks.yaml",
     }
 
 
@@ -72,6 +74,9 @@ def test_each_part_validates_with_the_hubs_models(resource: Resource) -> None:
         delivery = {k: v for k, v in spec.items() if k not in CONNECTION_ONLY}
         Destination.model_validate({**delivery, "client_certificate_id": certificate})
         return
+    if resource.kind is Kind.SUBSCRIPTION:
+        SubscriptionSpec.model_validate(spec)
+        return
     assert set(spec) <= INTEGRATION_FIELDS
     IntegrationBody.model_validate({**spec, "integration_id": resource.id, "tenant_id": resource.tenant})
     for config in spec.get("message_types", {}).values():
@@ -87,6 +92,14 @@ def test_every_connection_an_integration_names_is_in_the_examples() -> None:
     connections = {(r.tenant, r.id) for r in found if r.kind is Kind.CONNECTION}
     named = {(r.tenant, r.spec["connection_id"]) for r in found if r.kind is Kind.INTEGRATION}
     assert named <= connections
+    integrations = {(r.tenant, r.id) for r in found if r.kind is Kind.INTEGRATION}
+    filtered = {
+        (r.tenant, i)
+        for r in found
+        if r.kind is Kind.SUBSCRIPTION
+        for i in r.spec.get("integration_ids") or []
+    }
+    assert filtered <= integrations
 
 
 def test_no_example_holds_a_secret_value() -> None:

@@ -17,7 +17,8 @@ class SchedulerUnavailable(ServiceUnavailable):
 
 
 class EventBridgeRetryScheduler:
-    """Sends a step message to the pipeline queue at a given time, once."""
+    """Sends a step message to the pipeline queue (or any body to the queue it targets: the
+    webhooks lane's retries) at a given time, once."""
 
     def __init__(self, group_name: str, queue_arn: str, role_arn: str) -> None:
         self._group = group_name
@@ -25,8 +26,12 @@ class EventBridgeRetryScheduler:
         self._role_arn = role_arn
 
     def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
-        """`at()` has whole seconds: rounded up, so a retry never runs before the time it was
-        given (a Retry-After is a floor), and never set in the past."""
+        self.send_at(step.model_dump_json(), at, name)
+
+    def send_at(self, body: str, at: datetime, name: str) -> None:
+        """Puts `body` on the target queue at `at`, once per `name`. `at()` has whole seconds:
+        rounded up, so a retry never runs before the time it was given (a Retry-After is a
+        floor), and never set in the past."""
         earliest = datetime.now(UTC) + timedelta(seconds=1)
         when = max(at, earliest).astimezone(UTC)
         if when.microsecond:
@@ -39,7 +44,7 @@ class EventBridgeRetryScheduler:
                 ScheduleExpressionTimezone="UTC",
                 FlexibleTimeWindow={"Mode": "OFF"},
                 ActionAfterCompletion="DELETE",
-                Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": step.model_dump_json()},
+                Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": body},
             )
         except ClientError as exc:
             if error_code(exc) == "ConflictException":

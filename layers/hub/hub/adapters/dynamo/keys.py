@@ -24,6 +24,11 @@ it. Nothing else in the code base spells a key.
 - outbox event item (an event that is not a message's status, issue 12): ``EVENT#<event id>`` /
   ``EVENT`` - written in the same transaction as the change it announces, read only by the
   stream (hub.adapters.dynamo.outbox); TTL 1 day
+- webhook subscription (issue 12): ``SUBSCRIPTION#<subscription>`` / ``CONFIG`` - admin API,
+  subscription sink, webhook sender (hub.adapters.dynamo.subscriptions); secrets sealed per
+  secret (purpose `subscription-secret`); no TTL
+- failed webhook delivery: ``WHFAIL#<subscription>#<event id>`` / ``FAILED`` - webhook sender
+  (written), admin API (listed, replayed); TTL 30 days
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
 
@@ -43,6 +48,10 @@ Admin tokens use GSI1 per scope, ``TENANT#<tenant>#ADMINTOKENS`` or ``PLATFORM#A
 Connections use GSI1 per tenant, ``TENANT#<tenant>#CONNECTIONS`` / ``<connection_id>``, and
 integrations ``TENANT#<tenant>#INTEGRATIONS`` / ``<integration_id>`` (with a top-level
 ``connection_id`` attribute), so a connection's users are one Query of its tenant's integrations.
+Webhook subscriptions use GSI1 per tenant, ``TENANT#<tenant>#SUBSCRIPTIONS`` /
+``<subscription_id>`` (the sink's lookup and the admin listing: one Query); failed webhook
+deliveries use GSI1 per subscription, ``SUBSCRIPTION#<subscription>#FAILED`` /
+``<failed_at>#<event id>``, so the listing is one Query newest first and "since T" a range.
 """
 
 from __future__ import annotations
@@ -226,3 +235,35 @@ def audit_partition(scope: str) -> str:
 def event_key(event_id: str) -> Key:
     """An outbox event item (hub.outbox.events): leaves through the table's stream."""
     return {"PK": f"EVENT#{event_id}", "SK": "EVENT"}
+
+
+def subscription_key(subscription_id: str) -> Key:
+    """An outbound webhook subscription (issue 12)."""
+    return {"PK": f"SUBSCRIPTION#{subscription_id}", "SK": "CONFIG"}
+
+
+def subscription_partition(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}#SUBSCRIPTIONS"
+
+
+def subscription_index_keys(tenant_id: str, subscription_id: str) -> Key:
+    """GSI1: a tenant's subscriptions by id; readers get the items by the PK the index returns."""
+    return {"GSI1PK": subscription_partition(tenant_id), "GSI1SK": subscription_id}
+
+
+WEBHOOK_FAILURE_SK = "FAILED"
+
+
+def webhook_failure_key(subscription_id: str, event_id: str) -> Key:
+    """A webhook delivery given up on (one per subscription and event: a later failure of the
+    same event replaces it)."""
+    return {"PK": f"WHFAIL#{subscription_id}#{event_id}", "SK": WEBHOOK_FAILURE_SK}
+
+
+def webhook_failure_partition(subscription_id: str) -> str:
+    return f"SUBSCRIPTION#{subscription_id}#FAILED"
+
+
+def webhook_failure_index_keys(subscription_id: str, failed_at: str, event_id: str) -> Key:
+    """GSI1: a subscription's failed deliveries by failure time (fixed-width UTC)."""
+    return {"GSI1PK": webhook_failure_partition(subscription_id), "GSI1SK": f"{failed_at}#{event_id}"}
