@@ -147,7 +147,9 @@ class TestProjection:
         later = report(ingest_api, message_id, world["con_a"], "accepted", detail="queued upstream")
 
         assert (read.status, late.status, later.status) == (202, 200, 200)
-        assert read.body["advanced"] and not late.body["advanced"] and not later.body["advanced"]
+        assert read.body["advanced"]
+        assert not late.body["advanced"]
+        assert not later.body["advanced"]
         assert {a.body["delivery_status"] for a in (read, late, later)} == {"read"}
         assert late.body["delivery_status_at"] == read.body["delivery_status_at"]
         stored = status(stack, message_id)
@@ -156,7 +158,8 @@ class TestProjection:
         rows = recorded(admin, message_id)
         assert [r["status"] for r in rows] == ["accepted", "delivered", "read"]  # newest first
         assert rows[2]["occurred_at"] == "2026-12-01T10:00:03.000000Z"
-        assert rows[1]["external_ref"] == "ext-1" and rows[0]["detail"] == "queued upstream"
+        assert rows[1]["external_ref"] == "ext-1"
+        assert rows[0]["detail"] == "queued upstream"
         assert len({r["callback_id"] for r in rows}) == 3
         assert {read.body["callback_id"], late.body["callback_id"], later.body["callback_id"]} == {
             r["callback_id"] for r in rows
@@ -194,7 +197,8 @@ class TestProjection:
         again = report(ingest_api, message_id, world["con_a"], "delivered")
 
         assert (first.status, again.status) == (202, 200)
-        assert again.body["delivery_status"] == "delivered" and not again.body["advanced"]
+        assert again.body["delivery_status"] == "delivered"
+        assert not again.body["advanced"]
         assert status(stack, message_id)["version"] == version
         assert len(recorded(admin, message_id)) == 2
 

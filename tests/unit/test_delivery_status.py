@@ -95,7 +95,8 @@ def test_a_full_body_is_taken():
     }
     callback = validated(StatusCallback, body)
     assert callback.status is CallbackStatus.DELIVERED
-    assert callback.occurred_at is not None and callback.occurred_at.utcoffset() is not None
+    assert callback.occurred_at is not None
+    assert callback.occurred_at.utcoffset() is not None
 
 
 @pytest.mark.parametrize(
@@ -123,7 +124,8 @@ def test_bad_bodies_name_the_field_and_never_echo_it(body, field):
     fields = [d["field"] for d in refused.value.details]
     assert field in fields
     assert all(set(d) == {"field", "problem", "message"} for d in refused.value.details)
-    assert "xxxxxxxx" not in str(refused.value.details) and "rrrrrrrr" not in str(refused.value.details)
+    assert "xxxxxxxx" not in str(refused.value.details)
+    assert "rrrrrrrr" not in str(refused.value.details)
 
 
 # --- the credential ---------------------------------------------------------------------------
@@ -172,7 +174,8 @@ def _applied(old: dict[str, Any], status: DeliveryStatus, at: datetime) -> dict[
     update = advance_update("t1", status, at)
     assert update is not None
     assert update.adds == {"version": 1}
-    assert not update.removes and not update.raw_sets
+    assert not update.removes
+    assert not update.raw_sets
     new = {**old, **update.sets}
     new["version"] = old["version"] + 1
     return new
@@ -182,7 +185,8 @@ def test_the_update_is_one_conditional_write_that_adds_one_to_the_version():
     update = advance_update("t1", D.READ, NOW)
     assert update is not None
     expression = update.expression()
-    assert "ADD #version" in expression and "REMOVE" not in expression
+    assert "ADD #version" in expression
+    assert "REMOVE" not in expression
     condition = update.condition() or ""
     # pending (no status stored yet), or one of the lower ranks stored; and the tenant's message.
     assert "attribute_not_exists(#delivery_status)" in condition
