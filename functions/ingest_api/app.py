@@ -24,6 +24,7 @@ from hub.api.http import (
 )
 from hub.api.openapi import answers, documented, serve
 from hub.api.views import CallbackAnswer, MessageStatus, ReceiveAnswer, ReceiveHeaders
+from hub.callbacks.receive import DeliveryInFlight
 from hub.config import settings
 from hub.domain.delivery_status import StatusCallback
 from hub.domain.idempotency import sanitize_idempotency_key
@@ -204,7 +205,7 @@ class CallbackPath(BaseModel):
         errors=(
             *EVERY_ROUTE,
             StorageUnavailable,
-            ServiceUnavailable,
+            DeliveryInFlight,
             Unauthorized,
             UnsupportedMediaType,
             MalformedBody,
@@ -216,7 +217,9 @@ class CallbackPath(BaseModel):
             "failures `rejected` / `expired` (from pending or accepted only). Every callback is "
             "recorded as received; the message's `delivery_status` only moves forward: 202 when "
             "this callback moved it, 200 when it moved nothing (the same status again, a lower "
-            "one, or anything after a failure). Authenticated with the callback token of the "
+            "one, or anything after a failure); 503 `delivery_in_flight` while the hub is delivering "
+            "the message at that moment (recorded; resend after Retry-After). Authenticated with "
+            "the callback token of the "
             "connection the message was delivered through; any other token, or a message that "
             "is not that connection's, is 401 (whether the message exists is not told)."
         ),

@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import random
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
 
 from hub import wiring
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import Table, Update, epoch
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
 from hub.outbox.events import EventType, events_of_record
@@ -243,6 +246,56 @@ class TestProjection:
         assert rerun.body["delivery_status"] is None
         assert report(ingest_api, message_id, world["con_a"], "delivered").status == 202
         assert len(recorded(admin, message_id)) == 2  # the record of the first run stays
+
+
+class TestUnderAStepsLease:
+    def test_an_advance_waits_while_a_step_holds_the_message_and_the_resend_moves_it(
+        self, stack, tenancy, world, ingest_api, admin
+    ):
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-LEASED"})
+        report(ingest_api, message_id, world["con_a"], "accepted")
+        key = keys.message_key(message_id)
+        table = Table(stack.table)
+        # A worker mid-delivery: what DynamoExecutions.take leaves on the item.
+        table.update(key, Update().set(lease_owner="run-1", lease_until=epoch(datetime.now(UTC)) + 60))
+
+        held = report(ingest_api, message_id, world["con_a"], "delivered")
+        repeat = report(ingest_api, message_id, world["con_a"], "accepted")
+
+        assert (held.status, held.body["error"]["code"]) == (503, "delivery_in_flight")
+        assert held.headers["Retry-After"] == "5"
+        assert repeat.status == 200  # nothing to move: no reason to make it wait
+        assert status(stack, message_id)["delivery_status"] == "accepted"
+        table.update(key, Update().remove("lease_owner", "lease_until"))  # the step finished
+
+        resent = report(ingest_api, message_id, world["con_a"], "delivered")
+
+        assert resent.status == 202
+        assert [r["status"] for r in recorded(admin, message_id)] == [
+            "delivered",
+            "accepted",
+            "delivered",
+            "accepted",
+        ]
+
+    def test_every_advance_passes_the_outbox_publishers_stream_filter(
+        self, stack, tenancy, world, ingest_api
+    ):
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-FILTER"})
+        for delivery in ("accepted", "read"):
+            report(ingest_api, message_id, world["con_a"], delivery)
+
+        changes = [
+            record
+            for record in stream_records(stack)
+            if record["dynamodb"]["Keys"]["PK"]["S"] == f"MSG#{message_id}"
+            and "delivery_status" in record["dynamodb"].get("NewImage", {})
+        ]
+
+        # The publisher takes status records of an unleased message item (template.yaml).
+        assert len(changes) == 2
+        assert all(r["dynamodb"]["Keys"]["SK"]["S"] == "STATUS" for r in changes)
+        assert all("lease_owner" not in r["dynamodb"]["NewImage"] for r in changes)
 
 
 class TestConcurrency:

@@ -11,7 +11,9 @@ Guarantees:
 - the message's `delivery_status` only moves forward (hub.domain.delivery_status), in one
   conditional update: concurrent or late callbacks never regress it. 202 when this callback moved
   it, 200 when it was recorded and moved nothing (the same status again, a lower one, or after a
-  terminal failure); both answer the projection as it stands.
+  terminal failure); both answer the projection as it stands. While a step holds the message
+  (mid-delivery) an advance waits: 503 `delivery_in_flight` with Retry-After, the callback
+  recorded, the resend moves it (so every advance leaves as its outbox event).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from datetime import datetime
 from typing import Any
 
 from hub.domain.clock import utcnow
-from hub.domain.delivery_status import DeliveryStatus, StatusCallback, hash_callback_token
+from hub.domain.delivery_status import DeliveryStatus, StatusCallback, hash_callback_token, may_follow
 from hub.domain.ids import is_message_id, new_id
 from hub.domain.message import MessageRecord
 from hub.domain.tenancy import tenant_accepts_traffic
-from hub.errors import Unauthorized
+from hub.errors import ServiceUnavailable, Unauthorized
 from hub.ports import ConfigRepository, DeliveryStatusStore, ReceivedCallback
 
 logger = logging.getLogger(__name__)
@@ -36,6 +38,14 @@ logger = logging.getLogger(__name__)
 _REFUSED = (
     "a valid status-callback token of this message's connection is required (Authorization: Bearer <token>)"
 )
+
+
+class DeliveryInFlight(ServiceUnavailable):
+    """A step holds the message right now (mid-delivery): the callback is recorded, and its
+    resend (after `Retry-After`) moves the delivery status."""
+
+    code = "delivery_in_flight"
+    retry_after_seconds = 5
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,15 @@ class StatusCallbacks:
             external_ref=callback.external_ref,
         )
         self._store.record_callback(received)
-        current, advanced = self._store.advance(record, DeliveryStatus(callback.status.value), now)
+        status = DeliveryStatus(callback.status.value)
+        current, advanced = self._store.advance(record, status, now)
+        if not advanced and current.lease_owner is not None and may_follow(current.delivery_status, status):
+            # Recorded; the projection waits until the step gives the message back (see
+            # hub.adapters.dynamo.callbacks.advance_update): the destination's resend moves it.
+            raise DeliveryInFlight(
+                "the message is being delivered right now; resend this callback in a few seconds",
+                details={"callback_id": received.callback_id},
+            )
         logger.info(
             "status callback",
             extra={

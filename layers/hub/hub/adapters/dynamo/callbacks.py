@@ -7,7 +7,8 @@
   a TTL, written before the projection moves (so a callback answered 2xx is always recorded);
 - the projection: `delivery_status` / `delivery_status_at` on the message item, advanced in ONE
   conditional UpdateItem whose condition is the set of statuses the new one may replace
-  (hub.domain.delivery_status.sources_of), with ``ADD version 1``: concurrent callbacks are
+  (hub.domain.delivery_status.sources_of) and no step's lease on the item, with ``ADD version
+  1``: concurrent callbacks are
   serialized by DynamoDB and none can regress it; the change leaves through the table's stream
   as `message.delivery_status_changed` (hub.outbox.events).
 """
@@ -47,6 +48,10 @@ def advance_update(tenant_id: str, status: DeliveryStatus, now: datetime) -> Upd
     if stored:
         allowed.append(f"{current} IN ({', '.join(update.value(v) for v in stored)})")
     update.where(" OR ".join(allowed))
+    # Not while a step holds the message (mid-delivery): the outbox publisher's stream filter
+    # drops records of a leased message item (a take announces nothing), so an advance written
+    # under a lease would never leave as its event. The caller answers 503; the resend advances.
+    update.where(f"attribute_not_exists({update.name('lease_owner')})")
     return update
 
 
@@ -110,7 +115,8 @@ class DynamoStatusCallbacks:
     def advance(
         self, record: MessageRecord, status: DeliveryStatus, now: datetime
     ) -> tuple[MessageRecord, bool]:
-        """The message after the callback, and whether its projection moved."""
+        """The message after the callback, and whether its projection moved (when it did not, the
+        message as it was: its `lease_owner` tells a refusal under a step's lease)."""
         update = advance_update(record.tenant_id, status, now)
         if update is None:
             return record, False
