@@ -62,6 +62,7 @@ MESSAGE_COLUMNS = (
     "updated_at",
 )
 AUDIT_COLUMNS = ("at", "actor", "action", "target")
+CALLBACK_COLUMNS = ("received_at", "status", "occurred_at", "external_ref", "detail", "callback_id")
 TABS = ("error", "waiting", "dead_letter")
 
 
@@ -249,10 +250,29 @@ def cmd_messages(ctx: Context) -> int:
         ctx.show(ctx.client.get("/api/admin/queue", **query).body, MESSAGE_COLUMNS)
     elif args.action == "show":
         ctx.show(ctx.client.get(f"/api/admin/messages/{_p(args.message_id)}").body)
+    elif args.action == "callbacks":
+        path = f"/api/admin/messages/{_p(args.message_id)}/callbacks"
+        ctx.show(ctx.client.get(path, **_page(args)).body, CALLBACK_COLUMNS)
     elif args.action == "reprocess":
         ctx.show(ctx.client.post("/api/edi-hub/reprocess-message", {"message_id": args.message_id}).body)
     else:
         ctx.show(ctx.client.post(f"/api/admin/messages/{_p(args.message_id)}/cancel-retry").body)
+    return 0
+
+
+def cmd_connections(ctx: Context) -> int:
+    """`connections callback-token <id>`: mint (rotating the current one), show or revoke the
+    connection's status-callback token."""
+    args = ctx.args
+    path = _tenant_path(args.tenant, "connections", args.connection_id, "callback-token")
+    if args.show:
+        ctx.show(ctx.client.get(path).body)
+    elif args.revoke:
+        ctx.client.call("DELETE", path)
+        ctx.say(f"callback token of {args.connection_id} revoked: its callbacks now answer 401")
+    else:
+        body = {} if args.grace_hours is None else {"grace_hours": args.grace_hours}
+        _show_secret(ctx, ctx.client.post(path, body), "callback token")
     return 0
 
 
@@ -631,8 +651,28 @@ def _operation_commands(commands: Commands) -> None:
     for name, text in (("show", None), ("reprocess", "a new execution"), ("cancel", "cancel its retries")):
         sub = actions.add_parser(name, help=text)
         sub.add_argument("message_id")
+    callbacks = actions.add_parser(
+        "callbacks", help="its delivery-status callbacks as received, newest first"
+    )
+    callbacks.add_argument("message_id")
+    _paged(callbacks)
     for sub in actions.choices.values():
         sub.set_defaults(func=cmd_messages)
+
+    connections = commands.add_parser("connections", help="a connection's status-callback token")
+    connection_actions = connections.add_subparsers(dest="action", required=True)
+    token = connection_actions.add_parser(
+        "callback-token", help="mint (shown once; rotates the current one), --show or --revoke"
+    )
+    token.add_argument("connection_id")
+    token.add_argument("--tenant", required=True)
+    token.add_argument(
+        "--grace-hours", type=int, help="how long the previous token keeps working (default 24)"
+    )
+    which = token.add_mutually_exclusive_group()
+    which.add_argument("--show", action="store_true", help="the token's metadata (never the token)")
+    which.add_argument("--revoke", action="store_true", help="delete it: callbacks answer 401")
+    token.set_defaults(func=cmd_connections)
 
     dlq = commands.add_parser("dlq", help="dead-letter queues").add_subparsers(dest="action", required=True)
     redrive = dlq.add_parser("redrive", help="move a lane's DLQ back to its work queue")

@@ -43,6 +43,7 @@ from hub.certificates.model import (
     CertificateRejected,
     decode_pkcs12_base64,
 )
+from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
 from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import (
     DEFAULT_ROTATION_GRACE,
@@ -70,6 +71,7 @@ from hub.wiring import (
     admin_authenticator,
     api_key_admin,
     audit_log,
+    callback_token_admin,
     certificate_service,
     connection_admin,
     integration_admin,
@@ -1147,6 +1149,88 @@ def replay_failed_deliveries(tenant_id: str, subscription_id: str) -> Response:
         _principal(), path.tenant_id, path.subscription_id, event_id=request.event_id, since=request.since
     )
     return json_response(202, answer)
+
+
+# --- Issue 12: delivery-status callbacks (pattern 5) ------------------------------------------
+
+
+class CallbackTokenMint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: How long the previous token keeps working (0: it stops at once).
+    grace_hours: int = Field(
+        default=int(DEFAULT_CALLBACK_GRACE.total_seconds() // 3600), ge=0, le=MAX_CALLBACK_GRACE_HOURS
+    )
+
+
+@app.get(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>/callback-token",
+    **answers(
+        "A connection's status-callback token (metadata only)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+    ),
+)
+@documented(path=TenantConnectionPath)
+def describe_callback_token(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.VIEWER, path.tenant_id, what="connection")
+    return json_response(200, callback_token_admin().describe(path.tenant_id, path.connection_id))
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>/callback-token",
+    **answers(
+        "Mint a status-callback token for a connection (shown once; rotates an existing one)",
+        ok={201: OBJECT},
+        errors=(*ADMIN, *BODY, Conflict),
+        tags=["connections"],
+    ),
+)
+@documented(body=CallbackTokenMint, body_required=False, path=TenantConnectionPath)
+def mint_callback_token(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="connection")
+    event = app.current_event
+    request = parse_body(event, CallbackTokenMint) if event.body else CallbackTokenMint()
+    minted = callback_token_admin().mint(
+        _principal(), path.tenant_id, path.connection_id, timedelta(hours=request.grace_hours)
+    )
+    return json_response(201, minted)
+
+
+@app.delete(
+    "/api/admin/tenants/<tenant_id>/connections/<connection_id>/callback-token",
+    **answers(
+        "Revoke a connection's status-callback token (its callbacks answer 401)",
+        ok={204: None},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+    ),
+)
+@documented(path=TenantConnectionPath)
+def revoke_callback_token(tenant_id: str, connection_id: str) -> Response:
+    path = _connection_path(tenant_id, connection_id)
+    _principal().require(Role.ADMIN, path.tenant_id, what="connection")
+    callback_token_admin().revoke(_principal(), path.tenant_id, path.connection_id)
+    return Response(status_code=204, body="")
+
+
+@app.get(
+    "/api/admin/messages/<message_id>/callbacks",
+    **answers(
+        "A message's status callbacks as received, newest first, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *MESSAGE),
+        tags=["messages"],
+    ),
+)
+@documented(path=ReprocessRequest, query=KeyListQuery)
+def message_callbacks(message_id: str) -> Response:
+    checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
+    query = parse_query(app.current_event, KeyListQuery)
+    page = operations().message_callbacks(checked.message_id, _principal(), query.limit, query.cursor)
+    return json_response(200, page)
 
 
 # --- Issue 11: OpenAPI ------------------------------------------------------------------------

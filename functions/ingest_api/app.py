@@ -9,9 +9,11 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, Field
 
 from hub.api.http import (
     api_key,
+    bearer_token,
     body_bytes,
     body_limit,
     correlation_id,
@@ -21,8 +23,10 @@ from hub.api.http import (
     require_content_type,
 )
 from hub.api.openapi import answers, documented, serve
-from hub.api.views import MessageStatus, ReceiveAnswer, ReceiveHeaders
+from hub.api.views import CallbackAnswer, MessageStatus, ReceiveAnswer, ReceiveHeaders
+from hub.callbacks.receive import DeliveryInFlight
 from hub.config import settings
+from hub.domain.delivery_status import StatusCallback
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.media_type import JSON_ONLY
 from hub.domain.message import InboundMessage
@@ -51,7 +55,7 @@ from hub.errors import (
 from hub.ingest.receive import ReceiveOutcome
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import ingestor, webhook_receiver
+from hub.wiring import ingestor, status_callbacks, webhook_receiver
 
 logger = Logger()
 configure_logging(logger)
@@ -183,6 +187,56 @@ def get_message(message_id: str) -> Response:
     return json_response(200, record.public_view())
 
 
+# --- Issue 12: delivery-status callbacks (pattern 5) ------------------------------------------
+
+#: Destinations authenticate status callbacks with their connection's callback token.
+CALLBACK_TOKEN: list[dict[str, list[str]]] = [{"callbackToken": []}]
+
+
+class CallbackPath(BaseModel):
+    message_id: str = Field(description="The message the hub delivered to you (its `msg_...` id).")
+
+
+@app.post(
+    "/api/edi-hub/status-callback/<message_id>",
+    **answers(
+        "Report what became of a delivered message (destinations)",
+        ok={202: CallbackAnswer, 200: CallbackAnswer},
+        errors=(
+            *EVERY_ROUTE,
+            StorageUnavailable,
+            DeliveryInFlight,
+            Unauthorized,
+            UnsupportedMediaType,
+            MalformedBody,
+            ValidationFailed,
+        ),
+        tags=["delivery-status"],
+        description=(
+            "A destination confirms later: `accepted` < `delivered` < `read`, or the terminal "
+            "failures `rejected` / `expired` (from pending or accepted only). Every callback is "
+            "recorded as received; the message's `delivery_status` only moves forward: 202 when "
+            "this callback moved it, 200 when it moved nothing (the same status again, a lower "
+            "one, or anything after a failure); 503 `delivery_in_flight` while the hub is delivering "
+            "the message at that moment (recorded; resend after Retry-After). Authenticated with "
+            "the callback token of the "
+            "connection the message was delivered through; any other token, or a message that "
+            "is not that connection's, is 401 (whether the message exists is not told)."
+        ),
+        security=CALLBACK_TOKEN,
+    ),
+)
+@documented(body=StatusCallback, path=CallbackPath)
+def status_callback(message_id: str) -> Response:
+    event = app.current_event
+    caller = status_callbacks().authenticate(bearer_token(event), message_id)
+    require_content_type(event, JSON_ONLY)
+    callback = parse_body(event, StatusCallback)
+    outcome = status_callbacks().receive(caller, callback)
+    metrics.add_metric(name="StatusCallbacks", unit=MetricUnit.Count, value=1)
+    return json_response(202 if outcome.advanced else 200, outcome.body())
+
+
 #: What the partner document says about itself (hub.api.openapi_document.document).
 OPENAPI = {
     "title": "Integration Hub partner API",
@@ -197,6 +251,11 @@ OPENAPI = {
     "security_schemes": {
         "apiKeyBearer": {"type": "http", "scheme": "bearer", "description": "The partner's API key."},
         "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+        "callbackToken": {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A connection's status-callback token (hub_cb_...), minted by an admin.",
+        },
     },
 }
 

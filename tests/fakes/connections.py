@@ -83,6 +83,7 @@ class FakeConnections:
             if old is None or old.get("version") != expected_version:
                 raise VersionConflict(int(old["version"]) if old else None)
             self.table.delete(key)
+            self.table.delete(_key(keys.callback_credential_key(connection_id)))  # as the adapter does
 
     def integrations_using(self, tenant_id: str, connection_id: str) -> list[str]:
         partition = keys.tenant_integrations_partition(tenant_id)

@@ -141,9 +141,16 @@ class TestComplete:
 
     def test_security_schemes(self, documents):
         partner, admin = documents[PARTNER], documents[ADMIN]
-        assert set(partner["components"]["securitySchemes"]) == {"apiKeyBearer", "apiKeyHeader"}
+        assert set(partner["components"]["securitySchemes"]) == {
+            "apiKeyBearer",
+            "apiKeyHeader",
+            "callbackToken",
+        }
         receive = partner["paths"]["/api/edi-hub/receive-message"]["post"]
         assert receive["security"] == [{"apiKeyBearer": []}, {"apiKeyHeader": []}]
+        # Destinations' status callbacks: their connection's callback token, not an API key.
+        callback = partner["paths"]["/api/edi-hub/status-callback/{message_id}"]["post"]
+        assert callback["security"] == [{"callbackToken": []}]
         assert "security" not in partner["paths"]["/api/webhook/{integration_id}"]["post"]  # signed
         assert "security" not in partner  # the document itself is public
         assert admin["security"] == [{"adminToken": []}]

@@ -144,7 +144,9 @@ def loaded_by(logical_id: str, stages: list[str], env: dict[str, str] | None = N
 
 
 def test_the_ingest_api_loads_no_soap_tls_http_client_or_tracing_library() -> None:
-    imported, built = loaded_by("IngestApiFunction", ["wiring.ingestor(); wiring.webhook_receiver()"])
+    imported, built = loaded_by(
+        "IngestApiFunction", ["wiring.ingestor(); wiring.webhook_receiver(); wiring.status_callbacks()"]
+    )
     assert imported == set()
     assert built == set()
 

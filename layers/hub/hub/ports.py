@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     # Annotations only: the alert functions never load the message and tenancy models (nor
     # the mapping and webhook models inside an integration), the others load them where used.
     from hub.alerts.model import Alert, AlertGroup
+    from hub.domain.delivery_status import CallbackCredential, CallbackStatus, DeliveryStatus
     from hub.domain.idempotency import DedupKind
     from hub.domain.message import MessageRecord, StepMessage
     from hub.domain.status import PipelineStatus
@@ -376,4 +377,66 @@ class IntegrationStore(Protocol):
     def has_waiting_messages(self, tenant_id: str, integration_id: str) -> bool:
         """Whether a message of the integration waits for an operator or a retry: `error`,
         `retry_pending` or `dead_letter` (the statuses the admin queue tabs list)."""
+        ...
+
+
+# --- delivery-status callbacks (issue 12, pattern 5) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReceivedCallback:
+    """One status callback as a destination sent it, with when the hub got it."""
+
+    message_id: str
+    tenant_id: str
+    connection_id: str
+    callback_id: str
+    status: CallbackStatus
+    received_at: datetime
+    occurred_at: datetime | None = None
+    detail: str | None = None
+    external_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class CallbackPage:
+    """A page of a message's callbacks, newest first."""
+
+    rows: list[dict[str, Any]]
+    #: Opaque; None on the last page.
+    next_cursor: str | None
+
+
+class DeliveryStatusStore(Protocol):
+    def message(self, message_id: str) -> MessageRecord | None: ...
+
+    def credential(self, connection_id: str) -> CallbackCredential | None: ...
+
+    def record_callback(self, received: ReceivedCallback) -> None:
+        """Keeps the callback as received (for troubleshooting, with a TTL)."""
+        ...
+
+    def advance(
+        self, record: MessageRecord, status: DeliveryStatus, now: datetime
+    ) -> tuple[MessageRecord, bool]:
+        """Moves the message's `delivery_status` to `status` in one conditional update, only when
+        the rank rules allow it from the stored one (bumping its version); the message as it
+        stands afterwards and whether it moved."""
+        ...
+
+    def callbacks(self, message_id: str, limit: int, cursor: str | None) -> CallbackPage:
+        """The message's callbacks, newest first. ValidationFailed for a foreign cursor."""
+        ...
+
+
+class CallbackCredentialStore(Protocol):
+    def get(self, connection_id: str) -> CallbackCredential | None: ...
+
+    def save(self, credential: CallbackCredential, replacing: str | None) -> None:
+        """Stores the credential while the stored token is still `replacing` (None: none);
+        Conflict otherwise."""
+        ...
+
+    def revoke(self, connection_id: str) -> bool:
+        """Deletes the credential; False when there was none."""
         ...

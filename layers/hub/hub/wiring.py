@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from hub.adapters.webhook_queue import SqsWebhookQueue
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
+    from hub.admin.callback_tokens import CallbackTokenAdmin
     from hub.admin.connections import ConnectionAdmin
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from hub.admin.tenants import TenantAdmin
     from hub.admin.tokens import Authenticator, TokenAdmin
     from hub.alerts.notifier import AlertNotifier
+    from hub.callbacks.receive import StatusCallbacks
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
     from hub.config_cache import CachedConfig
@@ -153,6 +155,7 @@ def _soap_connector(certificates: CertificateStore) -> Connector:
 
 @lru_cache(maxsize=1)
 def operations() -> Operations:
+    from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
     from hub.adapters.dynamo.executions import DynamoExecutions
     from hub.adapters.dynamo.messages import DynamoMessageRepository
     from hub.adapters.dynamo.status_index import DynamoStatusIndex
@@ -174,6 +177,7 @@ def operations() -> Operations:
             "pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)
         },
         audit=_audit(),
+        callbacks=DynamoStatusCallbacks(s.table_name),
     )
 
 
@@ -423,6 +427,8 @@ def reset() -> None:
     subscription_admin.cache_clear()
     audit_trail.cache_clear()
     outbox_publisher.cache_clear()
+    status_callbacks.cache_clear()
+    callback_token_admin.cache_clear()
     settings.cache_clear()
 
 
@@ -512,3 +518,26 @@ def subscription_admin() -> SubscriptionAdmin:
     return SubscriptionAdmin(
         DynamoSubscriptions(table, _data_keys()), DynamoWebhookFailures(table), queue, _audit()
     )
+
+
+# --- issue 12: delivery-status callbacks ---------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def status_callbacks() -> StatusCallbacks:
+    """The partner API's status callbacks: integrations from the configuration cache (no secret
+    opened), the message, the connection's token hash and the callback records from the table."""
+    from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
+    from hub.callbacks.receive import StatusCallbacks
+
+    return StatusCallbacks(config_repository(), DynamoStatusCallbacks(settings().table_name))
+
+
+@lru_cache(maxsize=1)
+def callback_token_admin() -> CallbackTokenAdmin:
+    from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
+    from hub.adapters.dynamo.connections import DynamoConnections
+    from hub.admin.callback_tokens import CallbackTokenAdmin
+
+    table = settings().table_name
+    return CallbackTokenAdmin(DynamoConnections(table), DynamoStatusCallbacks(table), _audit())

@@ -380,6 +380,25 @@ def test_listings_are_tables_or_json_and_say_how_to_page_on(api):
         (["test", "c1", "--tenant", "t"], "POST", "/api/admin/tenants/t/connections/c1/test", None),
         (["audit", "--tenant", "t"], "GET", "/api/admin/tenants/t/audit", None),
         (["audit"], "GET", "/api/admin/audit", None),
+        (
+            ["connections", "callback-token", "c1", "--tenant", "t", "--grace-hours", "0"],
+            "POST",
+            "/api/admin/tenants/t/connections/c1/callback-token",
+            {"grace_hours": 0},
+        ),
+        (
+            ["connections", "callback-token", "c1", "--tenant", "t", "--show"],
+            "GET",
+            "/api/admin/tenants/t/connections/c1/callback-token",
+            None,
+        ),
+        (
+            ["connections", "callback-token", "c1", "--tenant", "t", "--revoke"],
+            "DELETE",
+            "/api/admin/tenants/t/connections/c1/callback-token",
+            None,
+        ),
+        (["messages", "callbacks", "msg_1"], "GET", "/api/admin/messages/msg_1/callbacks", None),
     ],
 )
 def test_each_command_calls_its_contract_route(api, argv, method, path, body):
@@ -546,3 +565,17 @@ def test_without_password_stdin_the_password_is_prompted_for(api, tmp_path, monk
     assert ran.code == 0, ran.err
     assert prompts == ["PFX password: "]
     assert json.loads(api.requests[0].content)["password"] == "typed-pass"
+
+
+def test_a_minted_callback_token_is_printed_once_with_a_warning(api):
+    token = "hub_cb_AbCdEfGh-the-token"
+    api.canned[("POST", "/api/admin/tenants/t/connections/c1/callback-token")] = httpx.Response(
+        201, json={"connection_id": "c1", "token_id": "cbt_1", "token": token, "prefix": "hub_cb_AbCdEfGh"}
+    )
+
+    ran = hubctl(api, "connections", "callback-token", "c1", "--tenant", "t")
+
+    assert ran.code == 0
+    assert token in ran.out
+    assert "only time the callback token is shown" in ran.err
+    assert json.loads(api.requests[0].content) == {}

@@ -28,7 +28,7 @@ from hub.errors import Conflict, InvalidTransition, LeaseHeld, NotFound, Service
 from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
-from hub.ports import ConfigRepository, QueuePage, StepQueue
+from hub.ports import CallbackPage, ConfigRepository, QueuePage, StepQueue
 
 if TYPE_CHECKING:
     from hub.admin.access import Principal
@@ -83,6 +83,16 @@ class OperatorMoves(Protocol):
     ) -> MessageRecord: ...
 
 
+class CallbackLog(Protocol):
+    def callbacks(self, message_id: str, limit: int, cursor: str | None) -> CallbackPage:
+        """A message's status callbacks as received, newest first (issue 12)."""
+        ...
+
+
+#: The newest status callbacks the message view shows (the rest: its callbacks listing).
+CALLBACKS_IN_VIEW = 20
+
+
 class Admissions(Protocol):
     def release_admission(self, message_id: str, execution_id: str, now: datetime) -> None: ...
 
@@ -124,8 +134,10 @@ class Operations:
         lanes: Mapping[str, Lane],
         clock: Callable[[], datetime] = utcnow,
         audit: Audit | None = None,
+        callbacks: CallbackLog | None = None,
     ) -> None:
         self._audit = audit or Audit(None)
+        self._callbacks = callbacks
         self._messages = messages
         self._index = index
         self._executions = executions
@@ -259,7 +271,21 @@ class Operations:
         }
         if isinstance(view.get("dest_status_text"), str):
             view["dest_status_text"] = redact_text(view["dest_status_text"])
+        if self._callbacks is not None:
+            page = self._callbacks.callbacks(message_id, CALLBACKS_IN_VIEW, None)
+            view["callbacks"] = _callback_rows(page)
+            view["callbacks_next_cursor"] = page.next_cursor
         return view
+
+    def message_callbacks(
+        self, message_id: str, principal: Principal, limit: int, cursor: str | None
+    ) -> dict[str, Any]:
+        """Every status callback of the message as received, newest first (a page)."""
+        self._record(message_id, principal, Role.VIEWER)
+        if self._callbacks is None:
+            return {"message_id": message_id, "items": [], "next_cursor": None}
+        page = self._callbacks.callbacks(message_id, limit, cursor)
+        return {"message_id": message_id, "items": _callback_rows(page), "next_cursor": page.next_cursor}
 
     def integration_view(self, integration_id: str, principal: Principal) -> dict[str, Any]:
         """An integration for the admin page: its configuration with every credential masked,
@@ -307,3 +333,11 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     return value
+
+
+def _callback_rows(page: CallbackPage) -> list[dict[str, Any]]:
+    """A destination's free text may name people: redacted like `dest_status_text`."""
+    return [
+        {**row, "detail": redact_text(row["detail"]) if isinstance(row.get("detail"), str) else None}
+        for row in page.rows
+    ]

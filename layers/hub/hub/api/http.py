@@ -171,6 +171,12 @@ def api_key(event: BaseProxyEvent) -> str | None:
     return event.headers.get("x-api-key") or None
 
 
+def bearer_token(event: BaseProxyEvent) -> str | None:
+    """The token of `Authorization: Bearer <token>` (no other way of sending it)."""
+    scheme, _, token = (event.headers.get("authorization") or "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
 def require_content_type(event: BaseProxyEvent, accepted: tuple[str, ...]) -> None:
     """UnsupportedMediaType (415) unless the request's Content-Type is one of `accepted` (with
     no charset, or UTF-8). Checked before the body is read."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
+from hub.domain.delivery_status import DeliveryStatus
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import PUBLIC_FIELDS, MessageRecord
 from hub.domain.status import PipelineStatus
@@ -52,3 +53,15 @@ class IfMatch(BaseModel):
         default=None,
         description='The ETag the caller read, e.g. "3": 412 when the resource changed since.',
     )
+
+
+class CallbackAnswer(BaseModel):
+    """The callback was recorded; the message's delivery status as it stands now."""
+
+    message_id: str
+    #: The id the hub gave this callback (it is listed under it in the message's log).
+    callback_id: str
+    #: Whether this callback moved `delivery_status` (the answer is then 202, else 200).
+    advanced: bool
+    delivery_status: DeliveryStatus
+    delivery_status_at: str | None

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from hub.domain.delivery_status import DeliveryStatus
 from hub.domain.status import PipelineStatus
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
@@ -73,6 +74,11 @@ class MessageRecord(BaseModel):
     execution_started_at: datetime | None = None
     #: Set when a later message with the same business key replaced this one (overwrite).
     superseded_by: str | None = None
+    #: What the destination confirmed later through status callbacks (pattern 5), only ever
+    #: moved forward (hub.domain.delivery_status); None: no callback yet (pending). When the hub
+    #: recorded the callback that set it.
+    delivery_status: DeliveryStatus | None = None
+    delivery_status_at: datetime | None = None
 
     # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
     #: Bumped by every change of the item, exactly once per change (an event id later).
@@ -109,6 +115,8 @@ PUBLIC_FIELDS = (
     "last_retry_error_class",
     "superseded_by",
     "uncertain",
+    "delivery_status",
+    "delivery_status_at",
     "occurred_at",
     "received_at",
     "updated_at",

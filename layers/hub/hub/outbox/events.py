@@ -138,7 +138,12 @@ def message_event(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> Outb
         id=message_event_id(message_id, version),
         type=kind,
         tenant_id=str(new["tenant_id"]),
-        occurred_at=_timestamp(new.get("updated_at") or new["received_at"]),
+        # A confirmation happened when the hub recorded it, not at the last status change.
+        occurred_at=_timestamp(
+            (new.get("delivery_status_at") if only_confirmed else None)
+            or new.get("updated_at")
+            or new["received_at"]
+        ),
         version=version,
         integration_id=str(new["integration_id"]),
         message_id=message_id,

@@ -16,10 +16,10 @@ from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page, items_of
-from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
+from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
 from hub.certificates.envelope import DataKeys
 from hub.domain.tenancy import Connection, Destination
-from hub.errors import Conflict
+from hub.errors import Conflict, StorageUnavailable
 from hub.ports import ConnectionPage, VersionConflict
 from hub.sealed_config import (
     DESTINATION_CREDENTIAL,
@@ -172,16 +172,25 @@ class DynamoConnections:
             raise VersionConflict(_version_of(lost.old)) from lost
 
     def delete(self, connection_id: str, expected_version: int) -> None:
-        try:
-            self._table.delete(
+        """Deletes the connection and, in the same transaction, its status-callback credential
+        (issue 12): a connection created later under the same id starts without one."""
+        entries = [
+            self._table.delete_entry(
                 keys.connection_key(connection_id),
                 condition="version = :expected",
                 values={":expected": expected_version},
-            )
-        except ConditionFailed as lost:
-            # DeleteItem returns no old item here: read the version that won.
-            current = self._table.get(keys.connection_key(connection_id))
-            raise VersionConflict(_version_of(current)) from lost
+            ),
+            self._table.delete_entry(keys.callback_credential_key(connection_id)),
+        ]
+        try:
+            self._table.transact(entries)
+        except TransactionCancelled as cancelled:
+            if cancelled.reasons and cancelled.reasons[0][0] == "ConditionalCheckFailed":
+                current = cancelled.reasons[0][1] or self._table.get(keys.connection_key(connection_id))
+                raise VersionConflict(_version_of(current)) from cancelled
+            raise StorageUnavailable(
+                "configuration storage is busy", details={"operation": "TransactWriteItems"}
+            ) from cancelled
 
     def integrations_using(self, tenant_id: str, connection_id: str) -> list[str]:
         partition = keys.tenant_integrations_partition(tenant_id)

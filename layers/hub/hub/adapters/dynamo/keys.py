@@ -31,6 +31,13 @@ it. Nothing else in the code base spells a key.
   (written), admin API (listed, replayed); TTL 30 days
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
+- status-callback credential of a connection (issue 12, pattern 5): ``CONNECTION#<id>`` /
+  ``CALLBACK`` - the token's SHA-256 (and the previous one's during a rotation's grace); admin API
+  (mint, revoke; deleted with its connection), partner API (callbacks) (hub.adapters.dynamo.
+  callbacks); no TTL
+- status callback as received: ``MSG#<message>`` / ``CALLBACK#<received_at>#<callback_id>`` -
+  partner API (every callback, whether it moved the message's `delivery_status` or not), read by
+  the admin message view (a Query of the message's partition, newest first); TTL 90 days
 
 GSI1 is sparse: a message item carries ``GSI1PK`` / ``GSI1SK`` only while it is in a status an
 operator lists (`LISTED_STATUSES`), so the happy path (received -> sent) never writes the index.
@@ -267,3 +274,21 @@ def webhook_failure_partition(subscription_id: str) -> str:
 def webhook_failure_index_keys(subscription_id: str, failed_at: str, event_id: str) -> Key:
     """GSI1: a subscription's failed deliveries by failure time (fixed-width UTC)."""
     return {"GSI1PK": webhook_failure_partition(subscription_id), "GSI1SK": f"{failed_at}#{event_id}"}
+
+
+CALLBACK_SK = "CALLBACK"
+CALLBACK_RECORD_PREFIX = "CALLBACK#"
+
+
+def callback_credential_key(connection_id: str) -> Key:
+    """A connection's status-callback credential (beside its `CONFIG` item)."""
+    return {"PK": f"CONNECTION#{connection_id}", "SK": CALLBACK_SK}
+
+
+def callback_record_key(message_id: str, received_at: str, callback_id: str) -> Key:
+    """One status callback of a message, as received (`received_at` fixed-width UTC: the sort
+    key orders a message's callbacks by arrival)."""
+    return {
+        "PK": f"{MESSAGE_PREFIX}{message_id}",
+        "SK": f"{CALLBACK_RECORD_PREFIX}{received_at}#{callback_id}",
+    }

@@ -62,6 +62,9 @@ CHANGEABLE_FIELDS = frozenset(
         # Set once, by the first step of a message whose business key only the parsed payload
         # (XML) shows: its later steps then take the same entity lease.
         "entity_key",
+        # A reprocess starts the destination's confirmations afresh (hub.domain.delivery_status).
+        "delivery_status",
+        "delivery_status_at",
     }
 )
 
@@ -436,6 +439,9 @@ class DynamoMessageRepository:
                 # A rerun of an older version makes it the key's current one again (its process
                 # step supersedes the newer version under overwrite).
                 "superseded_by": None,
+                # A new delivery: its confirmations start again from pending.
+                "delivery_status": None,
+                "delivery_status_at": None,
             },
         )
         admission(update, now, abandoned_after)

@@ -280,6 +280,18 @@ class Table:
                 put["ExpressionAttributeValues"] = encode(values)
         return {"Put": put}
 
+    def delete_entry(
+        self, key: Mapping[str, str], condition: str | None = None, values: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """One Delete of a transaction (see `transact`); a failed condition returns the old item."""
+        delete: dict[str, Any] = {"TableName": self.name, "Key": encode(key)}
+        if condition:
+            delete["ConditionExpression"] = condition
+            delete["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            if values:
+                delete["ExpressionAttributeValues"] = encode(values)
+        return {"Delete": delete}
+
     def update_entry(self, key: Mapping[str, str], update: Update) -> dict[str, Any]:
         """One Update of a transaction (see `transact`); a failed condition returns the old item."""
         entry: dict[str, Any] = {
