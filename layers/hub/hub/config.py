@@ -61,6 +61,14 @@ class Settings(BaseModel):
     #: How long a warm instance keeps an API key or an integration it read (seconds; 0: never).
     #: A revoked key or a changed integration takes effect within this time.
     config_cache_seconds: int = Field(default=30, ge=0, le=3600)
+    #: Pause and circuit breaker (issue 12). The breaker is on unless this is false (a paused
+    #: connection holds deliveries either way).
+    circuit_breaker: bool = True
+    #: How many held messages per second a resume (or the breaker closing) releases.
+    release_rate_per_second: int = Field(default=10, ge=1, le=1000)
+    #: How long a worker instance trusts a connection state it read (seconds): a pause or an
+    #: open breaker reaches every instance within this time.
+    connection_state_cache_seconds: int = Field(default=5, ge=0, le=300)
 
     @field_validator(
         "stage",
@@ -102,6 +110,9 @@ _ENV = {
     "alert_email_from": "HUB_ALERT_EMAIL_FROM",
     "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
     "config_cache_seconds": "HUB_CONFIG_CACHE_SECONDS",
+    "circuit_breaker": "HUB_CIRCUIT_BREAKER",
+    "release_rate_per_second": "HUB_RELEASE_RATE_PER_SECOND",
+    "connection_state_cache_seconds": "HUB_CONNECTION_STATE_CACHE_SECONDS",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

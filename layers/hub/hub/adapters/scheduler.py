@@ -4,12 +4,16 @@ restart loses nothing)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
 from hub.domain.message import StepMessage
 from hub.errors import ServiceUnavailable
+
+if TYPE_CHECKING:
+    from hub.delivery.gate import ConnectionJob
 
 
 class SchedulerUnavailable(ServiceUnavailable):
@@ -25,6 +29,13 @@ class EventBridgeRetryScheduler:
         self._role_arn = role_arn
 
     def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
+        self._create(step.model_dump_json(), at, name)
+
+    def schedule_job(self, job: ConnectionJob, at: datetime, name: str) -> None:
+        """A connection job at `at` (issue 12: the open breaker's probe, one per opening)."""
+        self._create(job.model_dump_json(), at, name)
+
+    def _create(self, body: str, at: datetime, name: str) -> None:
         """`at()` has whole seconds: rounded up, so a retry never runs before the time it was
         given (a Retry-After is a floor), and never set in the past."""
         earliest = datetime.now(UTC) + timedelta(seconds=1)
@@ -39,7 +50,7 @@ class EventBridgeRetryScheduler:
                 ScheduleExpressionTimezone="UTC",
                 FlexibleTimeWindow={"Mode": "OFF"},
                 ActionAfterCompletion="DELETE",
-                Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": step.model_dump_json()},
+                Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": body},
             )
         except ClientError as exc:
             if error_code(exc) == "ConflictException":

@@ -73,6 +73,11 @@ class MessageRecord(BaseModel):
     execution_started_at: datetime | None = None
     #: Set when a later message with the same business key replaced this one (overwrite).
     superseded_by: str | None = None
+    #: Waiting on its connection, not on a schedule (issue 12): `paused` or `circuit_open`
+    #: (hub.delivery.breaker.HeldReason), and the connection it waits on. Only while
+    #: `retry_pending`; no attempt was made and no retry counted for the hold.
+    held_reason: str | None = None
+    held_on: str | None = None
 
     # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
     #: Bumped by every change of the item, exactly once per change (an event id later).

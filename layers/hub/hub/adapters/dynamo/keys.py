@@ -24,6 +24,11 @@ it. Nothing else in the code base spells a key.
 - outbox event item (an event that is not a message's status, issue 12): ``EVENT#<event id>`` /
   ``EVENT`` - written in the same transaction as the change it announces, read only by the
   stream (hub.adapters.dynamo.outbox); TTL 1 day
+- connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<connection>`` / ``STATE``
+  - worker (breaker), admin API (pause / resume) (hub.adapters.dynamo.connection_state); no TTL
+- held message pointer: ``HELD#<connection>`` / ``<message_id>`` - one per message waiting on a
+  paused connection or an open breaker; the worker writes it, the release job pages through the
+  partition and deletes it, a cancel deletes it (hub.adapters.dynamo.connection_state); no TTL
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
 
@@ -226,3 +231,18 @@ def audit_partition(scope: str) -> str:
 def event_key(event_id: str) -> Key:
     """An outbox event item (hub.outbox.events): leaves through the table's stream."""
     return {"PK": f"EVENT#{event_id}", "SK": "EVENT"}
+
+
+def connection_state_key(connection_id: str) -> Key:
+    """A connection's pause and breaker state (apart from its configuration item, which an
+    admin PUT replaces whole)."""
+    return {"PK": f"CONNSTATE#{connection_id}", "SK": "STATE"}
+
+
+def held_partition(connection_id: str) -> str:
+    return f"HELD#{connection_id}"
+
+
+def held_key(connection_id: str, message_id: str) -> Key:
+    """A message held on a connection (paused / breaker open); message ids sort by receipt."""
+    return {"PK": held_partition(connection_id), "SK": message_id}

@@ -62,6 +62,9 @@ CHANGEABLE_FIELDS = frozenset(
         # Set once, by the first step of a message whose business key only the parsed payload
         # (XML) shows: its later steps then take the same entity lease.
         "entity_key",
+        # Held on a paused connection or an open breaker (issue 12).
+        "held_reason",
+        "held_on",
     }
 )
 
@@ -388,7 +391,13 @@ class DynamoMessageRepository:
         sequence moves on): only while no step holds the message's lease. Raises
         InvalidTransition when the status moved, LeaseHeld while a step runs."""
         update = Update()
-        status_update(update, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
+        status_update(
+            update,
+            record,
+            PipelineStatus.CANCELLED,
+            now,
+            {"next_retry_at": None, "held_reason": None, "held_on": None},
+        )
         update.where(f"{update.name('version')} = {update.value(record.version)}")
         update.where(lease_free(update, now))
         update.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
@@ -436,6 +445,8 @@ class DynamoMessageRepository:
                 # A rerun of an older version makes it the key's current one again (its process
                 # step supersedes the newer version under overwrite).
                 "superseded_by": None,
+                "held_reason": None,
+                "held_on": None,
             },
         )
         admission(update, now, abandoned_after)
