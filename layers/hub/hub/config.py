@@ -64,6 +64,9 @@ class Settings(BaseModel):
     #: Pause and circuit breaker (issue 12). The breaker is on unless this is false (a paused
     #: connection holds deliveries either way).
     circuit_breaker: bool = True
+    #: The open breaker's first cool-down before its probe (seconds; doubles after each failed
+    #: probe, up to 15 minutes).
+    breaker_cooldown_seconds: int = Field(default=60, ge=1, le=900)
     #: How many held messages per second a resume (or the breaker closing) releases.
     release_rate_per_second: int = Field(default=10, ge=1, le=1000)
     #: How long a worker instance trusts a connection state it read (seconds): a pause or an
@@ -111,6 +114,7 @@ _ENV = {
     "certificate_key_id": "HUB_CERTIFICATE_KEY_ID",
     "config_cache_seconds": "HUB_CONFIG_CACHE_SECONDS",
     "circuit_breaker": "HUB_CIRCUIT_BREAKER",
+    "breaker_cooldown_seconds": "HUB_BREAKER_COOLDOWN_SECONDS",
     "release_rate_per_second": "HUB_RELEASE_RATE_PER_SECOND",
     "connection_state_cache_seconds": "HUB_CONNECTION_STATE_CACHE_SECONDS",
 }

@@ -113,8 +113,11 @@ def build_pipeline_worker() -> PipelineWorker:
 
 def connection_gate(scheduler: EventBridgeRetryScheduler | None = None) -> ConnectionGate:
     """Pause and circuit breaker in front of each delivery (issue 12), one per worker instance."""
+    from datetime import timedelta
+
     from hub.adapters.dynamo.connection_state import DynamoConnectionStates
     from hub.adapters.sqs import SqsStepQueue
+    from hub.delivery.breaker import BreakerPolicy
     from hub.delivery.gate import ConnectionGate
 
     s = settings()
@@ -122,6 +125,7 @@ def connection_gate(scheduler: EventBridgeRetryScheduler | None = None) -> Conne
         DynamoConnectionStates(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
         scheduler or retry_scheduler(),
+        policy=BreakerPolicy(cooldown=timedelta(seconds=s.breaker_cooldown_seconds)),
         breaker=s.circuit_breaker,
         cache_seconds=s.connection_state_cache_seconds,
     )

@@ -70,11 +70,14 @@ class ConnectionState:
     #: The message delivering the probe now, and until when its claim holds.
     probe_message: str | None = None
     probe_until: datetime | None = None
-    cooldown_seconds: float = 0.0
+    cooldown_seconds: int = 0
     #: How often the breaker opened (each re-open too): names its probe schedule.
     opened_count: int = 0
     #: Bumped by every resume and close: a release job of an older generation stops.
     release_generation: int = 0
+    #: The page the release goes on with, ``<generation>:<cursor>`` (hub.delivery.release):
+    #: each page is claimed once, so a duplicated job cannot release at twice the rate.
+    release_page: str = ""
     #: Bumped by every state change (not by counting): the id of its event.
     version: int = 0
     #: The counting window (closed breaker only).
@@ -132,13 +135,14 @@ def should_open(failures: int, attempts: int, policy: BreakerPolicy = DEFAULT_PO
     return attempts >= policy.min_attempts and failures >= policy.failure_ratio * attempts
 
 
-def first_cooldown(policy: BreakerPolicy = DEFAULT_POLICY) -> float:
-    return policy.cooldown.total_seconds()
+def first_cooldown(policy: BreakerPolicy = DEFAULT_POLICY) -> int:
+    """Whole seconds (the scheduler's `at()` has no finer grain)."""
+    return max(1, int(policy.cooldown.total_seconds()))
 
 
-def next_cooldown(current: float, policy: BreakerPolicy = DEFAULT_POLICY) -> float:
+def next_cooldown(current: int, policy: BreakerPolicy = DEFAULT_POLICY) -> int:
     """After a failed probe: twice the last cool-down, capped."""
-    return min(max(current, first_cooldown(policy)) * 2, policy.cooldown_cap.total_seconds())
+    return min(max(current, first_cooldown(policy)) * 2, int(policy.cooldown_cap.total_seconds()))
 
 
 @dataclass(frozen=True)
@@ -163,3 +167,12 @@ def release_plan(count: int, rate_per_second: int) -> ReleasePlan:
     rate = max(1, rate_per_second)
     delays = tuple(index // rate for index in range(count))
     return ReleasePlan(delays, math.ceil(count / rate) if count else 0)
+
+
+def release_page_key(generation: int, cursor: str | None) -> str:
+    """The release's position: its generation and the cursor of the page to release next."""
+    return f"{generation}:{cursor or ''}"
+
+
+#: The position of a release that released its last page.
+RELEASE_DONE = "#done"

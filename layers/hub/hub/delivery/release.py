@@ -16,10 +16,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
-from hub.delivery.breaker import Circuit, ConnectionState, release_page_size, release_plan
+from hub.delivery.breaker import (
+    RELEASE_DONE,
+    Circuit,
+    ConnectionState,
+    release_page_key,
+    release_page_size,
+    release_plan,
+)
 from hub.delivery.gate import ConnectionJob, JobKind, JobQueue, first_valid, held_step, still_held
 from hub.domain.clock import utcnow
 from hub.domain.message import MessageRecord
@@ -29,6 +36,9 @@ logger = logging.getLogger(__name__)
 #: Pointers read to find the probe's message.
 _PROBE_LOOKAHEAD = 10
 _MAX_SQS_DELAY = 900
+#: How long a release job holds its page: longer than a page takes, shorter than the pipeline
+#: queue's visibility timeout (a crashed job's redelivery finds the page free again).
+RELEASE_PAGE_LEASE = timedelta(seconds=120)
 
 
 class HeldPointerLike(Protocol):
@@ -45,6 +55,10 @@ class HeldSet(Protocol):
     ) -> tuple[Sequence[HeldPointerLike], str | None]: ...
     def held_messages(self, message_ids: Sequence[str]) -> dict[str, MessageRecord]: ...
     def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
+    def claim_release_page(
+        self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
+    ) -> bool: ...
+    def advance_release(self, connection_id: str, page: str, following: str) -> None: ...
 
 
 class Releaser:
@@ -70,12 +84,18 @@ class Releaser:
             if state.holding is not None or state.release_generation != job.generation:
                 logger.info("release stopped", extra={**ids, "held_reason": state.holding})
                 return "stopped"
-            released = self._release_page(job)
+            page = release_page_key(job.generation, job.cursor)
+            if not self._held.claim_release_page(
+                job.connection_id, job.generation, page, self._clock(), RELEASE_PAGE_LEASE
+            ):
+                logger.info("release page taken or done: duplicate job dropped", extra=ids)
+                return "duplicate"
+            released = self._release_page(job, page)
             logger.info("held messages released", extra={**ids, "released": released})
             return "released"
         return self._probe(job, state, ids)
 
-    def _release_page(self, job: ConnectionJob) -> int:
+    def _release_page(self, job: ConnectionJob, page: str) -> int:
         cid = job.connection_id
         pointers, cursor = self._held.held_page(cid, release_page_size(self._rate), job.cursor)
         records = self._held.held_messages([p.message_id for p in pointers])
@@ -92,6 +112,10 @@ class Releaser:
         if cursor is not None:
             later = job.model_copy(update={"cursor": cursor})
             self._queue.publish_job(later, delay_seconds=min(plan.next_page_delay, _MAX_SQS_DELAY))
+        # After the next page's job is out: a crash before this leaves the page claimed until its
+        # lease ends, and the redelivered job releases it again (each message still once).
+        following = release_page_key(job.generation, cursor) if cursor else f"{job.generation}:{RELEASE_DONE}"
+        self._held.advance_release(job.connection_id, page, following)
         return len(ready)
 
     def _probe(self, job: ConnectionJob, state: ConnectionState, ids: Mapping[str, object]) -> str:

@@ -23,7 +23,7 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.messages import record_from
 from hub.adapters.dynamo.outbox import event_put
 from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
-from hub.delivery.breaker import BreakerPolicy, Circuit, ConnectionState
+from hub.delivery.breaker import BreakerPolicy, Circuit, ConnectionState, release_page_key
 from hub.domain.message import MessageRecord
 from hub.outbox.events import EventType, OutboxEvent
 
@@ -52,9 +52,10 @@ def state_from(connection_id: str, item: Mapping[str, Any] | None) -> Connection
         probe_at=_ts(item.get("probe_at")),
         probe_message=item.get("probe_message"),
         probe_until=_ts(item.get("probe_until")),
-        cooldown_seconds=float(item.get("cooldown_seconds", 0)),
+        cooldown_seconds=int(item.get("cooldown_seconds", 0)),
         opened_count=int(item.get("opened_count", 0)),
         release_generation=int(item.get("release_generation", 0)),
+        release_page=str(item.get("release_page", "")),
         version=int(item.get("version", 0)),
         window_start=_ts(item.get("window_start")),
         failures=int(item.get("failures", 0)),
@@ -112,7 +113,7 @@ class DynamoConnectionStates:
                 continue  # another instance turned the window meanwhile: add to its one
         return self.get(connection_id)
 
-    def open(self, state: ConnectionState, now: datetime, cooldown_seconds: float) -> ConnectionState | None:
+    def open(self, state: ConnectionState, now: datetime, cooldown_seconds: int) -> ConnectionState | None:
         """closed -> open with its `connection.circuit_opened` event, in one transaction; None
         when the state changed meanwhile (another instance opened it)."""
         update = Update().set(
@@ -170,8 +171,9 @@ class DynamoConnectionStates:
                 failures=0,
                 attempts=0,
                 cooldown_seconds=0,
+                release_page=release_page_key(state.release_generation + 1, None),
             )
-            update.remove("probe_message", "probe_until", "probe_at")
+            update.remove("probe_message", "probe_until", "probe_at", "release_lease_until")
             update.add("version").add("release_generation")
             update.where(f"{update.name('probe_message')} = {update.value(message_id)}")
             _at_version(update, state.version)
@@ -182,7 +184,7 @@ class DynamoConnectionStates:
         return None
 
     def reopen(
-        self, connection_id: str, message_id: str, now: datetime, cooldown_seconds: float
+        self, connection_id: str, message_id: str, now: datetime, cooldown_seconds: int
     ) -> ConnectionState | None:
         """The probe `message_id` failed: the breaker stays open, the next probe after the
         longer cool-down (no event: the state did not change)."""
@@ -213,7 +215,8 @@ class DynamoConnectionStates:
             update.set(**({"paused_at": format_ts(now)} if paused else {"resumed_at": format_ts(now)}))
             update.add("version")
             if not paused:
-                update.add("release_generation")
+                update.add("release_generation").remove("release_lease_until")
+                update.set(release_page=release_page_key(state.release_generation + 1, None))
             _at_version(update, state.version)
             kind = EventType.CONNECTION_PAUSED if paused else EventType.CONNECTION_RESUMED
             event = self._event(replace(state, tenant_id=tenant_id), kind, now, actor=actor)
@@ -241,6 +244,33 @@ class DynamoConnectionStates:
         except TransactionCancelled:
             return None
         return self.get(connection_id)
+
+    # --- the release's pages ---------------------------------------------------------------
+
+    def claim_release_page(
+        self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
+    ) -> bool:
+        """Claims the release's next page `page` of `generation` for `lease` (False: another
+        copy of the job has it, or it was released already, or a newer release started)."""
+        update = Update().set(release_lease_until=format_ts(now + lease))
+        update.where(f"{update.name('release_generation')} = {update.value(generation)}")
+        update.where(f"{update.name('release_page')} = {update.value(page)}")
+        until = update.name("release_lease_until")
+        update.where(f"attribute_not_exists({until}) OR {until} < {update.value(format_ts(now))}")
+        try:
+            self._table.update(keys.connection_state_key(connection_id), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def advance_release(self, connection_id: str, page: str, following: str) -> None:
+        """The page `page` is released: the release goes on with `following`."""
+        update = Update().set(release_page=following).remove("release_lease_until")
+        update.where(f"{update.name('release_page')} = {update.value(page)}")
+        try:
+            self._table.update(keys.connection_state_key(connection_id), update)
+        except ConditionFailed:
+            return  # a newer release started meanwhile
 
     # --- the held set ---------------------------------------------------------------------
 
