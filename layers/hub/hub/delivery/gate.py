@@ -178,10 +178,11 @@ class ConnectionGate:
     # --- before a delivery ----------------------------------------------------------------
 
     def admit(self, connection_id: str, message_id: str, now: datetime) -> Admission:
-        state = self._cached(connection_id)
+        state, fresh = self._cached(connection_id)
         if admit(state, now, message_id) is Gate.DELIVER:
             return Admission(Gate.DELIVER, state)
-        state = self._fresh(connection_id)
+        if not fresh:
+            state = self._fresh(connection_id)
         gate = admit(state, now, message_id)
         if gate is Gate.PROBE:
             claimed = self._states.claim_probe(connection_id, message_id, now, self._policy.probe_lease)
@@ -320,11 +321,12 @@ class ConnectionGate:
             job, state.probe_at, probe_schedule_name(state.connection_id, state.opened_count)
         )
 
-    def _cached(self, connection_id: str) -> ConnectionState:
+    def _cached(self, connection_id: str) -> tuple[ConnectionState, bool]:
+        """The state as last read (True: read just now)."""
         found = self._cache.get(connection_id)
         if found is not None and found[0] > self._monotonic():
-            return found[1]
-        return self._fresh(connection_id)
+            return found[1], False
+        return self._fresh(connection_id), True
 
     def _fresh(self, connection_id: str) -> ConnectionState:
         state = self._states.get(connection_id)
