@@ -328,6 +328,21 @@ def cmd_test(ctx: Context) -> int:
     return 0 if isinstance(answer, dict) and answer.get("ok") else EXIT_API
 
 
+# --- pause and circuit breaker (issue 12) ------------------------------------------------------
+
+
+def cmd_connection_state(ctx: Context) -> int:
+    """pause / resume / state of a connection (operator role for pause and resume)."""
+    args = ctx.args
+    base = f"/api/admin/connections/{_p(args.connection_id)}"
+    if args.command == "state":
+        answer = ctx.client.get(f"{base}/state").body
+    else:
+        answer = ctx.client.post(f"{base}/{args.command}").body
+    ctx.show(answer)
+    return 0
+
+
 # --- apply ------------------------------------------------------------------------------------
 
 
@@ -589,6 +604,15 @@ def _operation_commands(commands: Commands) -> None:
     test.add_argument("connection_id")
     test.add_argument("--tenant", required=True)
     test.set_defaults(func=cmd_test)
+
+    for name, text in (
+        ("pause", "pause a connection: deliveries wait on it until resume"),
+        ("resume", "resume a connection: its held messages are released at the bounded rate"),
+        ("state", "a connection's pause and circuit-breaker state"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("connection_id")
+        command.set_defaults(func=cmd_connection_state)
 
 
 def run(argv: Sequence[str] | None, ctx_factory: Callable[[argparse.Namespace], Context]) -> int:
