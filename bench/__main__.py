@@ -1,4 +1,4 @@
-"""``make bench``: ingest overhead, cold start, then end to end, each part in its own process
+"""``make bench``: ingest overhead, cold start, end to end, then the breaker, each part in its own process
 (``python -m bench.<part>``, each also runnable alone), into a fresh bench/results/latest.json;
 then the summary table: target | figure | met?.
 
@@ -18,11 +18,12 @@ import time
 
 from bench.common import RESULTS, ROOT, merge_results, summary_lines
 
-PARTS = ("ingest", "cold_start", "e2e")
+PARTS = ("ingest", "cold_start", "e2e", "breaker")
 QUICK = {
     "ingest": ["--n", "60", "--warmup", "20"],
     "cold_start": ["--pairs", "2"],
     "e2e": ["--n", "40", "--variant-n", "10"],
+    "breaker": ["--per-round", "5", "--rounds", "3"],
 }
 
 

@@ -175,6 +175,15 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
             _number(results.get("ingest_overhead_ratio")),
         ),
     ]
+    found.append(
+        Target(
+            "breaker_schedules",
+            "schedules per minute against a dead destination, breaker on / off (issue 12)",
+            0.25,
+            "x",
+            _number(results.get("breaker_schedules_ratio")),
+        )
+    )
     cold = {fid: ratio for fid, ratio in (results.get("cold_start_ratio") or {}).items() if fid != "spread"}
     for function in sorted(cold, key=lambda name: (name != "IngestApiFunction", name)):
         limit = 1.5 if function == "IngestApiFunction" else 2.0
@@ -242,6 +251,16 @@ def summary_lines(results: Mapping[str, Any]) -> list[str]:
         if name != "happy_path":
             total = _number(((variant or {}).get("cost_per_million_usd") or {}).get("total"))
             rows.append((f"cost per million, variant {name} (no target)", _figure(total, "USD"), "-"))
+    schedules = results.get("breaker_schedules_per_minute") or {}
+    for state in ("breaker_off", "breaker_on"):
+        figure = _number(schedules.get(state))
+        rows.append(
+            (
+                f"schedules/min, dead destination, {state.replace('_', ' ')} (no target)",
+                _figure(figure, "/min"),
+                "-",
+            )
+        )
     e2e = _number(results.get("e2e_messages_per_s"))
     ratio = _number(results.get("e2e_vs_raw_put_ratio"))
     rows.append(("end to end messages/s (no target)", _figure(e2e, "msg/s"), "-"))

@@ -406,6 +406,21 @@ def cmd_subscriptions(ctx: Context) -> int:  # noqa: PLR0911 - one branch per ac
     return 0
 
 
+# --- pause and circuit breaker (issue 12) ------------------------------------------------------
+
+
+def cmd_connection_state(ctx: Context) -> int:
+    """pause / resume / state of a connection (operator role for pause and resume)."""
+    args = ctx.args
+    base = f"/api/admin/connections/{_p(args.connection_id)}"
+    if args.command == "state":
+        answer = ctx.client.get(f"{base}/state").body
+    else:
+        answer = ctx.client.post(f"{base}/{args.command}").body
+    ctx.show(answer)
+    return 0
+
+
 # --- apply ------------------------------------------------------------------------------------
 
 
@@ -707,6 +722,18 @@ def _operation_commands(commands: Commands) -> None:
     test.add_argument("connection_id")
     test.add_argument("--tenant", required=True)
     test.set_defaults(func=cmd_test)
+    _connection_state_commands(commands)
+
+
+def _connection_state_commands(commands: Commands) -> None:
+    for name, text in (
+        ("pause", "pause a connection: deliveries wait on it until resume"),
+        ("resume", "resume a connection: its held messages are released at the bounded rate"),
+        ("state", "a connection's pause and circuit-breaker state"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("connection_id")
+        command.set_defaults(func=cmd_connection_state)
 
 
 def _subscription_commands(commands: Commands) -> None:

@@ -74,6 +74,7 @@ from hub.wiring import (
     callback_token_admin,
     certificate_service,
     connection_admin,
+    connection_control,
     integration_admin,
     operations,
     subscription_admin,
@@ -1269,6 +1270,57 @@ OPENAPI = {
 )
 def openapi_document() -> Response:
     return serve(app, OPENAPI)
+
+
+# --- Issue 12: pause and circuit breaker (breaker helper) -------------------------------------
+
+
+@app.post(
+    "/api/admin/connections/<connection_id>/pause",
+    **answers(
+        "Pause a connection: deliveries wait on it (retry_pending, held_reason paused)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+        description="Operator role. Pausing a paused connection changes nothing.",
+    ),
+)
+@documented(path=ConnectionPath)
+def pause_connection(connection_id: str) -> Response:
+    path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
+    # The connection's tenant is known from its item: the use case reads it, then requires.
+    return json_response(200, connection_control().pause(_principal(), path.connection_id))
+
+
+@app.post(
+    "/api/admin/connections/<connection_id>/resume",
+    **answers(
+        "Resume a connection: its held messages are released at the bounded rate",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed, QueueUnavailable),
+        tags=["connections"],
+        description="Operator role. Resuming a running connection changes nothing.",
+    ),
+)
+@documented(path=ConnectionPath)
+def resume_connection(connection_id: str) -> Response:
+    path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
+    return json_response(200, connection_control().resume(_principal(), path.connection_id))
+
+
+@app.get(
+    "/api/admin/connections/<connection_id>/state",
+    **answers(
+        "A connection's pause and circuit-breaker state",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["connections"],
+    ),
+)
+@documented(path=ConnectionPath)
+def connection_state(connection_id: str) -> Response:
+    path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
+    return json_response(200, connection_control().state(_principal(), path.connection_id))
 
 
 @gc_after_first_invocation

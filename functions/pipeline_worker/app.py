@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,10 +14,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.adapters.metrics import emits_dimensioned_metrics
 from hub.config import settings
+from hub.delivery.gate import parse_job
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import pipeline_worker
+from hub.wiring import pipeline_worker, releaser
 
 logger = Logger()
 configure_logging(logger)
@@ -25,6 +27,10 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> None:
+    job = parse_job(json.loads(record.body))
+    if job is not None:  # a connection job (issue 12: release held messages, probe)
+        releaser().run(job)
+        return
     step = StepMessage.model_validate_json(record.body)
     sent_at = datetime.fromtimestamp(int(record.attributes.sent_timestamp) / 1000, UTC)
     last = int(record.attributes.approximate_receive_count) >= settings().pipeline_max_receives

@@ -70,6 +70,17 @@ class Settings(BaseModel):
     #: for the sender's retries, its ARN (the target of the retry schedules).
     webhooks_queue_url: str | None = None
     webhooks_queue_arn: str | None = None
+    #: Pause and circuit breaker (issue 12). The breaker is on unless this is false (a paused
+    #: connection holds deliveries either way).
+    circuit_breaker: bool = True
+    #: The open breaker's first cool-down before its probe (seconds; doubles after each failed
+    #: probe, up to 15 minutes).
+    breaker_cooldown_seconds: int = Field(default=60, ge=1, le=900)
+    #: How many held messages per second a resume (or the breaker closing) releases.
+    release_rate_per_second: int = Field(default=10, ge=1, le=1000)
+    #: How long a worker instance trusts a connection state it read (seconds): a pause or an
+    #: open breaker reaches every instance within this time.
+    connection_state_cache_seconds: int = Field(default=5, ge=0, le=300)
 
     @field_validator(
         "stage",
@@ -118,6 +129,10 @@ _ENV = {
     "bus_event_types": "HUB_BUS_EVENT_TYPES",
     "webhooks_queue_url": "HUB_WEBHOOKS_QUEUE_URL",
     "webhooks_queue_arn": "HUB_WEBHOOKS_QUEUE_ARN",
+    "circuit_breaker": "HUB_CIRCUIT_BREAKER",
+    "breaker_cooldown_seconds": "HUB_BREAKER_COOLDOWN_SECONDS",
+    "release_rate_per_second": "HUB_RELEASE_RATE_PER_SECOND",
+    "connection_state_cache_seconds": "HUB_CONNECTION_STATE_CACHE_SECONDS",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

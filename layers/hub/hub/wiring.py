@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
     from hub.admin.callback_tokens import CallbackTokenAdmin
+    from hub.admin.connection_control import ConnectionControl
     from hub.admin.connections import ConnectionAdmin
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
     from hub.config_cache import CachedConfig
+    from hub.delivery.gate import ConnectionGate
     from hub.delivery.port import CertificateStore, Connector, Prober
     from hub.delivery.probe import ConnectorTester
+    from hub.delivery.release import Releaser
     from hub.domain.tenancy import DestinationProtocol
     from hub.ingest.receive import Ingestor
     from hub.outbox.ports import EventSink
@@ -103,13 +106,50 @@ def build_pipeline_worker() -> PipelineWorker:
     from hub.pipeline.worker import PipelineWorker
 
     s = settings()
+    scheduler = retry_scheduler()
     return PipelineWorker(
         delivery_config(),
         DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
         delivery_connectors(LazyCertificateStore(lambda: _certificate_store(s))),
-        retries=RetryOrchestrator(retry_scheduler()),
+        retries=RetryOrchestrator(scheduler),
         metrics=EmfMetrics(),
+        gate=connection_gate(scheduler),
+    )
+
+
+def connection_gate(scheduler: EventBridgeRetryScheduler | None = None) -> ConnectionGate:
+    """Pause and circuit breaker in front of each delivery (issue 12), one per worker instance."""
+    from datetime import timedelta
+
+    from hub.adapters.dynamo.connection_state import DynamoConnectionStates
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.delivery.breaker import BreakerPolicy
+    from hub.delivery.gate import ConnectionGate
+
+    s = settings()
+    return ConnectionGate(
+        DynamoConnectionStates(s.table_name),
+        SqsStepQueue(s.pipeline_queue_url),
+        scheduler or retry_scheduler(),
+        policy=BreakerPolicy(cooldown=timedelta(seconds=s.breaker_cooldown_seconds)),
+        breaker=s.circuit_breaker,
+        cache_seconds=s.connection_state_cache_seconds,
+    )
+
+
+@lru_cache(maxsize=1)
+def releaser() -> Releaser:
+    """The connection jobs of the pipeline queue: release held messages, send the probe."""
+    from hub.adapters.dynamo.connection_state import DynamoConnectionStates
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.delivery.release import Releaser
+
+    s = settings()
+    return Releaser(
+        DynamoConnectionStates(s.table_name),
+        SqsStepQueue(s.pipeline_queue_url),
+        rate_per_second=s.release_rate_per_second,
     )
 
 
@@ -156,6 +196,7 @@ def _soap_connector(certificates: CertificateStore) -> Connector:
 @lru_cache(maxsize=1)
 def operations() -> Operations:
     from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
+    from hub.adapters.dynamo.connection_state import DynamoConnectionStates
     from hub.adapters.dynamo.executions import DynamoExecutions
     from hub.adapters.dynamo.messages import DynamoMessageRepository
     from hub.adapters.dynamo.status_index import DynamoStatusIndex
@@ -178,6 +219,7 @@ def operations() -> Operations:
         },
         audit=_audit(),
         callbacks=DynamoStatusCallbacks(s.table_name),
+        held=DynamoConnectionStates(s.table_name),
     )
 
 
@@ -402,11 +444,29 @@ def _connection_tester() -> ConnectorTester:
     return ConnectorTester({DestinationProtocol.HTTP: http, DestinationProtocol.SOAP: soap})
 
 
+@lru_cache(maxsize=1)
+def connection_control() -> ConnectionControl:
+    """Pause and resume a connection (issue 12)."""
+    from hub.adapters.dynamo.connection_state import DynamoConnectionStates
+    from hub.adapters.dynamo.connections import DynamoConnections
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.admin.connection_control import ConnectionControl
+
+    s = settings()
+    return ConnectionControl(
+        DynamoConnections(s.table_name),
+        DynamoConnectionStates(s.table_name),
+        SqsStepQueue(s.pipeline_queue_url),
+        _audit(),
+    )
+
+
 def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
     webhook_receiver.cache_clear()
     pipeline_worker.cache_clear()
+    releaser.cache_clear()
     operations.cache_clear()
     alert_notifier.cache_clear()
     certificate_service.cache_clear()
@@ -425,6 +485,7 @@ def reset() -> None:
     subscription_sink.cache_clear()
     webhook_sender.cache_clear()
     subscription_admin.cache_clear()
+    connection_control.cache_clear()
     audit_trail.cache_clear()
     outbox_publisher.cache_clear()
     status_callbacks.cache_clear()

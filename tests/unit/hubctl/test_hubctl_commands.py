@@ -579,3 +579,33 @@ def test_a_minted_callback_token_is_printed_once_with_a_warning(api):
     assert token in ran.out
     assert "only time the callback token is shown" in ran.err
     assert json.loads(api.requests[0].content) == {}
+
+
+@pytest.mark.parametrize(
+    ("command", "method", "suffix"),
+    [("pause", "POST", "pause"), ("resume", "POST", "resume"), ("state", "GET", "state")],
+)
+def test_pause_resume_and_state_of_a_connection(api, command, method, suffix):
+    state = {"connection_id": "erp", "tenant_id": "t", "paused": command == "pause", "circuit": "closed"}
+    api.canned[(method, f"/api/admin/connections/erp/{suffix}")] = httpx.Response(200, json=state)
+
+    ran = hubctl(api, command, "erp")
+
+    assert ran.code == 0, ran.err
+    assert (api.requests[0].method, api.requests[0].url.path) == (
+        method,
+        f"/api/admin/connections/erp/{suffix}",
+    )
+    assert "paused" in ran.out
+    assert "erp" in ran.out
+
+
+def test_a_viewer_pausing_gets_the_apis_error_and_exit_1(api):
+    api.canned[("POST", "/api/admin/connections/erp/pause")] = error(
+        403, "forbidden", "needs the operator role"
+    )
+
+    ran = hubctl(api, "pause", "erp")
+
+    assert ran.code == 1
+    assert "forbidden" in ran.err

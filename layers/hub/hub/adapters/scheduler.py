@@ -4,12 +4,16 @@ restart loses nothing)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client, error_code
 from hub.domain.message import StepMessage
 from hub.errors import ServiceUnavailable
+
+if TYPE_CHECKING:
+    from hub.delivery.gate import ConnectionJob
 
 
 class SchedulerUnavailable(ServiceUnavailable):
@@ -27,6 +31,10 @@ class EventBridgeRetryScheduler:
 
     def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
         self.send_at(step.model_dump_json(), at, name)
+
+    def schedule_job(self, job: ConnectionJob, at: datetime, name: str) -> None:
+        """A connection job at `at` (issue 12: the open breaker's probe, one per opening)."""
+        self.send_at(job.model_dump_json(), at, name)
 
     def send_at(self, body: str, at: datetime, name: str) -> None:
         """Puts `body` on the target queue at `at`, once per `name`. `at()` has whole seconds:

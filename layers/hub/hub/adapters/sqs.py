@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client
 from hub.domain.message import StepMessage
 from hub.errors import QueueUnavailable
+
+if TYPE_CHECKING:
+    from hub.delivery.gate import ConnectionJob
 
 
 class SqsStepQueue:
@@ -17,18 +22,30 @@ class SqsStepQueue:
         self._url = queue_url
 
     def publish(self, step: StepMessage, delay_seconds: int = 0) -> None:
-        attributes = {
-            name: {"DataType": "String", "StringValue": value}
-            for name, value in (
+        self._send(
+            step.model_dump_json(),
+            (
                 ("message_id", step.message_id),
                 ("step", step.step.value),
                 ("correlation_id", step.correlation_id),
-            )
-        }
+            ),
+            delay_seconds,
+        )
+
+    def publish_job(self, job: ConnectionJob, delay_seconds: int = 0) -> None:
+        """A connection job (issue 12: release a page of held messages, probe an open breaker)."""
+        self._send(
+            job.model_dump_json(),
+            (("connection_id", job.connection_id), ("step", f"job:{job.job.value}")),
+            delay_seconds,
+        )
+
+    def _send(self, body: str, ids: tuple[tuple[str, str], ...], delay_seconds: int) -> None:
+        attributes = {name: {"DataType": "String", "StringValue": value} for name, value in ids}
         try:
             client("sqs").send_message(
                 QueueUrl=self._url,
-                MessageBody=step.model_dump_json(),
+                MessageBody=body,
                 MessageAttributes=attributes,
                 DelaySeconds=max(0, min(delay_seconds, 900)),
             )

@@ -93,6 +93,12 @@ class CallbackLog(Protocol):
 CALLBACKS_IN_VIEW = 20
 
 
+class HeldMessages(Protocol):
+    """A connection's held set (issue 12): a cancelled message stops waiting on it."""
+
+    def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
+
+
 class Admissions(Protocol):
     def release_admission(self, message_id: str, execution_id: str, now: datetime) -> None: ...
 
@@ -135,9 +141,11 @@ class Operations:
         clock: Callable[[], datetime] = utcnow,
         audit: Audit | None = None,
         callbacks: CallbackLog | None = None,
+        held: HeldMessages | None = None,
     ) -> None:
         self._audit = audit or Audit(None)
         self._callbacks = callbacks
+        self._held = held
         self._messages = messages
         self._index = index
         self._executions = executions
@@ -200,7 +208,8 @@ class Operations:
 
     def cancel_retry(self, message_id: str, actor: Principal) -> MessageRecord:
         """Stops a waiting or dead-lettered message for good (seed 000, G): `cancelled`, no next
-        retry, its pending schedule deleted and its execution closed - in one update that
+        retry, its pending schedule deleted (or its place in a connection's held set), and its
+        execution closed - in one update that
         requires no step to hold the message: during a delivery attempt this raises
         DeliveryInProgress (try again in a moment); after it, every step finds the message
         cancelled and sends nothing. Idempotent: cancelling a cancelled message again finishes
@@ -230,6 +239,13 @@ class Operations:
         except InvalidTransition as moved:
             raise NotCancellable("the message moved on; reload it", details=moved.details) from moved
         self._close(cancelled)
+        if record.held_on and self._held is not None:
+            # Held on a paused connection or an open breaker: it leaves the held set (a release
+            # that read it already finds the message cancelled and sends nothing).
+            try:
+                self._held.unhold(record.held_on, message_id)
+            except ServiceUnavailable:
+                logger.warning("held pointer not deleted", extra={"message_id": message_id})
         self._audit.record(
             actor,
             record.tenant_id,
@@ -266,6 +282,9 @@ class Operations:
             **record.public_view(),
             "tenant_id": record.tenant_id,
             "execution_id": record.execution_id,
+            # Waiting on its connection (issue 12): paused / circuit_open, and which connection.
+            "held_reason": record.held_reason,
+            "held_on": record.held_on,
             "payload": redact_payload(payload, fields) if payload is not None else None,
             "log": [_shown(entry) for entry in self._messages.message_log(message_id)],
         }

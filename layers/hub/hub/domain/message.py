@@ -79,6 +79,11 @@ class MessageRecord(BaseModel):
     #: recorded the callback that set it.
     delivery_status: DeliveryStatus | None = None
     delivery_status_at: datetime | None = None
+    #: Waiting on its connection, not on a schedule (issue 12): `paused` or `circuit_open`
+    #: (hub.delivery.breaker.HeldReason), and the connection it waits on. Only while
+    #: `retry_pending`; no attempt was made and no retry counted for the hold.
+    held_reason: str | None = None
+    held_on: str | None = None
 
     # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
     #: Bumped by every change of the item, exactly once per change (an event id later).

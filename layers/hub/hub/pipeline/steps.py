@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from hub.delivery.breaker import Gate, HeldReason
+from hub.delivery.gate import Admission, ConnectionGate
 from hub.delivery.port import Connector, DeliveryFailed, OutboundRequest, unusable_destination_class
 from hub.domain import idempotency
 from hub.domain.failure import ErrorClass
@@ -64,6 +66,7 @@ class Steps:
         retries: RetryHook,
         metrics: Metrics,
         clock: Callable[[], datetime],
+        gate: ConnectionGate | None = None,
     ) -> None:
         self._config = config
         self._executions = executions
@@ -71,6 +74,7 @@ class Steps:
         self._retries = retries
         self._metrics = metrics
         self._clock = clock
+        self._gate = gate
 
     def run(self, step: StepMessage, taken: Taken, now: datetime) -> StepReport | EntityBusy:
         """Runs `step` on the message it holds, to one finishing update (or EntityBusy)."""
@@ -248,7 +252,7 @@ class Steps:
             log.append(log_entry(step, "process", "success", now, now, detail=f"supersedes {earlier}"))
         return True
 
-    def _deliver(
+    def _deliver(  # noqa: PLR0911 - one exit per outcome of a delivery
         self,
         step: StepMessage,
         taken: Taken,
@@ -277,6 +281,14 @@ class Steps:
         if destination is None:
             self.finish(step, taken, _no_destination(integration, step, started), prefix=log)
             return StepReport(StepOutcome.DONE, "failed")
+        connection_id = destination.connection_id if self._gate is not None else None
+        admission: Admission | None = None
+        if connection_id is not None and self._gate is not None:
+            # Pause and circuit breaker (issue 12): a held message waits on its connection.
+            admission = self._gate.admit(connection_id, record.message_id, started)
+            if admission.gate is Gate.HOLD:
+                reason = admission.reason or HeldReason.PAUSED
+                return self._hold(step, taken, connection_id, reason, started=started, log=log)
         request = OutboundRequest(
             message_id=record.message_id,
             idempotency_key=record.message_id,
@@ -300,7 +312,18 @@ class Steps:
             )
             return StepReport(StepOutcome.DONE, "failed")
         except DeliveryFailed as failure:
-            return self._deliveryfailed_outcome(step, taken, integration, failure, started, log=log)
+            report = self._deliveryfailed_outcome(step, taken, integration, failure, started, log=log)
+            if admission is not None and connection_id is not None and self._gate is not None:
+                self._gate.failed(
+                    connection_id,
+                    admission,
+                    tenant_id=record.tenant_id,
+                    message_id=record.message_id,
+                    error_class=failure.error_class,
+                    fault_code=failure.fault_code,
+                    now=self._clock(),
+                )
+            return report
         entry = log_entry(step, "sent", "success", started, self._clock(), dest_status=outcome.dest_status)
         sent = self.finish(
             step,
@@ -316,6 +339,8 @@ class Steps:
             ),
             prefix=log,
         )
+        if admission is not None and connection_id is not None and self._gate is not None:
+            self._gate.delivered(connection_id, admission, record.message_id, self._clock())
         if sent is None:
             # Delivered, but another run took the message over meanwhile (our lease expired): the
             # destination has it, and may get it again from that run with the same
@@ -328,6 +353,48 @@ class Steps:
             "delivered", extra={**log_ids(step), "step": "deliver", "dest_status": outcome.dest_status}
         )
         return StepReport(StepOutcome.DONE, "sent")
+
+    def _hold(
+        self,
+        step: StepMessage,
+        taken: Taken,
+        connection_id: str,
+        reason: HeldReason,
+        *,
+        started: datetime,
+        log: list[dict[str, Any]],
+    ) -> StepReport:
+        """The connection is paused or its breaker open: the message waits on it in
+        `retry_pending` / `held_reason` - no attempt made, `retry_count` unchanged, no schedule
+        (hub.delivery.gate); its pointer joins the held set after this update."""
+        assert self._gate is not None
+        now = self._clock()
+        entry = log_entry(
+            step, "deliver", "held", started, now, held_reason=reason.value, detail=connection_id
+        )
+        held = self.finish(
+            step,
+            taken,
+            Outcome(
+                PipelineStatus.RETRY_PENDING,
+                {"held_reason": reason.value, "held_on": connection_id, "next_retry_at": None},
+                [entry],
+                closes=False,
+            ),
+            prefix=log,
+            at=now,
+        )
+        if held is None:
+            return StepReport(StepOutcome.DROPPED, "lease_lost")
+        # After the update: if this raises, SQS redelivers the step, which finds the message held
+        # and only writes the pointer again (hub.pipeline.worker).
+        self._gate.held(connection_id, held, reason.value, now)
+        self._metrics.count("DeliveriesHeld", held_reason=reason.value)
+        logger.info(
+            "delivery held",
+            extra={**log_ids(step), "held_reason": reason.value, "connection_id": connection_id},
+        )
+        return StepReport(StepOutcome.DONE, "held")
 
     def _deliveryfailed_outcome(
         self,
@@ -408,6 +475,14 @@ class Steps:
         (nothing written)."""
         if prefix:
             outcome = Outcome(outcome.target, outcome.changes, [*prefix, *outcome.log], outcome.closes)
+        if taken.record.held_reason and outcome.target is not None and "held_reason" not in outcome.changes:
+            # Released: whatever the step reached, the message no longer waits on its connection.
+            outcome = Outcome(
+                outcome.target,
+                {**outcome.changes, "held_reason": None, "held_on": None},
+                outcome.log,
+                outcome.closes,
+            )
         try:
             return self._executions.finish(taken, outcome, at or self._clock())
         except LeaseLost as lost:

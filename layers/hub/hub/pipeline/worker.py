@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from hub.delivery.gate import ConnectionGate
 from hub.delivery.port import Connector
 from hub.domain.clock import utcnow
 from hub.domain.failure import ErrorClass
@@ -82,6 +83,7 @@ class PipelineWorker:
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utcnow,
         rand: Callable[[], float] = random.random,
+        gate: ConnectionGate | None = None,
     ) -> None:
         self._config = config
         self._executions = executions
@@ -91,8 +93,15 @@ class PipelineWorker:
         self._metrics: Metrics = metrics or Uncounted()
         self._clock = clock
         self._rand = rand
+        self._gate = gate
         self._steps = Steps(
-            config, executions, connectors, retries=self._retries, metrics=self._metrics, clock=clock
+            config,
+            executions,
+            connectors,
+            retries=self._retries,
+            metrics=self._metrics,
+            clock=clock,
+            gate=gate,
         )
 
     # --- entry ------------------------------------------------------------------------------
@@ -186,6 +195,17 @@ class PipelineWorker:
             # the create failed). Only the scheduled attempt may call the destination.
             self._retries.resume(current, step)
             return StepReport(StepOutcome.DONE, "retry_resumed")
+        if (
+            refusal.reason is Refused.DUPLICATE_STEP
+            and current is not None
+            and self._gate is not None
+            and _decided_a_hold(step, current)
+        ):
+            # This step held the message and is redelivered (its pointer may not exist: the
+            # write failed). Writing it again is harmless; without it the message would wait
+            # on nothing.
+            self._gate.held(str(current.held_on), current, str(current.held_reason), now)
+            return StepReport(StepOutcome.DONE, "hold_resumed")
         if refusal.reason is Refused.DUPLICATE_STEP:
             self._metrics.count("DuplicateStepsDropped")
         logger.info("step dropped", extra={**ids, "reason": refusal.reason.value})
@@ -236,6 +256,16 @@ def _unexpected(crash: BaseException) -> bool:
     """A failure nothing classified: not an outage of a service the hub uses (those raise
     ServiceUnavailable and pass), nor an interpreter exit."""
     return isinstance(crash, Exception) and not isinstance(crash, ServiceUnavailable)
+
+
+def _decided_a_hold(step: StepMessage, current: MessageRecord) -> bool:
+    """`current` is held, and `step` is the one that held it (the sequence just before)."""
+    return (
+        current.pipeline_status is PipelineStatus.RETRY_PENDING
+        and current.held_on is not None
+        and current.held_reason is not None
+        and step.seq == current.step_seq - 1
+    )
 
 
 def _decided_a_retry(step: StepMessage, current: MessageRecord) -> bool:

@@ -29,6 +29,11 @@ it. Nothing else in the code base spells a key.
   secret (purpose `subscription-secret`); no TTL
 - failed webhook delivery: ``WHFAIL#<subscription>#<event id>`` / ``FAILED`` - webhook sender
   (written), admin API (listed, replayed); TTL 30 days
+- connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<connection>`` / ``STATE``
+  - worker (breaker), admin API (pause / resume) (hub.adapters.dynamo.connection_state); no TTL
+- held message pointer: ``HELD#<connection>`` / ``<message_id>`` - one per message waiting on a
+  paused connection or an open breaker; the worker writes it, the release job pages through the
+  partition and deletes it, a cancel deletes it (hub.adapters.dynamo.connection_state); no TTL
 - certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
 - status-callback credential of a connection (issue 12, pattern 5): ``CONNECTION#<id>`` /
@@ -292,3 +297,18 @@ def callback_record_key(message_id: str, received_at: str, callback_id: str) -> 
         "PK": f"{MESSAGE_PREFIX}{message_id}",
         "SK": f"{CALLBACK_RECORD_PREFIX}{received_at}#{callback_id}",
     }
+
+
+def connection_state_key(connection_id: str) -> Key:
+    """A connection's pause and breaker state (apart from its configuration item, which an
+    admin PUT replaces whole)."""
+    return {"PK": f"CONNSTATE#{connection_id}", "SK": "STATE"}
+
+
+def held_partition(connection_id: str) -> str:
+    return f"HELD#{connection_id}"
+
+
+def held_key(connection_id: str, message_id: str) -> Key:
+    """A message held on a connection (paused / breaker open); message ids sort by receipt."""
+    return {"PK": held_partition(connection_id), "SK": message_id}

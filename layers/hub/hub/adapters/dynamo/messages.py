@@ -65,6 +65,9 @@ CHANGEABLE_FIELDS = frozenset(
         # A reprocess starts the destination's confirmations afresh (hub.domain.delivery_status).
         "delivery_status",
         "delivery_status_at",
+        # Held on a paused connection or an open breaker (issue 12).
+        "held_reason",
+        "held_on",
     }
 )
 
@@ -391,7 +394,13 @@ class DynamoMessageRepository:
         sequence moves on): only while no step holds the message's lease. Raises
         InvalidTransition when the status moved, LeaseHeld while a step runs."""
         update = Update()
-        status_update(update, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
+        status_update(
+            update,
+            record,
+            PipelineStatus.CANCELLED,
+            now,
+            {"next_retry_at": None, "held_reason": None, "held_on": None},
+        )
         update.where(f"{update.name('version')} = {update.value(record.version)}")
         update.where(lease_free(update, now))
         update.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
@@ -442,6 +451,8 @@ class DynamoMessageRepository:
                 # A new delivery: its confirmations start again from pending.
                 "delivery_status": None,
                 "delivery_status_at": None,
+                "held_reason": None,
+                "held_on": None,
             },
         )
         admission(update, now, abandoned_after)

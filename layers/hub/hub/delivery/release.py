@@ -1,0 +1,137 @@
+"""The connection jobs the pipeline worker runs beside its steps (issue 12).
+
+- release: one page of the connection's held set (`release_page_size`: five seconds' worth at
+  the release rate); each still-held message gets its deliver step, SQS-delayed so that at most
+  `rate_per_second` become visible per second (`release_plan`); its pointer is deleted; the next
+  page is a job delayed until this page's last second. It stops when the connection holds again
+  (paused, breaker open) or a newer release generation started (a second resume).
+- probe: the open breaker's cool-down passed: one held message is sent; its delivery claims the
+  probe (hub.delivery.gate). With nothing held, the next delivery to arrive probes.
+
+Exactly once: a released step expects the sequence the hold left (`held_step`); a second copy
+(the job redelivered, a release racing a self-release) finds it passed and is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from hub.delivery.breaker import (
+    RELEASE_DONE,
+    Circuit,
+    ConnectionState,
+    release_page_key,
+    release_page_size,
+    release_plan,
+)
+from hub.delivery.gate import ConnectionJob, JobKind, JobQueue, first_valid, held_step, still_held
+from hub.domain.clock import utcnow
+from hub.domain.message import MessageRecord
+
+logger = logging.getLogger(__name__)
+
+#: Pointers read to find the probe's message.
+_PROBE_LOOKAHEAD = 10
+_MAX_SQS_DELAY = 900
+#: How long a release job holds its page: longer than a page takes, shorter than the pipeline
+#: queue's visibility timeout (a crashed job's redelivery finds the page free again).
+RELEASE_PAGE_LEASE = timedelta(seconds=120)
+
+
+class HeldPointerLike(Protocol):
+    @property
+    def message_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+
+
+class HeldSet(Protocol):
+    def get(self, connection_id: str) -> ConnectionState: ...
+    def held_page(
+        self, connection_id: str, limit: int, cursor: str | None
+    ) -> tuple[Sequence[HeldPointerLike], str | None]: ...
+    def held_messages(self, message_ids: Sequence[str]) -> dict[str, MessageRecord]: ...
+    def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
+    def claim_release_page(
+        self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
+    ) -> bool: ...
+    def advance_release(self, connection_id: str, page: str, following: str) -> None: ...
+
+
+class Releaser:
+    def __init__(
+        self,
+        held: HeldSet,
+        queue: JobQueue,
+        *,
+        rate_per_second: int = 10,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._held = held
+        self._queue = queue
+        self._rate = max(1, rate_per_second)
+        self._clock = clock
+
+    def run(self, job: ConnectionJob) -> str:
+        """Runs `job` once; what it did (for the log). Raises on an outage (SQS redelivers it;
+        a page released twice delivers each message once)."""
+        state = self._held.get(job.connection_id)
+        ids = {"connection_id": job.connection_id, "job": job.job.value, "generation": job.generation}
+        if job.job is JobKind.RELEASE:
+            if state.holding is not None or state.release_generation != job.generation:
+                logger.info("release stopped", extra={**ids, "held_reason": state.holding})
+                return "stopped"
+            page = release_page_key(job.generation, job.cursor)
+            if not self._held.claim_release_page(
+                job.connection_id, job.generation, page, self._clock(), RELEASE_PAGE_LEASE
+            ):
+                logger.info("release page taken or done: duplicate job dropped", extra=ids)
+                return "duplicate"
+            released = self._release_page(job, page)
+            logger.info("held messages released", extra={**ids, "released": released})
+            return "released"
+        return self._probe(job, state, ids)
+
+    def _release_page(self, job: ConnectionJob, page: str) -> int:
+        cid = job.connection_id
+        pointers, cursor = self._held.held_page(cid, release_page_size(self._rate), job.cursor)
+        records = self._held.held_messages([p.message_id for p in pointers])
+        ready = [
+            record
+            for p in pointers
+            if still_held(record := records.get(p.message_id), cid, p.seq) and record is not None
+        ]
+        plan = release_plan(len(ready), self._rate)
+        for record, delay in zip(ready, plan.delays, strict=True):
+            self._queue.publish(held_step(record), delay_seconds=delay)
+        for pointer in pointers:
+            self._held.unhold(cid, pointer.message_id, pointer.seq)
+        if cursor is not None:
+            later = job.model_copy(update={"cursor": cursor})
+            self._queue.publish_job(later, delay_seconds=min(plan.next_page_delay, _MAX_SQS_DELAY))
+        # After the next page's job is out: a crash before this leaves the page claimed until its
+        # lease ends, and the redelivered job releases it again (each message still once).
+        following = release_page_key(job.generation, cursor) if cursor else f"{job.generation}:{RELEASE_DONE}"
+        self._held.advance_release(job.connection_id, page, following)
+        return len(ready)
+
+    def _probe(self, job: ConnectionJob, state: ConnectionState, ids: Mapping[str, object]) -> str:
+        if state.circuit is not Circuit.OPEN or state.opened_count != job.generation:
+            return "stale"
+        now = self._clock()
+        if state.probe_at is not None and state.probe_at > now:
+            wait = int((state.probe_at - now).total_seconds()) + 1
+            self._queue.publish_job(job, delay_seconds=min(wait, _MAX_SQS_DELAY))
+            return "early"
+        pointers, _ = self._held.held_page(job.connection_id, _PROBE_LOOKAHEAD, None)
+        records = self._held.held_messages([p.message_id for p in pointers])
+        record = first_valid([(p.message_id, p.seq) for p in pointers], records, job.connection_id)
+        if record is None:
+            logger.info("nothing held to probe with: the next delivery probes", extra=ids)
+            return "nothing_held"
+        self._queue.publish(held_step(record))
+        logger.info("probe sent", extra={**ids, "message_id": record.message_id})
+        return "probe_sent"
