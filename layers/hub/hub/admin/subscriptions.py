@@ -98,16 +98,7 @@ def _iso(value: datetime | None) -> str | None:
 def subscription_view(subscription: Subscription) -> dict[str, Any]:
     """A subscription as the admin API shows it: secrets masked (their ids and dates shown)."""
     return {
-        "subscription_id": subscription.subscription_id,
-        "tenant_id": subscription.tenant_id,
-        "url": subscription.url,
-        "event_types": list(subscription.event_types),
-        "integration_ids": list(subscription.integration_ids)
-        if subscription.integration_ids is not None
-        else None,
-        "description": subscription.description,
-        "enabled": subscription.enabled,
-        "disabled_reason": subscription.disabled_reason,
+        **subscription.settings(),
         "secrets": [
             {
                 "secret_id": s.secret_id,

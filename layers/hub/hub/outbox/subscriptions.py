@@ -131,6 +131,19 @@ class Subscription(BaseModel):
     created_at: datetime | None = None
     updated_at: datetime | None = None
 
+    def settings(self) -> dict[str, Any]:
+        """What an operator configures (no secrets, no dates): stored and shown as they are."""
+        return {
+            "subscription_id": self.subscription_id,
+            "tenant_id": self.tenant_id,
+            "url": self.url,
+            "event_types": list(self.event_types),
+            "integration_ids": list(self.integration_ids) if self.integration_ids is not None else None,
+            "description": self.description,
+            "enabled": self.enabled,
+            "disabled_reason": self.disabled_reason,
+        }
+
     def wants(self, event: OutboxEvent) -> bool:
         """Whether `event` goes to this subscription (enabled, type and integration filter)."""
         if not self.enabled or event.tenant_id != self.tenant_id:

@@ -86,17 +86,8 @@ class DynamoSubscriptions:
             **keys.subscription_key(subscription.subscription_id),
             **keys.subscription_index_keys(subscription.tenant_id, subscription.subscription_id),
             "item_type": "subscription",
-            "subscription_id": subscription.subscription_id,
-            "tenant_id": subscription.tenant_id,
+            **subscription.settings(),
             "version": subscription.version,
-            "url": subscription.url,
-            "event_types": list(subscription.event_types),
-            "integration_ids": list(subscription.integration_ids)
-            if subscription.integration_ids is not None
-            else None,
-            "description": subscription.description,
-            "enabled": subscription.enabled,
-            "disabled_reason": subscription.disabled_reason,
             "secrets": [self._secret_item(subscription, s) for s in subscription.secrets],
             "created_at": format_ts(subscription.created_at) if subscription.created_at else None,
             "updated_at": format_ts(subscription.updated_at) if subscription.updated_at else None,
