@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test lint typecheck unit integration e2e bench validate openapi install clean
+.PHONY: run test lint typecheck unit integration e2e bench validate openapi install clean chromium screenshots
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,18 @@ openapi: $(STAMP)
 validate: $(STAMP)
 	$(VENV)/bin/cfn-lint --non-zero-exit-code error template.yaml
 	$(PY) -m devstack.validate template.yaml
+
+## Debian's Chromium for the browser tests of the operator's page (root; .ci/run does this).
+## Without it `make test` skips those tests and prints why.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then echo "chromium: $$(/usr/bin/chromium --version)"; \
+	elif [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	else echo "run as root: apt-get install chromium"; exit 1; fi
+
+## The README's screenshots of the operator's page (docs/screenshots), taken by the browser tests.
+screenshots: $(STAMP)
+	HUB_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/e2e/test_admin_page.py -q
 
 clean:
 	rm -rf $(VENV) .aws-sam .mypy_cache .ruff_cache

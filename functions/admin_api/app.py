@@ -8,6 +8,7 @@ token), the use case reads it and checks then."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -35,6 +36,7 @@ from hub.api.http import (
     validated,
 )
 from hub.api.openapi import OBJECT, answers, documented, serve
+from hub.api.static_site import StaticSite
 from hub.api.views import IfMatch
 from hub.certificates.model import (
     CertificateExpired,
@@ -87,6 +89,8 @@ configure_logging(logger)
 metrics = Metrics()
 app = LambdaFunctionUrlResolver()
 install_error_handlers(app)
+#: The operator's web page: this function's own `page/` folder (index.html and static/).
+PAGE = StaticSite(Path(__file__).parent / "page")
 
 MessageId = Annotated[str, Field(pattern=r"^msg_[0-9a-z]{26}$")]
 #: Tenant and connection ids: no '#' (they are parts of table keys).
@@ -1328,4 +1332,9 @@ def connection_state(connection_id: str) -> Response:
 @metrics.log_metrics
 @traced
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    path = event.get("rawPath") or ""
+    if StaticSite.serves(path):
+        # The operator's page (issue 13): static files, no token (every API call carries one).
+        method = event.get("requestContext", {}).get("http", {}).get("method", "GET")
+        return PAGE.respond(method, path, event.get("headers") or {})
     return app.resolve(event, context)

@@ -1,0 +1,65 @@
+"""Browser tests' harness: Playwright for Python driving Debian's Chromium (`apt-get install
+chromium`, which `.ci/run` does). Playwright's own browser download cannot work on these
+machines, so the tests launch the system browser by path; without it (or without the
+playwright package) they are skipped with the reason printed in pytest's summary."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+#: The system Chromium (Debian's package); HUB_CHROMIUM points elsewhere.
+CHROMIUM = os.environ.get("HUB_CHROMIUM", "/usr/bin/chromium")
+#: Flags for a root, offline, headless Chromium: no sandbox (root in a container), and nothing
+#: that phones home (this machine's network is closed; those connections fail by the dozen).
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+#: Where tests keep the screenshots shown in the README (`make screenshots`); unset: none kept.
+SCREENSHOTS = os.environ.get("HUB_SCREENSHOTS")
+
+
+def unavailable() -> str | None:
+    """Why browser tests cannot run here, or None."""
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run installs it)"
+    try:
+        import playwright.sync_api  # noqa: F401, PLC0415
+    except ImportError:
+        return "the playwright package is not installed (make install)"
+    return None
+
+
+@contextmanager
+def chromium() -> Iterator[Browser]:
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_ARGS)
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def screenshot(page: Page, name: str) -> None:
+    """Keeps a full-page screenshot as docs material when HUB_SCREENSHOTS names a folder."""
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
