@@ -65,6 +65,9 @@ def startup_lines(
     """What a newcomer needs on start: where things answer, the demo, how to stop."""
     lines = [f"HTTP API:        {api_url}"]
     lines += [f"Function URL:    {url}  ({logical_id})" for logical_id, url in function_urls.items()]
+    if "AdminApiFunction" in function_urls:
+        # The operator's page is served by the admin function itself (issue 13).
+        lines.append(f"operator page:   {function_urls['AdminApiFunction'].rstrip('/')}/admin")
     # Never the webhook URL itself: it is a secret.
     alerts = (
         "dead letters -> Slack (SLACK_ALERTS_WEBHOOK_URL)"
