@@ -77,3 +77,30 @@ def test_a_subscriber_gets_received_and_sent_once_each_with_verified_signatures(
     assert by_type["message.sent"]["id"] == f"{message_id}:{sent['version']}"
     assert "payload" not in json.dumps(events)
     assert body["payload"]["po_number"] not in json.dumps(events)  # never the payload
+
+
+def test_the_outbox_keeps_publishing_after_a_resend_is_deduplicated(
+    api: httpx.Client, local_stack, subscriber: tuple[HttpDestination, str]
+) -> None:
+    """A deduplicated resend is a cancelled transaction; the local stack once lost its stream
+    readers to moto's rollback of it, so every later status change went unannounced."""
+    receiver, secret = subscriber
+    body = demo_body()
+    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+    key = {"Idempotency-Key": f"resend-{uuid.uuid4().hex[:8]}"}
+    first = api.post("/api/edi-hub/receive-message", json=body, headers=key)
+    again = api.post("/api/edi-hub/receive-message", json=body, headers=key)
+    assert (first.status_code, again.status_code, again.json()["deduplicated"]) == (202, 200, True)
+
+    later = demo_body()
+    later["payload"] = {**later["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+    message_id = api.post("/api/edi-hub/receive-message", json=later).json()["message_id"]
+    wait_for_status(api, message_id, "sent")
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(events_of(receiver, message_id, secret)) < 2:
+        time.sleep(0.2)
+    assert Counter(e["type"] for e in events_of(receiver, message_id, secret)) == {
+        "message.received": 1,
+        "message.sent": 1,
+    }
