@@ -131,7 +131,7 @@ def _listed(item: dict[str, Any]) -> CertificateExpiry:
     return CertificateExpiry(tenant_id=tenant_id, connection_id=connection_id, not_after=parse_iso(not_after))
 
 
-def _metadata(item: dict[str, Any]) -> CertificateMetadata:
+def metadata_from(item: dict[str, Any]) -> CertificateMetadata:
     return CertificateMetadata(
         tenant_id=str(item["tenant_id"]),
         connection_id=str(item["connection_id"]),
@@ -155,7 +155,7 @@ def _stored_from(item: dict[str, Any]) -> StoredCertificate:
         algorithm=str(item["algorithm"]),
     )
     return StoredCertificate(
-        metadata=_metadata(item),
+        metadata=metadata_from(item),
         sealed=sealed,
         uploaded_at=datetime.strptime(str(item["uploaded_at"]), "%Y-%m-%dT%H:%M:%S.%f%z"),
         uploaded_by=str(item.get("uploaded_by", "")),
