@@ -329,3 +329,21 @@ def test_an_expired_stored_certificate_reads_as_expired(stack, admin, world) -> 
     card = by_id(cards_of(admin, world["viewer"]))["int_later"]
     assert texts(card) == [("certificate", "Cert expired", "critical")]
     assert card["certificate"]["days_left"] < 0
+
+
+def test_a_batch_read_of_more_than_100_keys_with_repeats_takes_one_request_per_100(stack) -> None:
+    """DynamoDB refuses a BatchGetItem of more than 100 keys, or with a key twice (a page whose
+    integrations share a connection); the table helper splits and de-duplicates."""
+    from hub.adapters.dynamo.table import Table  # noqa: PLC0415
+
+    table = Table(stack.table)
+    for n in range(150):
+        table.put({"PK": f"X#{n}", "SK": "ITEM", "n": n})
+    asked = [{"PK": f"X#{n}", "SK": "ITEM"} for n in range(150)] + [{"PK": "X#0", "SK": "ITEM"}]
+
+    with counted() as calls:
+        found = table.batch_get(asked)
+
+    assert len(found) == 150
+    assert found[("X#149", "ITEM")]["n"] == 149
+    assert calls["BatchGetItem"] == 2
