@@ -347,3 +347,95 @@ def test_a_batch_read_of_more_than_100_keys_with_repeats_takes_one_request_per_1
     assert len(found) == 150
     assert found[("X#149", "ITEM")]["n"] == 149
     assert calls["BatchGetItem"] == 2
+
+
+def test_the_pages_create_and_edit_flow_for_a_sefaz_integration(stack, admin, pki: Pki, mtls_server) -> None:
+    """The calls the Integrations view makes, in its order, as an admin of t1: sign in; upload
+    the A1 under the connection id the page chose (the SEFAZ connection cannot be saved
+    without it); save the connection (platform sefaz: SOAP 1.2 + mTLS filled in); test it;
+    preview the unsaved mapping; save the integration in observability mode; see its card;
+    switch the mode with If-Match; preview the saved type."""
+    assert admin("POST", "/api/admin/tenants", body={"tenant_id": "t1", "name": "T1"}).status == 201
+    signed_in = token(admin, "admin", "t1")
+
+    def page(method: str, path: str, **options: Any) -> HttpAnswer:
+        return admin(method, path, token=signed_in, **options)
+
+    me = page("GET", "/api/admin/me").body
+    assert (me["tenant_id"], me["can"]["configure"], me["can"]["manage_certificates"]) == ("t1", True, True)
+
+    connection_id = "con_sefaz_sp"  # chosen by the page (the form's own generated id)
+    uploaded = page(
+        "POST",
+        f"/api/admin/connections/{connection_id}/certificate",
+        body={
+            "tenant_id": "t1",
+            "pkcs12_base64": base64.b64encode(pki.client_pfx).decode(),
+            "password": PFX_PASSWORD.decode(),
+        },
+    )
+    assert uploaded.status == 201, uploaded.body
+    saved = page(
+        "POST",
+        "/api/admin/tenants/t1/connections",
+        body={
+            "connection_id": connection_id,
+            "name": "SEFAZ SP",
+            "platform": "sefaz",
+            "url": mtls_server.url,
+            "soap": {
+                "wsdl": "nfelib:nfe/wsdl/v4_0/nfestatusservico4.wsdl",
+                "operation": "nfeStatusServicoNF",
+            },
+            "trusted_ca_pem": pki.ca.cert_pem.decode(),
+        },
+    )
+    assert saved.status == 201, saved.body
+    assert (saved.body["protocol"], saved.body["soap"]["soap_version"]) == ("soap", "1.2")
+    assert saved.body["use_client_certificate"] is True
+
+    tested = page("POST", f"/api/admin/tenants/t1/connections/{connection_id}/test")
+    assert tested.body["ok"] is True, tested.body
+
+    message_type = {"mapping": {"output": {"order": {"path": "po_number"}}}}
+    preview = page(
+        "POST",
+        "/api/admin/tenants/t1/mapping-preview",
+        body={"payload": {"po_number": "PO-7"}, "config": message_type},
+    )
+    assert json.loads(preview.body["body"]) == {"order": "PO-7"}
+
+    created = page(
+        "POST",
+        "/api/admin/tenants/t1/integrations",
+        body={
+            "integration_id": "int_nfe",
+            "name": "NF-e",
+            "mode": "observability",
+            "connection_id": connection_id,
+            "message_types": {"nfe": message_type},
+        },
+    )
+    assert created.status == 201, created.body
+    [card] = page("GET", CARDS.format(tenant="t1")).body["items"]
+    assert [b["kind"] for b in card["badges"]] == ["read_only", "certificate"]
+    assert card["badges"][1]["level"] == "warning"  # the test PKI's client certificate: 30 days
+    assert (card["platform"], card["protocol"]) == ("sefaz", "soap")
+
+    # Edit: the form holds the view it read; it saves it whole with the version it read.
+    view = page("GET", "/api/admin/tenants/t1/integrations/int_nfe")
+    edited = page(
+        "PUT",
+        "/api/admin/tenants/t1/integrations/int_nfe",
+        body={**view.body, "mode": "orchestration"},
+        headers={"if-match": view.headers["ETag"]},
+    )
+    assert edited.status == 200, edited.body
+    [card] = page("GET", CARDS.format(tenant="t1")).body["items"]
+    assert [b["kind"] for b in card["badges"]] == ["certificate"]
+    saved_preview = page(
+        "POST",
+        "/api/admin/tenants/t1/integrations/int_nfe/message-types/nfe/preview",
+        body={"payload": {"po_number": "PO-8"}},
+    )
+    assert json.loads(saved_preview.body["body"]) == {"order": "PO-8"}
