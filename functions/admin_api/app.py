@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from hub.admin.access import Principal, Role
+from hub.admin.access import Principal, Role, whoami
 from hub.admin.api_keys import ApiKeyNotActive, UnknownIntegrations
 from hub.admin.connections import CertificateRequired, ConnectionExists, ConnectionInUse, ConnectionSpec
 from hub.admin.integrations import IntegrationBody, IntegrationExists, IntegrationInUse, UnknownConnection
@@ -78,6 +78,7 @@ from hub.wiring import (
     connection_admin,
     connection_control,
     integration_admin,
+    integration_cards,
     operations,
     subscription_admin,
     tenant_admin,
@@ -1325,6 +1326,82 @@ def resume_connection(connection_id: str) -> Response:
 def connection_state(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
     return json_response(200, connection_control().state(_principal(), path.connection_id))
+
+
+# --- Issue 13: integration cards and whoami (cards helper) ------------------------------------
+
+
+@app.get(
+    "/api/admin/me",
+    **answers(
+        "Who the presented admin token is, and what its role may do",
+        ok={200: OBJECT},
+        errors=(Unauthorized, StorageUnavailable),
+        tags=["admin-tokens"],
+        description=(
+            "Any admin token, the bootstrap token too. `can` names every action of the "
+            "operator's page with whether this token may take it (hub.admin.access.PERMISSIONS): "
+            "the page offers nothing the API would refuse with 403."
+        ),
+    ),
+)
+def whoami_route() -> Response:
+    return json_response(200, whoami(_principal()))
+
+
+@app.get(
+    "/api/admin/tenants/<tenant_id>/integration-cards",
+    **answers(
+        "A tenant's integrations as cards with badges, cursor-paginated",
+        ok={200: OBJECT},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["integrations"],
+        description=(
+            "Viewer role. One card per integration (the integrations listing's order and "
+            "cursor): what it is, `badges` (`{kind, text, level}`: read_only, certificate, "
+            "paused, circuit_open, connection_gone) and the facts behind them (`certificate`, "
+            "`connection_state`). The page's connections, certificates and states are read in "
+            "batches, never one request per card."
+        ),
+    ),
+)
+@documented(query=KeyListQuery, path=TenantQuery)
+def integration_cards_route(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
+    query = parse_query(app.current_event, KeyListQuery)
+    return json_response(200, integration_cards().cards(path.tenant_id, query.limit, query.cursor))
+
+
+class UnsavedPreviewRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: A sample payload: a JSON object, or text (XML when it starts with "<").
+    payload: dict[str, Any] | str
+    #: The message type as the form holds it (mapping, business keys), not saved anywhere.
+    config: MessageTypeConfig
+
+
+@app.post(
+    "/api/admin/tenants/<tenant_id>/mapping-preview",
+    **answers(
+        "Run an unsaved message type's mapping on a sample payload (the create form; no side effects)",
+        ok={200: OBJECT},
+        errors=(*ADMIN, *BODY),
+        tags=["integrations"],
+        description=(
+            "Viewer role. For an integration not saved yet; a saved one previews at "
+            "`.../integrations/{integration_id}/message-types/{message_type}/preview`."
+        ),
+    ),
+)
+@documented(body=UnsavedPreviewRequest, path=TenantQuery)
+def preview_unsaved_mapping(tenant_id: str) -> Response:
+    path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
+    _principal().require(Role.VIEWER, path.tenant_id, what="tenant")
+    request = parse_body(app.current_event, UnsavedPreviewRequest)
+    return json_response(
+        200, integration_admin().preview_unsaved(path.tenant_id, request.config, request.payload)
+    )
 
 
 @gc_after_first_invocation

@@ -82,6 +82,21 @@ class TestUpload:
         taken = upload(admin_api, pki.client_pfx, tenant_id="t2")
         assert (taken.status, taken.body["error"]["code"]) == (404, "not_found")
 
+    def test_an_upload_never_claims_the_id_of_another_tenants_connection(self, stack, admin_api, pki):
+        """Uploading before the connection exists is the SEFAZ form's order (issue 13); the id
+        of a connection another tenant already has is refused like a missing connection, so that
+        tenant can still upload its own certificate."""
+        assert admin_api("POST", "/api/admin/tenants", body={"tenant_id": "t2", "name": "T2"}).status == 201
+        theirs = {"connection_id": CONNECTION, "url": "https://erp.example/in"}
+        assert admin_api("POST", "/api/admin/tenants/t2/connections", body=theirs).status == 201
+
+        squat = upload(admin_api, pki.client_pfx, tenant_id="t1")
+        own = upload(admin_api, pki.client_pfx, tenant_id="t2")
+
+        assert (squat.status, squat.body["error"]["code"]) == (404, "not_found")
+        assert own.status == 201, own.body
+        assert own.body["tenant_id"] == "t2"
+
     def test_a_wrong_password_is_400_certificate_password_invalid(self, stack, admin_api, pki):
         answer = upload(admin_api, pki.client_pfx, b"not-the-password")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hub.admin.access import BOOTSTRAP, Principal, Role
+from hub.admin.access import BOOTSTRAP, PERMISSIONS, Principal, Role, allowed_actions, whoami
 from hub.errors import Forbidden, NotFound
 
 
@@ -65,3 +65,68 @@ def test_the_bootstrap_token_is_a_platform_admin() -> None:
     assert BOOTSTRAP.platform
     assert BOOTSTRAP.role is Role.ADMIN
     BOOTSTRAP.require_platform(Role.ADMIN)
+
+
+class TestAllowedActions:
+    """What `GET /api/admin/me` says each token may do (hub.admin.access.allowed_actions)."""
+
+    def test_a_viewer_reads_and_previews_only(self) -> None:
+        can = allowed_actions(_token(Role.VIEWER, "t1"))
+        assert {action for action, allowed in can.items() if allowed} == {"view", "preview"}
+
+    def test_an_operator_also_acts_on_messages_and_connections_but_configures_nothing(self) -> None:
+        can = allowed_actions(_token(Role.OPERATOR, "t1"))
+        assert {action for action, allowed in can.items() if allowed} == {
+            "view",
+            "preview",
+            "reprocess",
+            "cancel",
+            "pause",
+            "test_connection",
+            "manage_deliveries",
+        }
+
+    def test_a_tenant_admin_does_everything_but_the_platforms_actions(self) -> None:
+        can = allowed_actions(_token(Role.ADMIN, "t1"))
+        assert {action for action, allowed in can.items() if not allowed} == {
+            "redrive",
+            "list_tenants",
+            "manage_tenants",
+        }
+
+    def test_a_platform_operator_redrives_and_lists_tenants_but_manages_none(self) -> None:
+        can = allowed_actions(_token(Role.OPERATOR, None))
+        assert (can["redrive"], can["list_tenants"]) == (True, True)
+        assert (can["manage_tenants"], can["configure"], can["manage_tokens"]) == (False, False, False)
+
+    def test_the_bootstrap_token_may_do_everything(self) -> None:
+        assert all(allowed_actions(BOOTSTRAP).values())
+
+    @pytest.mark.parametrize("role", list(Role))
+    @pytest.mark.parametrize("tenant_id", ["t1", None])
+    def test_the_answer_is_what_require_decides(self, role: Role, tenant_id: str | None) -> None:
+        """The mapping and the routes' checks cannot drift: each action's permission run
+        through `require` / `require_platform` gives the same yes or no."""
+        principal = _token(role, tenant_id)
+        can = allowed_actions(principal)
+        for action, needs in PERMISSIONS.items():
+            try:
+                if needs.platform_only:
+                    principal.require_platform(needs.role)
+                else:
+                    principal.require(needs.role, tenant_id or "t1")
+            except Forbidden:
+                allowed = False
+            else:
+                allowed = True
+            assert can[action.value] is allowed, action
+
+    def test_whoami_shows_the_token_never_its_secret(self) -> None:
+        assert whoami(_token(Role.OPERATOR, "t1")) == {
+            "token_id": "tok_x",
+            "label": "x",
+            "role": "operator",
+            "tenant_id": "t1",
+            "platform": False,
+            "can": allowed_actions(_token(Role.OPERATOR, "t1")),
+        }

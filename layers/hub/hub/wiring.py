@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
     from hub.admin.callback_tokens import CallbackTokenAdmin
+    from hub.admin.cards import IntegrationCards
     from hub.admin.connection_control import ConnectionControl
     from hub.admin.connections import ConnectionAdmin
     from hub.admin.integrations import IntegrationAdmin
@@ -352,6 +353,17 @@ def integration_admin() -> IntegrationAdmin:
 
 
 @lru_cache(maxsize=1)
+def integration_cards() -> IntegrationCards:
+    """The integration cards of the operator's page (issue 13): batch reads only."""
+    from hub.adapters.dynamo.cards import DynamoCardFacts
+    from hub.adapters.dynamo.integrations import DynamoIntegrations
+    from hub.admin.cards import IntegrationCards
+
+    s = settings()
+    return IntegrationCards(DynamoIntegrations(s.table_name), DynamoCardFacts(s.table_name))
+
+
+@lru_cache(maxsize=1)
 def cert_expiry_alerter() -> CertExpiryAlerter:
     """The daily expiry check: alerts to Slack when configured (else only logged)."""
     from hub.adapters.certificates import DynamoCertAlertClaims, DynamoCertificateRepository
@@ -473,6 +485,7 @@ def reset() -> None:
     api_key_admin.cache_clear()
     tenant_admin.cache_clear()
     integration_admin.cache_clear()
+    integration_cards.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
     webhook_config.cache_clear()

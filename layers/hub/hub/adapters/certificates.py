@@ -10,7 +10,9 @@ Items (PK / SK):
 - ``CERTALERT#<connection_id>#<not_after>#<bucket>`` / ``ALERT``  one expiry alert (TTL).
 
 Key shapes in hub.adapters.dynamo.keys. Connection ids are global (like integration ids) and
-each certificate belongs to one tenant.
+each certificate belongs to one tenant: an upload is refused (as a missing connection) when the
+id's certificate or connection is another tenant's. A certificate may be uploaded before its
+connection exists (a SEFAZ connection cannot be saved without one).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from hub.certificates.service import StoredCertificate, open_certificate
 from hub.delivery.port import ClientCertificate, DeliveryFailed
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination
-from hub.errors import NotFound
+from hub.errors import NotFound, StorageUnavailable
 from hub.outbox.events import EventType, OutboxEvent
 
 logger = logging.getLogger(__name__)
@@ -95,15 +97,32 @@ class DynamoCertificateRepository:
             "password_ciphertext": s.password_ciphertext,
             **keys.certificate_expiry_index_keys(iso(m.not_after), m.tenant_id, m.connection_id),
         }
+        ours = "attribute_not_exists(PK) OR tenant_id = :tenant"
+        # The connection itself, when it exists, must be this tenant's too: connection ids are
+        # global, and a certificate uploaded first (the page's SEFAZ form) must not claim the
+        # id of another tenant's connection (that tenant could then never upload its own).
+        connection_is_ours = {
+            "ConditionCheck": {
+                "TableName": self._table.name,
+                "Key": encode(keys.connection_key(m.connection_id)),
+                "ConditionExpression": ours,
+                "ExpressionAttributeValues": encode({":tenant": m.tenant_id}),
+            }
+        }
         try:
-            self._table.put(
-                item,
-                condition="attribute_not_exists(PK) OR tenant_id = :tenant",
-                values={":tenant": m.tenant_id},
+            self._table.transact(
+                [
+                    self._table.put_entry(item, condition=ours, values={":tenant": m.tenant_id}),
+                    connection_is_ours,
+                ]
             )
-        except ConditionFailed:
-            # Another tenant's connection: the same answer as a connection that does not exist.
-            raise NotFound("no such connection") from None
+        except TransactionCancelled as refused:
+            if any(code == "ConditionalCheckFailed" for code, _ in refused.reasons):
+                # Another tenant's connection or certificate: the answer of a missing connection.
+                raise NotFound("no such connection") from None
+            raise StorageUnavailable(
+                "certificate storage is busy, retry", details={"operation": "TransactWriteItems"}
+            ) from refused
 
     def get(self, connection_id: str) -> StoredCertificate | None:
         item = self._table.get(keys.certificate_key(connection_id))
@@ -131,7 +150,7 @@ def _listed(item: dict[str, Any]) -> CertificateExpiry:
     return CertificateExpiry(tenant_id=tenant_id, connection_id=connection_id, not_after=parse_iso(not_after))
 
 
-def _metadata(item: dict[str, Any]) -> CertificateMetadata:
+def metadata_from(item: dict[str, Any]) -> CertificateMetadata:
     return CertificateMetadata(
         tenant_id=str(item["tenant_id"]),
         connection_id=str(item["connection_id"]),
@@ -155,7 +174,7 @@ def _stored_from(item: dict[str, Any]) -> StoredCertificate:
         algorithm=str(item["algorithm"]),
     )
     return StoredCertificate(
-        metadata=_metadata(item),
+        metadata=metadata_from(item),
         sealed=sealed,
         uploaded_at=datetime.strptime(str(item["uploaded_at"]), "%Y-%m-%dT%H:%M:%S.%f%z"),
         uploaded_by=str(item.get("uploaded_by", "")),

@@ -11,8 +11,10 @@ learns nothing about other tenants; a role too low for the action answers 403 `f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from hub.errors import Forbidden, NotFound
 
@@ -72,6 +74,84 @@ class Principal:
                 f"the token's role ({self.role.value}) may not do this",
                 details={"role": self.role.value, "needs": role.value},
             )
+
+
+class Action(StrEnum):
+    """What the operator's page offers, by name (`GET /api/admin/me`'s `can`)."""
+
+    #: Read every view of the token's scope (queue, messages, integrations, audit, ...).
+    VIEW = "view"
+    #: Run a message type's mapping on a sample payload (no side effect).
+    PREVIEW = "preview"
+    REPROCESS = "reprocess"
+    CANCEL = "cancel"
+    #: Pause and resume a connection.
+    PAUSE = "pause"
+    TEST_CONNECTION = "test_connection"
+    #: Enable or disable a webhook subscription, replay its failed deliveries.
+    MANAGE_DELIVERIES = "manage_deliveries"
+    #: Move a dead-letter lane back to the pipeline (platform).
+    REDRIVE = "redrive"
+    #: Create, change and delete integrations, connections, subscriptions; tenant settings.
+    CONFIGURE = "configure"
+    #: Upload a connection's client certificate.
+    MANAGE_CERTIFICATES = "manage_certificates"
+    #: Create, rotate and revoke partner API keys and status-callback tokens.
+    MANAGE_KEYS = "manage_keys"
+    #: Create and revoke admin tokens (never above the creator's role).
+    MANAGE_TOKENS = "manage_tokens"
+    #: List the tenants (platform).
+    LIST_TENANTS = "list_tenants"
+    #: Create, disable and enable tenants (platform).
+    MANAGE_TENANTS = "manage_tenants"
+
+
+@dataclass(frozen=True)
+class Permission:
+    role: Role
+    #: Only a platform token may (whatever a tenant token's role).
+    platform_only: bool = False
+
+
+#: The role (and scope) each action needs: the same `require` / `require_platform` calls the
+#: admin routes make (tests/integration/test_whoami.py checks a route per action against it).
+PERMISSIONS: Mapping[Action, Permission] = {
+    Action.VIEW: Permission(Role.VIEWER),
+    Action.PREVIEW: Permission(Role.VIEWER),
+    Action.REPROCESS: Permission(Role.OPERATOR),
+    Action.CANCEL: Permission(Role.OPERATOR),
+    Action.PAUSE: Permission(Role.OPERATOR),
+    Action.TEST_CONNECTION: Permission(Role.OPERATOR),
+    Action.MANAGE_DELIVERIES: Permission(Role.OPERATOR),
+    Action.REDRIVE: Permission(Role.OPERATOR, platform_only=True),
+    Action.CONFIGURE: Permission(Role.ADMIN),
+    Action.MANAGE_CERTIFICATES: Permission(Role.ADMIN),
+    Action.MANAGE_KEYS: Permission(Role.ADMIN),
+    Action.MANAGE_TOKENS: Permission(Role.ADMIN),
+    Action.LIST_TENANTS: Permission(Role.VIEWER, platform_only=True),
+    Action.MANAGE_TENANTS: Permission(Role.ADMIN, platform_only=True),
+}
+
+
+def allowed_actions(principal: Principal) -> dict[str, bool]:
+    """Every action, and whether `principal` may take it within its own scope: what the page
+    offers (it offers nothing the API would refuse with 403)."""
+    return {
+        action.value: principal.role.covers(needs.role) and (principal.platform or not needs.platform_only)
+        for action, needs in PERMISSIONS.items()
+    }
+
+
+def whoami(principal: Principal) -> dict[str, Any]:
+    """`GET /api/admin/me`: the token's identity, scope and what it may do (never the token)."""
+    return {
+        "token_id": principal.token_id,
+        "label": principal.label,
+        "role": principal.role.value,
+        "tenant_id": principal.tenant_id,
+        "platform": principal.platform,
+        "can": allowed_actions(principal),
+    }
 
 
 #: The bootstrap token's principal: a platform admin, for the first login (it creates the real

@@ -222,6 +222,14 @@ class IntegrationAdmin:
             config = integration.message_type_config(message_type)
         return {"message_type": message_type, **preview_message(config, payload)}
 
+    def preview_unsaved(
+        self, tenant_id: str, config: MessageTypeConfig, payload: dict[str, Any] | str
+    ) -> dict[str, Any]:
+        """`preview_message` under `config` alone, for a form whose integration is not saved
+        yet (the create form). Nothing is read but the tenant; nothing is written or sent."""
+        self._tenant(tenant_id)
+        return preview_message(config, payload)
+
     # --- writes ----------------------------------------------------------------------------
 
     def create(self, principal: Principal, tenant_id: str, body: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,8 @@ _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _ser = TypeSerializer()
 _deser = TypeDeserializer()
 _MAX_BATCH_ROUNDS = 5
+#: Keys per BatchGetItem request (DynamoDB's limit).
+BATCH_GET_LIMIT = 100
 #: DynamoDB bills a standard write per started KB of the item.
 WRITE_UNIT_BYTES = 1024
 
@@ -196,7 +198,16 @@ class Table:
         return decode(found) if found else None
 
     def batch_get(self, keys: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """Consistent BatchGetItem, following UnprocessedKeys; items by (PK, SK)."""
+        """Consistent BatchGetItem, following UnprocessedKeys; items by (PK, SK). A key asked
+        twice is asked once (DynamoDB refuses duplicates); more than 100 keys (its limit per
+        request) take one request per 100."""
+        unique = list({(k["PK"], k["SK"]): k for k in keys}.values())
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for start in range(0, len(unique), BATCH_GET_LIMIT):
+            found.update(self._batch_get(unique[start : start + BATCH_GET_LIMIT]))
+        return found
+
+    def _batch_get(self, keys: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}
         request: dict[str, Any] = {self.name: {"Keys": [encode(k) for k in keys], "ConsistentRead": True}}
         try:
