@@ -1,0 +1,194 @@
+"""The operator's web page (issue 13) in a real browser: Playwright driving Debian's Chromium
+against the local stack's admin Function URL, with real destinations on 127.0.0.1. Skipped with
+the reason printed when Chromium or Playwright is missing (`.ci/run` installs Chromium)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_TENANT_ID
+from tests import browser
+from tests.destinations import Answer, HttpDestination
+from tests.e2e.test_failures import AUTO, integration, post
+from tests.pipeline import wait_for_status
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page")]
+
+WHY_NOT = browser.unavailable()
+if WHY_NOT:
+    pytest.skip(f"browser tests skipped: {WHY_NOT}", allow_module_level=True)
+
+from playwright.sync_api import expect  # noqa: E402 - only once the skip above did not happen
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    with browser.chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def admin_url(local_stack) -> str:
+    return str(local_stack.function_urls["AdminApiFunction"]).rstrip("/")
+
+
+@pytest.fixture
+def page(chromium: Browser, admin_url: str) -> Iterator[Page]:
+    """A fresh browser context (its own sessionStorage) on the admin Function URL."""
+    context = chromium.new_context(base_url=admin_url, viewport={"width": 1360, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(20_000)
+    errors: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    yield opened
+    context.close()
+    # A script error or a CSP violation on any page is a defect, not noise. A 403/404/409 the
+    # test provoked is logged by Chromium as a failed resource: those are expected answers.
+    unexpected = [e for e in errors if not re.search(r"status of (401|403|404|409|422)", e)]
+    assert unexpected == []
+
+
+@pytest.fixture
+def destination() -> Iterator[HttpDestination]:
+    with HttpDestination() as server:
+        yield server
+
+
+def sign_in(page: Page, token: str, path: str = "/admin/queue") -> None:
+    page.goto(path)
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_be_visible()
+
+
+def admin_token(admin: httpx.Client, role: str) -> str:
+    answer = admin.post(
+        "/api/admin/tokens",
+        json={"label": f"page-{role}-{uuid.uuid4().hex[:6]}", "role": role, "tenant_id": DEMO_TENANT_ID},
+    )
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["token"])
+
+
+def row(page: Page, message_id: str) -> Any:
+    return page.locator(f'tr[data-message-id="{message_id}"]')
+
+
+def test_the_page_is_served_with_a_strict_policy_and_no_cookie(admin_url: str) -> None:
+    answer = httpx.get(f"{admin_url}/admin/queue", timeout=30, trust_env=False)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in answer.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+    assert "set-cookie" not in answer.headers
+    assert httpx.get(f"{admin_url}/admin/static/nope.js", timeout=30, trust_env=False).status_code == 404
+    assert httpx.post(f"{admin_url}/admin/queue", timeout=30, trust_env=False).status_code == 405
+
+
+def test_a_wrong_token_is_refused_and_a_right_one_signs_in(page: Page) -> None:
+    page.goto("/admin")
+    page.get_by_label("Admin token").fill("hub_admin_not-a-real-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("unauthorized")
+
+    page.get_by_label("Admin token").fill(DEMO_ADMIN_TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+
+    expect(page.locator("#who")).to_contain_text("admin")
+    # The token lives in this tab's sessionStorage only: no cookie was set.
+    assert page.context.cookies() == []
+
+
+def test_an_operator_reprocesses_a_dead_lettered_message_and_watches_it_become_sent(
+    page: Page, api, local_stack, destination: HttpDestination
+) -> None:
+    destination.script(Answer(503))
+    dead_letter = AUTO.model_copy(update={"retry_max": 1, "retry_dead_letter": True})
+    message_id = post(api, integration(local_stack, destination, dead_letter))
+    wait_for_status(api, message_id, "dead_letter", timeout=60)
+    destination.script(Answer(200))
+
+    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=dead_letter")
+    expect(page.get_by_role("tab", name="Dead-letter")).to_have_attribute("aria-selected", "true")
+    expect(row(page, message_id)).to_contain_text("dead letter")
+    browser.screenshot(page, "queue")
+    row(page, message_id).get_by_role("button", name="Reprocess").click()
+    expect(page.get_by_role("dialog")).to_contain_text(message_id)
+    page.get_by_role("dialog").get_by_role("button", name="Reprocess").click()
+
+    # The row redraws from the API's answers, without a reload of the page.
+    expect(row(page, message_id)).to_contain_text("sent", timeout=45_000)
+    assert wait_for_status(api, message_id, "sent")["pipeline_status"] == "sent"
+    assert len(destination.requests) == 3
+
+
+def test_an_operator_cancels_a_waiting_retry(
+    page: Page, api, local_stack, destination: HttpDestination
+) -> None:
+    destination.script(Answer(503))
+    slow = AUTO.model_copy(update={"ladder_seconds": (600,)})
+    message_id = post(api, integration(local_stack, destination, slow))
+    wait_for_status(api, message_id, "retry_pending")
+
+    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=waiting")
+    waiting = row(page, message_id)
+    expect(waiting).to_contain_text("retry 1 of 3")
+    expect(waiting).to_contain_text("in 10 min")
+    waiting.get_by_role("button", name="Cancel").click()
+    page.get_by_role("dialog").get_by_role("button", name="Cancel message").click()
+
+    expect(waiting).to_contain_text("cancelled")
+    expect(waiting.get_by_role("button")).to_have_count(0)
+    assert wait_for_status(api, message_id, "cancelled")["next_retry_at"] is None
+
+
+def test_the_message_detail_shows_its_timeline(
+    page: Page, api, local_stack, destination: HttpDestination
+) -> None:
+    destination.script(Answer(503), Answer(200))
+    message_id = post(api, integration(local_stack, destination, AUTO))
+    wait_for_status(api, message_id, "sent", timeout=45)
+
+    sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
+
+    expect(page.get_by_role("heading", name=re.compile(message_id))).to_be_visible()
+    timeline = page.locator("ol.timeline")
+    expect(timeline).to_contain_text("deliver")
+    expect(page.locator("pre[data-part=payload]")).to_contain_text("PO-")
+    browser.screenshot(page, "message-timeline")
+
+
+def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(
+    page: Page, api, admin, local_stack, destination: HttpDestination
+) -> None:
+    destination.script(Answer(503))
+    dead_letter = AUTO.model_copy(update={"retry_max": 0, "retry_dead_letter": True})
+    message_id = post(api, integration(local_stack, destination, dead_letter))
+    wait_for_status(api, message_id, "dead_letter", timeout=60)
+    viewer = admin_token(admin, "viewer")
+
+    sign_in(page, viewer, "/admin/queue?tab=dead_letter")
+
+    expect(row(page, message_id)).to_be_visible()
+    expect(page.locator("main").get_by_role("button", name=re.compile("Reprocess|Cancel"))).to_have_count(0)
+    forged = page.evaluate(
+        """async ([token, id]) => {
+            const answer = await fetch('/api/edi-hub/reprocess-message', {method: 'POST',
+              headers: {Authorization: 'Bearer ' + token, 'Content-Type': 'application/json'},
+              body: JSON.stringify({message_id: id})});
+            return [answer.status, (await answer.json()).error.code];
+        }""",
+        [viewer, message_id],
+    )
+    assert forged == [403, "forbidden"]
+    assert wait_for_status(api, message_id, "dead_letter")["pipeline_status"] == "dead_letter"
