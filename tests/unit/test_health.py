@@ -167,6 +167,16 @@ class TestMetrics:
         assert answer.lanes[0].oldest_message_age_seconds == 40  # the last 5 minutes only
         assert answer.lanes[0].dlq_depth == len("https://q/pipe-dlq") + 1
 
+    def test_each_queue_is_read_once(self) -> None:
+        gauges = Gauges()
+        health = build(gauges=gauges)
+        health.webhooks_queue_url = "https://q/pipe"  # a queue both a lane and the outbox show
+
+        build_answer = health.view(PLATFORM, None)
+
+        assert build_answer.outbox is not None
+        assert sorted(gauges.asked) == ["https://q/outbox-dlq", "https://q/pipe", "https://q/pipe-dlq"]
+
     def test_a_failing_source_leaves_its_sections_null_and_names_it(self) -> None:
         no_metrics = build(metrics=Metrics(failing=True)).view(PLATFORM, None)
         no_queues = build(gauges=Gauges(failing=True)).view(PLATFORM, None)

@@ -253,7 +253,8 @@ class Health:
         if principal.platform:
             series = self._metrics(now, unavailable)
             try:
-                lanes, outbox = self._lanes(series, now), self._outbox()
+                depths = self._depths()
+                lanes, outbox = self._lanes(depths, series, now), self._outbox(depths)
             except ServiceUnavailable:
                 unavailable.append("queues")
             if series is not None:
@@ -321,11 +322,19 @@ class Health:
             )
         return queries
 
-    def _lanes(self, series: dict[str, Series] | None, now: datetime) -> list[LaneHealth]:
+    def _depths(self) -> dict[str, QueueDepth]:
+        """Each queue the view shows, read once (GetQueueAttributes each)."""
+        urls = [url for lane in self.lanes for url in (lane.work_queue_url, lane.dead_letter_queue_url)]
+        urls += [self.outbox_dlq_url, self.webhooks_queue_url]
+        return {url: self.gauges.depth(url) for url in dict.fromkeys(urls)}
+
+    def _lanes(
+        self, depths: Mapping[str, QueueDepth], series: dict[str, Series] | None, now: datetime
+    ) -> list[LaneHealth]:
         lanes = []
         for index, lane in enumerate(self.lanes):
-            depth = self.gauges.depth(lane.work_queue_url)
-            dlq = self.gauges.depth(lane.dead_letter_queue_url)
+            depth = depths[lane.work_queue_url]
+            dlq = depths[lane.dead_letter_queue_url]
             age = None
             if series is not None:
                 recent = [value for at, value in series.get(f"age_{index}", []) if at >= now - AGE_SPAN]
@@ -343,10 +352,10 @@ class Health:
             )
         return lanes
 
-    def _outbox(self) -> OutboxHealth:
+    def _outbox(self, depths: Mapping[str, QueueDepth]) -> OutboxHealth:
         return OutboxHealth(
-            publisher_dlq_depth=self.gauges.depth(self.outbox_dlq_url).total,
-            pending_webhook_deliveries=self.gauges.depth(self.webhooks_queue_url).total,
+            publisher_dlq_depth=depths[self.outbox_dlq_url].total,
+            pending_webhook_deliveries=depths[self.webhooks_queue_url].total,
         )
 
     # --- a tenant: GSI1 ----------------------------------------------------------------------
