@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 
 import httpx
-
 import pytest
 
 from devstack.demo import DEMO_ADMIN_TOKEN, parameter_overrides
