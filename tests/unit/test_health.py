@@ -177,6 +177,23 @@ class TestMetrics:
         assert build_answer.outbox is not None
         assert sorted(gauges.asked) == ["https://q/outbox-dlq", "https://q/pipe", "https://q/pipe-dlq"]
 
+    def test_a_read_is_reused_for_a_minute_within_the_hour(self) -> None:
+        clock = [NOW]
+        metrics = Metrics()
+        health = build(metrics=metrics)
+        health.clock = lambda: clock[0]
+
+        for moment in (NOW, NOW + timedelta(seconds=59), NOW + timedelta(seconds=60)):
+            clock[0] = moment
+            health.view(PLATFORM, None)
+        clock[0] = NOW.replace(minute=59, second=59)
+        health.view(PLATFORM, None)
+        health.metrics_cache = timedelta(hours=2)
+        clock[0] = NOW.replace(hour=11, minute=0, second=1)  # a new hour: a new bucket to show
+        health.view(PLATFORM, None)
+
+        assert len(metrics.reads) == 4
+
     def test_a_failing_source_leaves_its_sections_null_and_names_it(self) -> None:
         no_metrics = build(metrics=Metrics(failing=True)).view(PLATFORM, None)
         no_queues = build(gauges=Gauges(failing=True)).view(PLATFORM, None)

@@ -77,6 +77,8 @@ class Settings(BaseModel):
     outbox_dlq_url: str | None = None
     metrics_namespace: str | None = None
     service_name: str | None = None
+    #: How long an admin API instance reuses the Health view's CloudWatch read (seconds).
+    health_metrics_cache_seconds: int = Field(default=60, ge=0, le=3600)
     #: Pause and circuit breaker (issue 12). The breaker is on unless this is false (a paused
     #: connection holds deliveries either way).
     circuit_breaker: bool = True
@@ -144,6 +146,7 @@ _ENV = {
     "outbox_dlq_url": "HUB_OUTBOX_DLQ_URL",
     "metrics_namespace": "POWERTOOLS_METRICS_NAMESPACE",
     "service_name": "POWERTOOLS_SERVICE_NAME",
+    "health_metrics_cache_seconds": "HUB_HEALTH_METRICS_CACHE_SECONDS",
     "circuit_breaker": "HUB_CIRCUIT_BREAKER",
     "breaker_cooldown_seconds": "HUB_BREAKER_COOLDOWN_SECONDS",
     "release_rate_per_second": "HUB_RELEASE_RATE_PER_SECOND",

@@ -228,6 +228,8 @@ def operations() -> Operations:
 def health() -> Health:
     """The admin Health view: the pipeline and webhooks lanes, the outbox publisher's DLQ,
     CloudWatch metrics and GSI1's status partitions."""
+    from datetime import timedelta
+
     from hub.adapters.cloudwatch import CloudWatchMetricReader
     from hub.adapters.dynamo.status_index import DynamoStatusIndex
     from hub.adapters.sqs import SqsQueueGauges
@@ -260,6 +262,7 @@ def health() -> Health:
         redrivable=frozenset({"pipeline"}),
         outbox_dlq_url=str(outbox_dlq),
         webhooks_queue_url=str(webhooks_queue),
+        metrics_cache=timedelta(seconds=s.health_metrics_cache_seconds),
     )
 
 

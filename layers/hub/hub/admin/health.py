@@ -19,7 +19,7 @@ A queue or CloudWatch that cannot answer leaves its section null and names it in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -230,6 +230,10 @@ class Health:
     webhooks_queue_url: str
     clock: Callable[[], datetime] = utcnow
     max_pages: int = MAX_PAGES
+    #: How long this instance reuses a metrics read: CloudWatch bills every metric read
+    #: (~20 a read) and its datapoints are a minute apart anyway.
+    metrics_cache: timedelta = timedelta(seconds=60)
+    _cached: tuple[datetime, dict[str, Series]] | None = field(default=None, init=False, repr=False)
 
     def view(self, principal: Principal, tenant_id: str | None) -> HealthAnswer:
         """The Health view for `principal`: a tenant's token must name its tenant (it sees that
@@ -275,12 +279,18 @@ class Health:
     # --- platform: queues and metrics --------------------------------------------------------
 
     def _metrics(self, now: datetime, unavailable: list[str]) -> dict[str, Series] | None:
+        if self._cached is not None:
+            read_at, series = self._cached
+            if read_at <= now < read_at + self.metrics_cache and _hour_of(read_at) == _hour_of(now):
+                return series
         start = _hour_of(now) - timedelta(hours=HOURS - 1)
         try:
-            return self.metrics.read(self.queries(), start, now)
+            series = self.metrics.read(self.queries(), start, now)
         except ServiceUnavailable:
             unavailable.append("metrics")
             return None
+        self._cached = (now, series)
+        return series
 
     def queries(self) -> list[MetricQuery]:
         """Every metric one page load reads, in one GetMetricData."""
