@@ -285,7 +285,9 @@ class Health:
                 return series
         start = _hour_of(now) - timedelta(hours=HOURS - 1)
         try:
-            series = self.metrics.read(self.queries(), start, now)
+            # The end a minute ahead: a datapoint of this very second is in (CloudWatch may
+            # round EndTime down, moto does), and the future holds none.
+            series = self.metrics.read(self.queries(), start, now + timedelta(minutes=1))
         except ServiceUnavailable:
             unavailable.append("metrics")
             return None

@@ -129,7 +129,7 @@ class TestMetrics:
         build(metrics=metrics).view(PLATFORM, None)
 
         [(queries, start, end)] = metrics.reads
-        assert (start, end) == (datetime(2026, 11, 30, 11, tzinfo=UTC), NOW)
+        assert (start, end) == (datetime(2026, 11, 30, 11, tzinfo=UTC), NOW + timedelta(minutes=1))
         by_id = {q.id: q for q in queries}
         assert by_id["sent"].dimensions == (("service", "hub-dev"), ("step", "deliver"))
         assert by_id["received"].dimensions == (("service", "hub-dev"),)
