@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import json
 import logging
 import multiprocessing
@@ -21,7 +22,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -110,8 +111,48 @@ def _exception_payload(exc: BaseException, request_id: str) -> dict[str, Any]:
     }
 
 
+class _LogStream(io.TextIOBase):
+    """The instance's stdout, standing for its CloudWatch log stream: every line still goes to
+    the real stdout, and the EMF documents among them (what CloudWatch turns into metrics) are
+    also kept, to go back to the parent with the invocation's answer (devstack/emf.py)."""
+
+    def __init__(self, out: Any) -> None:
+        super().__init__()
+        self._out = out
+        self._partial = ""
+        self._emf: list[str] = []
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self._out, "encoding", "utf-8"))
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, text: str) -> int:
+        written = self._out.write(text)
+        self._partial += text
+        if "\n" in self._partial:
+            *lines, self._partial = self._partial.split("\n")
+            text_lines = (line.strip() for line in lines)
+            self._emf += [line for line in text_lines if line.startswith("{") and '"_aws"' in line]
+        return int(written) if written is not None else len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def drain_emf(self) -> list[str]:
+        lines, self._emf = self._emf, []
+        return lines
+
+
 def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
     """Entry point of an instance process: init once, then serve invocations until EOF."""
+    log_stream = _LogStream(sys.stdout)
+    sys.stdout = log_stream
     os.environ.clear()
     os.environ.update(boot["env"])
     sys.path[:0] = boot["paths"]
@@ -143,7 +184,7 @@ def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
             print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr)
             traceback.print_exc()
             reply = ("error", json.dumps(_exception_payload(exc, request_id)))
-        conn.send(reply)
+        conn.send((*reply, log_stream.drain_emf()))
 
 
 # --- parent side -----------------------------------------------------------------------
@@ -171,8 +212,16 @@ class FunctionPool:
     killed and replaced on the next invocation (a new cold start), as Lambda does.
     """
 
-    def __init__(self, spec: FunctionSpec, runtime_env: Mapping[str, str], max_instances: int = 4) -> None:
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        runtime_env: Mapping[str, str],
+        max_instances: int = 4,
+        on_emf: Callable[[list[str]], None] | None = None,
+    ) -> None:
         self.spec = spec
+        #: Gets the EMF lines each invocation printed (the stack publishes them as metrics).
+        self._on_emf = on_emf
         self._runtime_env = dict(runtime_env)
         self._max_instances = max_instances
         self._context = multiprocessing.get_context("spawn")
@@ -310,11 +359,13 @@ class FunctionPool:
                 return InvocationResult(
                     request_id, error=_error("Sandbox.Timedout", message, request_id)
                 ), False
-            status, body = instance.conn.recv()
+            status, body, emf = instance.conn.recv()
         except (EOFError, OSError, ValueError):  # instance died or was killed by close()
             return InvocationResult(
                 request_id, error=_error("Runtime.ExitError", "instance exited during invocation", request_id)
             ), False
+        if emf and self._on_emf is not None:
+            self._on_emf(emf)
         if status == "ok":
             return InvocationResult(request_id, payload=json.loads(body)), True
         error = json.loads(body)

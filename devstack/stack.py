@@ -22,14 +22,17 @@ from botocore.config import Config
 
 from devstack.cfn import ACCOUNT_ID, UnresolvedReference, load_template
 from devstack.echo import EchoServer
+from devstack.emf import EmfPublisher
 from devstack.functions import FunctionBuilder, FunctionModel, needs_implicit_http_api, url_function_ids
 from devstack.http_gateway import Gateway, Route
 from devstack.lambda_runtime import FunctionPool, InvocationError, InvocationResult
+from devstack.poller import Poller
 from devstack.provision import IMPLICIT_HTTP_API, Provisioner, api_id_for, resolve_parameters
 from devstack.request_counter import RequestCounter
 from devstack.request_counter import install as install_request_counter
 from devstack.scheduler import Scheduler
 from devstack.sns_source import SnsGateway
+from devstack.sqs_metrics import SqsMetricsPublisher
 from devstack.sqs_source import SqsPoller
 from devstack.stream_source import StreamPoller
 
@@ -61,6 +64,7 @@ class LocalStack:
         sqs_pollers_per_source: int = 1,
         env_overrides: Mapping[str, Mapping[str, str]] | None = None,
         count_aws_requests: bool = False,
+        sqs_metrics_interval: float = 60.0,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         template = Path(template_path)
@@ -81,7 +85,12 @@ class LocalStack:
         self._gateways: list[Gateway] = []
         self._api: Gateway | None = None
         self._url_gateways: dict[str, Gateway] = {}
-        self._pollers: list[SqsPoller | StreamPoller] = []
+        self._pollers: list[Poller] = []
+        #: CloudWatch's part, locally: functions' EMF lines become metrics, and every queue's
+        #: AWS/SQS metrics are published each `sqs_metrics_interval` seconds (AWS: a minute).
+        self.sqs_metrics_interval = sqs_metrics_interval
+        self.emf: EmfPublisher | None = None
+        self.sqs_metrics: SqsMetricsPublisher | None = None
         self.scheduler: Scheduler | None = None
         self.echo: EchoServer | None = None
         self._sns: SnsGateway | None = None
@@ -171,6 +180,9 @@ class LocalStack:
         global _live_stacks
         for poller in self._pollers:
             poller.stop()
+        if self.emf is not None:
+            self.emf.stop()
+            self.emf = None
         if self.scheduler is not None:
             self.scheduler.stop()
         for gateway in self._gateways:
@@ -284,8 +296,10 @@ class LocalStack:
         self.outputs = self._outputs(template, provisioner)
 
         runtime_env = self.env | {"POWERTOOLS_TRACE_DISABLED": "true"}  # see function_environment
+        self.emf = EmfPublisher(clients["cloudwatch"])
+        self.emf.start()
         self._pools = {
-            logical_id: FunctionPool(spec, runtime_env, self.max_instances)
+            logical_id: FunctionPool(spec, runtime_env, self.max_instances, on_emf=self.emf.submit)
             for logical_id, spec in self.model.specs.items()
         }
         self._api.set_routes(self.model.routes)
@@ -336,6 +350,10 @@ class LocalStack:
                     sns=clients["sns"],
                 )
             )
+        self.sqs_metrics = SqsMetricsPublisher(
+            clients["cloudwatch"], ACCOUNT_ID, self.region, self.sqs_metrics_interval
+        )
+        self._pollers.append(self.sqs_metrics)
         for poller in self._pollers:
             poller.start()
         if self.model.sns_sources:

@@ -20,6 +20,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SecretStr, mod
 from hub.admin.access import Principal, Role, whoami
 from hub.admin.api_keys import ApiKeyNotActive, UnknownIntegrations
 from hub.admin.connections import CertificateRequired, ConnectionExists, ConnectionInUse, ConnectionSpec
+from hub.admin.health import HealthAnswer
 from hub.admin.integrations import IntegrationBody, IntegrationExists, IntegrationInUse, UnknownConnection
 from hub.admin.operations import DeliveryInProgress, ExecutionInFlight, NotCancellable, QueueTab
 from hub.admin.subscriptions import SubscriptionDisabled, SubscriptionExists, TooManySecrets
@@ -77,6 +78,7 @@ from hub.wiring import (
     certificate_service,
     connection_admin,
     connection_control,
+    health,
     integration_admin,
     integration_cards,
     operations,
@@ -1402,6 +1404,39 @@ def preview_unsaved_mapping(tenant_id: str) -> Response:
     return json_response(
         200, integration_admin().preview_unsaved(path.tenant_id, request.config, request.payload)
     )
+
+
+# --- Issue 13: health API (backend of the page's Health view) --------------------------------
+
+
+class HealthQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    #: The tenant whose integrations to show; required with a tenant's token.
+    tenant_id: Id | None = None
+
+
+@app.get(
+    "/api/admin/health",
+    **answers(
+        "Lanes, outbox, per-integration failures and the hub's counters (the Health view)",
+        ok={200: HealthAnswer},
+        errors=(*ADMIN, ValidationFailed),
+        tags=["health"],
+        description=(
+            "Viewer role. A platform token sees every lane (work queue depths, DLQ depth, age of "
+            "the oldest step message), the outbox, the hub's counters and 24 hourly counts; with "
+            "`tenant_id`, also that tenant's integrations over the last hour. A tenant's token must "
+            "give its own `tenant_id` and sees only its integrations (lanes, outbox, counters and "
+            "hourly are null). A section whose source did not answer is null and named in "
+            "`unavailable`."
+        ),
+    ),
+)
+@documented(query=HealthQuery)
+def health_view() -> Response:
+    query = parse_query(app.current_event, HealthQuery)
+    answer = health().view(_principal(), query.tenant_id)
+    return json_response(200, answer.model_dump(mode="json"))
 
 
 @gc_after_first_invocation

@@ -36,7 +36,11 @@ def local_stack(slack: HttpDestination) -> Iterator[LocalStack]:
     }
     # These tests rewrite the demo integration between cases: no configuration cache, so each
     # case sees its own at once (the cache itself is tested in the integration tier).
-    no_cache = {name: {"HUB_CONFIG_CACHE_SECONDS": "0"} for name in function_names()}
+    # Nor the Health view's metrics cache (issue 13): a case polls it for a metric to arrive.
+    no_cache = {
+        name: {"HUB_CONFIG_CACHE_SECONDS": "0", "HUB_HEALTH_METRICS_CACHE_SECONDS": "0"}
+        for name in function_names()
+    }
     with local_stack_on_free_ports(
         stack_name="hub-e2e", parameter_overrides=overrides, env_overrides=no_cache
     ) as stack:

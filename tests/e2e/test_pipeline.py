@@ -134,3 +134,27 @@ def test_an_alarm_published_to_the_alert_topic_reaches_slack(local_stack, slack:
 
     (text,) = wait_for(alarm_posts)
     assert "Reason: Threshold Crossed" in text
+
+
+def test_the_health_view_counts_a_received_message_from_the_functions_emf(
+    api: httpx.Client, admin: httpx.Client, local_stack
+):
+    """Local = cloud (issue 13): the ingest function prints MessagesReceived as EMF, the local
+    stack turns it into a CloudWatch metric as AWS does, and the admin API reads it back."""
+    body = demo_body()
+    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+    assert api.post("/api/edi-hub/receive-message", json=body).status_code == 202
+
+    deadline = time.monotonic() + 30
+    while True:
+        answer = admin.get("/api/admin/health", params={"tenant_id": DEMO_TENANT_ID})
+        assert answer.status_code == 200, answer.text
+        health = answer.json()
+        if health["hourly"][-1]["received"] >= 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+
+    assert health["hourly"][-1]["received"] >= 1
+    assert health["unavailable"] == []
+    assert {lane["lane"] for lane in health["lanes"]} == {"pipeline", "webhooks"}
+    assert health["integrations"]["tenant_id"] == DEMO_TENANT_ID

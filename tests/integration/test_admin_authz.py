@@ -99,6 +99,7 @@ ROUTES = [
     ),
     Route("integration view", _get("/api/admin/integrations/int_erp"), Role.VIEWER, repeatable=True),
     Route("queue", _get("/api/admin/queue", tenant_id=TENANT, tab="error"), Role.VIEWER, repeatable=True),
+    Route("health", _get("/api/admin/health", tenant_id=TENANT), Role.VIEWER, repeatable=True),
     Route(
         "dlq redrive",
         _post("/api/admin/dlq/pipeline/redrive"),

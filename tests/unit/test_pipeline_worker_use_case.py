@@ -108,6 +108,8 @@ class TestObservability:
         assert (final.dest_status, final.dest_status_text) == ("skipped_observability", OBSERVABILITY_TEXT)
         assert world.connector.requests == []
         assert world.steps_logged(record.message_id) == [("process", "success"), ("observability", "skipped")]
+        # Counted for the admin Health view's hourly chart (issue 13).
+        assert world.hub.metrics.total("MessagesObserved") == 1
 
 
 class TestDuplicateHandling:

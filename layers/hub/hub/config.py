@@ -70,6 +70,15 @@ class Settings(BaseModel):
     #: for the sender's retries, its ARN (the target of the retry schedules).
     webhooks_queue_url: str | None = None
     webhooks_queue_arn: str | None = None
+    #: The admin Health view (issue 13): the DLQs it reports the depth of (the pipeline's is
+    #: `pipeline_dlq_url`), and where the functions' EMF metrics land (Powertools' namespace and
+    #: `service` dimension, from the template's Globals).
+    webhooks_dlq_url: str | None = None
+    outbox_dlq_url: str | None = None
+    metrics_namespace: str | None = None
+    service_name: str | None = None
+    #: How long an admin API instance reuses the Health view's CloudWatch read (seconds).
+    health_metrics_cache_seconds: int = Field(default=60, ge=0, le=3600)
     #: Pause and circuit breaker (issue 12). The breaker is on unless this is false (a paused
     #: connection holds deliveries either way).
     circuit_breaker: bool = True
@@ -92,6 +101,10 @@ class Settings(BaseModel):
         "event_bus_name",
         "webhooks_queue_url",
         "webhooks_queue_arn",
+        "webhooks_dlq_url",
+        "outbox_dlq_url",
+        "metrics_namespace",
+        "service_name",
         mode="before",
     )
     @classmethod
@@ -129,6 +142,11 @@ _ENV = {
     "bus_event_types": "HUB_BUS_EVENT_TYPES",
     "webhooks_queue_url": "HUB_WEBHOOKS_QUEUE_URL",
     "webhooks_queue_arn": "HUB_WEBHOOKS_QUEUE_ARN",
+    "webhooks_dlq_url": "HUB_WEBHOOKS_DLQ_URL",
+    "outbox_dlq_url": "HUB_OUTBOX_DLQ_URL",
+    "metrics_namespace": "POWERTOOLS_METRICS_NAMESPACE",
+    "service_name": "POWERTOOLS_SERVICE_NAME",
+    "health_metrics_cache_seconds": "HUB_HEALTH_METRICS_CACHE_SECONDS",
     "circuit_breaker": "HUB_CIRCUIT_BREAKER",
     "breaker_cooldown_seconds": "HUB_BREAKER_COOLDOWN_SECONDS",
     "release_rate_per_second": "HUB_RELEASE_RATE_PER_SECOND",

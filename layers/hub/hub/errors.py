@@ -195,6 +195,12 @@ class QueueUnavailable(ServiceUnavailable):
     code = "queue_unavailable"
 
 
+class MetricsUnavailable(ServiceUnavailable):
+    """CloudWatch did not answer a metrics read (the admin Health view shows the rest)."""
+
+    code = "metrics_unavailable"
+
+
 class AlertChannelUnavailable(ServiceUnavailable):
     """Slack or email did not take an alert. Retryable: the alert stays pending and the event
     that raised it is retried, so an alert is never dropped silently."""

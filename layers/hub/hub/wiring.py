@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hub.admin.cards import IntegrationCards
     from hub.admin.connection_control import ConnectionControl
     from hub.admin.connections import ConnectionAdmin
+    from hub.admin.health import Health
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
     from hub.admin.subscriptions import SubscriptionAdmin
@@ -221,6 +222,48 @@ def operations() -> Operations:
         audit=_audit(),
         callbacks=DynamoStatusCallbacks(s.table_name),
         held=DynamoConnectionStates(s.table_name),
+    )
+
+
+@lru_cache(maxsize=1)
+def health() -> Health:
+    """The admin Health view: the pipeline and webhooks lanes, the outbox publisher's DLQ,
+    CloudWatch metrics and GSI1's status partitions."""
+    from datetime import timedelta
+
+    from hub.adapters.cloudwatch import CloudWatchMetricReader
+    from hub.adapters.dynamo.status_index import DynamoStatusIndex
+    from hub.adapters.sqs import SqsQueueGauges
+    from hub.admin.health import Health, HealthLane, MetricNames
+
+    s = settings()
+    pipeline_dlq, webhooks_queue, webhooks_dlq, outbox_dlq, namespace, service = needed = (
+        s.pipeline_dlq_url,
+        s.webhooks_queue_url,
+        s.webhooks_dlq_url,
+        s.outbox_dlq_url,
+        s.metrics_namespace,
+        s.service_name,
+    )
+    if not all(needed):
+        raise ConfigurationError(
+            "the health view needs HUB_PIPELINE_DLQ_URL, HUB_WEBHOOKS_QUEUE_URL, HUB_WEBHOOKS_DLQ_URL, "
+            "HUB_OUTBOX_DLQ_URL, POWERTOOLS_METRICS_NAMESPACE and POWERTOOLS_SERVICE_NAME"
+        )
+    return Health(
+        gauges=SqsQueueGauges(),
+        metrics=CloudWatchMetricReader(),
+        statuses=DynamoStatusIndex(s.table_name),
+        names=MetricNames(namespace=str(namespace), service=str(service)),
+        lanes=(
+            HealthLane("pipeline", s.pipeline_queue_url, str(pipeline_dlq)),
+            HealthLane("webhooks", str(webhooks_queue), str(webhooks_dlq)),
+        ),
+        # The lanes Operations redrives (wiring.operations).
+        redrivable=frozenset({"pipeline"}),
+        outbox_dlq_url=str(outbox_dlq),
+        webhooks_queue_url=str(webhooks_queue),
+        metrics_cache=timedelta(seconds=s.health_metrics_cache_seconds),
     )
 
 
@@ -503,6 +546,7 @@ def reset() -> None:
     outbox_publisher.cache_clear()
     status_callbacks.cache_clear()
     callback_token_admin.cache_clear()
+    health.cache_clear()
     settings.cache_clear()
 
 

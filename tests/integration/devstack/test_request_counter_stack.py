@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
+from devstack.demo import DEMO_ADMIN_TOKEN, parameter_overrides
 from devstack.request_counter import INDEX_WRITE, STRONG_READ, WRITE, RequestCounter, RequestKey, index_specs
 from devstack.stack import LocalStack
 from tests.aws import local_stack_on_free_ports
@@ -15,11 +17,20 @@ from tests.aws import local_stack_on_free_ports
 pytestmark = pytest.mark.xdist_group("devstack-counter")
 
 CALLER = "counter-test"
+ADMIN_CALLER = "admin-api"
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    with local_stack_on_free_ports(stack_name="hub-counter", count_aws_requests=True) as local:
+    with local_stack_on_free_ports(
+        stack_name="hub-counter",
+        count_aws_requests=True,
+        # The admin API opens to the demo token, and tags its calls (the Health view's cost).
+        parameter_overrides=parameter_overrides(),
+        env_overrides={
+            "AdminApiFunction": {"AWS_SDK_UA_APP_ID": ADMIN_CALLER, "HUB_HEALTH_METRICS_CACHE_SECONDS": "0"}
+        },
+    ) as local:
         yield local
 
 
@@ -107,3 +118,28 @@ def test_the_local_runtime_polling_is_counted_apart(counter: RequestCounter) -> 
         time.sleep(0.2)
     assert counter.requests("sqs", "ReceiveMessage", caller="") > 0
     assert counter.requests("sqs", "ReceiveMessage", caller=CALLER) == 0
+
+
+def test_one_health_page_load_costs_a_fixed_number_of_aws_requests(
+    stack: LocalStack, counter: RequestCounter
+) -> None:
+    """What docs/decisions.md (issue 13) says one Health view costs: for a platform token naming
+    a tenant, one GetQueueAttributes per queue shown (5), one GetMetricData, one Query per GSI1
+    status partition (3, one page each while a partition is small). The metrics read is cached
+    per instance for a minute (HUB_HEALTH_METRICS_CACHE_SECONDS, 0 here): uncached cost."""
+    url = stack.function_urls["AdminApiFunction"]
+    headers = {"Authorization": f"Bearer {DEMO_ADMIN_TOKEN}"}
+    with httpx.Client(base_url=url, headers=headers, timeout=30, trust_env=False) as admin:
+        assert admin.get("/api/admin/health").status_code == 200  # warm: token secret cached
+        counter.reset()
+        answer = admin.get("/api/admin/health", params={"tenant_id": "t1"})
+
+    assert answer.status_code == 200, answer.text
+    mine = {key: stats.requests for key, stats in counter.snapshot().items() if key.caller == ADMIN_CALLER}
+    by_service: dict[str, int] = {}
+    for key, requests in mine.items():
+        by_service[key.service] = by_service.get(key.service, 0) + requests
+    assert mine[RequestKey("sqs", "GetQueueAttributes", ADMIN_CALLER)] == 5
+    assert mine[RequestKey("dynamodb", "Query", ADMIN_CALLER)] == 3
+    assert by_service["monitoring"] == 1, mine
+    assert sum(mine.values()) == 5 + 3 + 1, mine

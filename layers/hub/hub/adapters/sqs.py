@@ -1,4 +1,4 @@
-"""SQS adapter: the pipeline lane's work queue."""
+"""SQS adapter: the pipeline lane's work queue, the DLQ redrive, and queue depths."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client
+from hub.admin.health import QueueDepth
 from hub.domain.message import StepMessage
 from hub.errors import QueueUnavailable
 
@@ -106,3 +107,27 @@ class SqsDeadLetterMover:
                 details={"operation": "redrive", "moved": moved},
             ) from exc
         return moved
+
+
+#: The depth attributes, one GetQueueAttributes per queue.
+_DEPTH_ATTRIBUTES = (
+    "ApproximateNumberOfMessages",
+    "ApproximateNumberOfMessagesNotVisible",
+    "ApproximateNumberOfMessagesDelayed",
+)
+
+
+class SqsQueueGauges:
+    """A queue's approximate depths (the admin Health view)."""
+
+    def depth(self, queue_url: str) -> QueueDepth:
+        try:
+            attributes = client("sqs").get_queue_attributes(
+                QueueUrl=queue_url, AttributeNames=list(_DEPTH_ATTRIBUTES)
+            )["Attributes"]
+        except (BotoCoreError, ClientError) as exc:
+            raise QueueUnavailable(
+                "a queue is temporarily unavailable", details={"operation": "GetQueueAttributes"}
+            ) from exc
+        visible, in_flight, delayed = (int(attributes.get(name, 0)) for name in _DEPTH_ATTRIBUTES)
+        return QueueDepth(visible=visible, in_flight=in_flight, delayed=delayed)

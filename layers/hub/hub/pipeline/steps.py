@@ -266,7 +266,7 @@ class Steps:
             entry = log_entry(
                 step, "observability", "skipped", started, self._clock(), detail=OBSERVABILITY_TEXT
             )
-            self.finish(
+            observed = self.finish(
                 step,
                 taken,
                 Outcome(
@@ -276,6 +276,9 @@ class Steps:
                 ),
                 prefix=log,
             )
+            if observed is not None:
+                # The Health view's hourly chart (issue 13); one undimensioned metric.
+                self._metrics.count("MessagesObserved")
             return StepReport(StepOutcome.DONE, "observed")
         destination = integration.destination
         if destination is None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page
-from hub.adapters.dynamo.table import Table
+from hub.adapters.dynamo.table import Table, format_ts
+from hub.admin.health import StatusRows
 from hub.domain.status import PipelineStatus
 from hub.ports import QueuePage
 
@@ -43,6 +47,39 @@ class DynamoStatusIndex:
             {field: value for field, value in item.items() if field in QUEUE_ROW_FIELDS} for item in items
         ]
         return QueuePage(rows=rows, next_cursor=next_cursor)
+
+    def changed_since(
+        self,
+        tenant_id: str,
+        status: PipelineStatus,
+        since: datetime | None,
+        max_pages: int,
+        page_size: int = 500,
+    ) -> StatusRows:
+        """The admin Health view: the tenant's messages in `status` changed at or after
+        `since` (a key condition on GSI1SK, `<updated_at>#<message_id>`), oldest change first, at
+        most `max_pages` Query pages of `page_size`."""
+        condition = "GSI1PK = :pk"
+        values: dict[str, Any] = {":pk": {"S": keys.status_partition(tenant_id, status.value)}}
+        if since is not None:
+            condition += " AND GSI1SK >= :since"
+            values[":since"] = {"S": format_ts(since)}
+        request: dict[str, Any] = {
+            "IndexName": "GSI1",
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+            "ProjectionExpression": "integration_id, updated_at, received_at",
+            "ScanIndexForward": True,
+            "Limit": page_size,
+        }
+        rows: list[dict[str, object]] = []
+        for _ in range(max_pages):
+            items, last = self._table.query(**request)
+            rows += items
+            if last is None:
+                return StatusRows(rows=rows, truncated=False)
+            request["ExclusiveStartKey"] = {name: {"S": value} for name, value in last.items()}
+        return StatusRows(rows=rows, truncated=True)
 
 
 def _one_of_its_messages(key: dict[str, str]) -> bool:
