@@ -9,10 +9,13 @@ import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import boto3
 import httpx
 import pytest
 
-from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_TENANT_ID
+from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, pointed_at
+from hub.domain.ids import new_id
+from hub.domain.message import PipelineStep, StepMessage
 from tests import browser
 from tests.destinations import Answer, HttpDestination
 from tests.e2e.test_failures import AUTO, integration, post
@@ -192,3 +195,42 @@ def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(
     )
     assert forged == [403, "forbidden"]
     assert wait_for_status(api, message_id, "dead_letter")["pipeline_status"] == "dead_letter"
+
+
+def test_health_shows_a_dead_letter_lane_and_an_operator_redrives_it(page: Page, api, local_stack) -> None:
+    # A step of a message that was never stored: harmless when it runs again (dropped as an orphan).
+    orphan = StepMessage(
+        message_id=new_id("msg"),
+        tenant_id=DEMO_TENANT_ID,
+        integration_id="int_never",
+        step=PipelineStep.PROCESS,
+        execution_id=new_id("exe"),
+        correlation_id=str(uuid.uuid4()),
+        publish_id=new_id("pub"),
+    )
+    with pointed_at(local_stack):
+        boto3.client("sqs").send_message(
+            QueueUrl=local_stack.resources["PipelineDLQ"], MessageBody=orphan.model_dump_json()
+        )
+    post(api, DEMO_INTEGRATION_ID)  # something to count this hour
+
+    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/health")
+
+    lane = page.locator('tr[data-lane="pipeline"]')
+    expect(lane).to_contain_text("1 in DLQ")
+    expect(page.locator("svg.chart polyline[data-series=received]")).to_have_count(1)
+    expect(page.locator("ul.legend")).to_contain_text("Received")
+    browser.screenshot(page, "health")
+    lane.get_by_role("button", name="Redrive pipeline").click()
+    page.get_by_role("dialog").get_by_role("button", name="Redrive").click()
+
+    expect(page.get_by_role("status")).to_contain_text("Moved 1 message(s) back to pipeline")
+    expect(page.locator('tr[data-lane="pipeline"]')).to_contain_text("DLQ empty")
+
+
+def test_a_tenant_viewer_sees_its_integrations_but_no_lanes(page: Page, admin) -> None:
+    sign_in(page, admin_token(admin, "viewer"), "/admin/health")
+
+    expect(page.get_by_role("heading", name=f"Integrations of {DEMO_TENANT_ID}")).to_be_visible()
+    expect(page.get_by_role("heading", name="Lanes")).to_have_count(0)
+    expect(page.get_by_role("button", name=re.compile("Redrive"))).to_have_count(0)
