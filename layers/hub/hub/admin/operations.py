@@ -28,7 +28,7 @@ from hub.errors import Conflict, InvalidTransition, LeaseHeld, NotFound, Service
 from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
-from hub.ports import CallbackPage, ConfigRepository, QueuePage, StepQueue
+from hub.ports import CallbackPage, ConfigRepository, QueueFilter, QueuePage, StepQueue
 
 if TYPE_CHECKING:
     from hub.admin.access import Principal
@@ -49,19 +49,20 @@ class DeliveryInProgress(Conflict):
 
 
 class QueueTab(StrEnum):
-    """The admin queue's tabs and the status each lists."""
+    """The admin queue's tabs and the status each lists (`all`: every message, by receipt)."""
 
     WAITING = "waiting"
     DEAD_LETTER = "dead_letter"
     ERROR = "error"
+    ALL = "all"
 
     @property
-    def status(self) -> PipelineStatus:
+    def status(self) -> PipelineStatus | None:
         return {
             QueueTab.WAITING: PipelineStatus.RETRY_PENDING,
             QueueTab.DEAD_LETTER: PipelineStatus.DEAD_LETTER,
             QueueTab.ERROR: PipelineStatus.ERROR,
-        }[self]
+        }.get(self)
 
 
 class OperatorMoves(Protocol):
@@ -104,11 +105,28 @@ class Admissions(Protocol):
 
 
 class StatusIndex(Protocol):
+    def row(self, record: MessageRecord) -> dict[str, Any]:
+        """`record` as a queue row, exactly as the listing shows it (no I/O)."""
+        ...
+
     def list_by_status(
-        self, tenant_id: str, status: PipelineStatus, limit: int, cursor: str | None
+        self,
+        tenant_id: str,
+        status: PipelineStatus,
+        limit: int,
+        cursor: str | None,
+        filters: QueueFilter | None = None,
     ) -> QueuePage:
-        """Messages of `tenant_id` in `status`, most recently changed first. Raises
-        ValidationFailed for a cursor that is not one this listing gave out."""
+        """Messages of `tenant_id` in `status`, most recently changed first (`filters`: the
+        last change's time, the integration). Raises ValidationFailed for a cursor that is not
+        one this listing gave out, CursorMismatch for one given out under other filters."""
+        ...
+
+    def list_received(
+        self, tenant_id: str, limit: int, cursor: str | None, filters: QueueFilter | None = None
+    ) -> QueuePage:
+        """Every message of `tenant_id`, newest received first (`filters`: the receipt's
+        time, the integration); the same cursor rules."""
         ...
 
 
@@ -315,8 +333,25 @@ class Operations:
         principal.require(Role.VIEWER, integration.tenant_id, what="integration")
         return redact_credentials(integration.model_dump(mode="json"))
 
-    def queue(self, tenant_id: str, tab: QueueTab, limit: int, cursor: str | None) -> QueuePage:
-        return self._index.list_by_status(tenant_id, tab.status, limit, cursor)
+    def queue_row(self, record: MessageRecord) -> dict[str, Any]:
+        """The message's row as the queue tabs show it: what an action answers with, so a page
+        updates the row without reloading the tab."""
+        return self._index.row(record)
+
+    def queue(
+        self,
+        tenant_id: str,
+        tab: QueueTab,
+        limit: int,
+        cursor: str | None,
+        filters: QueueFilter | None = None,
+    ) -> QueuePage:
+        """A page of a queue tab, newest first; never a scan (one Query, plus one BatchGetItem
+        for `all`), so a tenant with many messages lists as fast as one with few."""
+        status = tab.status
+        if status is None:
+            return self._index.list_received(tenant_id, limit, cursor, filters)
+        return self._index.list_by_status(tenant_id, status, limit, cursor, filters)
 
     def redrive(self, lane: str, actor: Principal, limit: int = 1000) -> int:
         """Moves the lane's dead-lettered step messages back to its work queue. Their messages'

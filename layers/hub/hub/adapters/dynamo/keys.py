@@ -64,6 +64,12 @@ Webhook subscriptions use GSI1 per tenant, ``TENANT#<tenant>#SUBSCRIPTIONS`` /
 ``<subscription_id>`` (the sink's lookup and the admin listing: one Query); failed webhook
 deliveries use GSI1 per subscription, ``SUBSCRIPTION#<subscription>#FAILED`` /
 ``<failed_at>#<event id>``, so the listing is one Query newest first and "since T" a range.
+
+GSI2 (issue 13) indexes every message of a tenant by receipt: ``TENANT#<tenant>#MESSAGES`` /
+``<received_at>#<message_id>``, written once, with the message item's creation (ingest), and
+projecting only attributes that never change (message_id, integration_id, message_type,
+external_id, received_at), so no later update of the message writes the index again. The admin
+queue's `all` tab is one Query of it, newest first, and one BatchGetItem of the page's rows.
 """
 
 from __future__ import annotations
@@ -174,6 +180,16 @@ def status_partition(tenant_id: str, status: str) -> str:
 def status_index_keys(tenant_id: str, status: str, updated_at: str, message_id: str) -> Key:
     """GSI1: messages of a tenant in one listed status, ordered by last change."""
     return {"GSI1PK": status_partition(tenant_id, status), "GSI1SK": f"{updated_at}#{message_id}"}
+
+
+def messages_partition(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}#MESSAGES"
+
+
+def received_index_keys(tenant_id: str, received_at: str, message_id: str) -> Key:
+    """GSI2: every message of a tenant, ordered by receipt (`received_at` fixed-width UTC);
+    written once, when the message item is created."""
+    return {"GSI2PK": messages_partition(tenant_id), "GSI2SK": f"{received_at}#{message_id}"}
 
 
 ALERT_SK = "ALERT"
