@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hub.admin.access import Role
 from hub.admin.audit import PLATFORM_SCOPE, Audit
+from hub.admin.timeline import UNCERTAIN_MEANING, timeline
+from hub.admin.timeline import complete as timeline_complete
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
-from hub.domain.message import MessageRecord, PayloadFormat
+from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord, PayloadFormat
 from hub.domain.redaction import redact_credentials, redact_payload, redact_text
 from hub.domain.status import PipelineStatus
 from hub.errors import Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
@@ -296,6 +298,7 @@ class Operations:
         payload: Any = text
         if text is not None and record.payload_format is PayloadFormat.JSON:
             payload = json.loads(text)
+        log = [_shown(entry) for entry in self._messages.message_log(message_id)]
         view = {
             **record.public_view(),
             "tenant_id": record.tenant_id,
@@ -304,14 +307,21 @@ class Operations:
             "held_reason": record.held_reason,
             "held_on": record.held_on,
             "payload": redact_payload(payload, fields) if payload is not None else None,
-            "log": [_shown(entry) for entry in self._messages.message_log(message_id)],
+            "log": log,
         }
         if isinstance(view.get("dest_status_text"), str):
             view["dest_status_text"] = redact_text(view["dest_status_text"])
+        callbacks: list[dict[str, Any]] = []
         if self._callbacks is not None:
             page = self._callbacks.callbacks(message_id, CALLBACKS_IN_VIEW, None)
-            view["callbacks"] = _callback_rows(page)
+            callbacks = _callback_rows(page)
+            view["callbacks"] = callbacks
             view["callbacks_next_cursor"] = page.next_cursor
+        # Issue 13: one list, oldest first, of steps, attempts, status events, operators' moves
+        # and callbacks (hub.admin.timeline), from what was read above: no extra request.
+        view["timeline"] = timeline(record, log, callbacks)
+        view["timeline_complete"] = timeline_complete(log, MAX_LOG_ENTRIES)
+        view["uncertain_meaning"] = UNCERTAIN_MEANING if record.uncertain else None
         return view
 
     def message_callbacks(

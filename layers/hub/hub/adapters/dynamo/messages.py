@@ -28,7 +28,7 @@ from hub.adapters.dynamo.table import (
 )
 from hub.adapters.dynamo.tenancy import api_key_from
 from hub.domain.idempotency import DedupKind
-from hub.domain.message import MessageRecord
+from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey
 from hub.errors import (
@@ -43,8 +43,6 @@ from hub.ports import Claim, IngestLookup, NewMessage
 
 logger = logging.getLogger(__name__)
 
-#: The last log entries kept on the message item (older ones drop off).
-MAX_LOG_ENTRIES = 20
 #: Room left in the item's first write unit for the log entries of the happy path.
 INLINE_LOG_ROOM = 160
 #: What a transition may change besides the status; identity and keys never change.
