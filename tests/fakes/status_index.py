@@ -6,6 +6,7 @@ cursor); cursors are the adapter's (its encoder and checks), bound to their filt
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
@@ -35,28 +36,38 @@ class FakeStatusIndex:
         cursor: str | None,
         filters: QueueFilter | None = None,
     ) -> QueuePage:
-        return self._page("GSI1", keys.status_partition(tenant_id, status.value), limit, cursor, filters)
+        filters = filters or QueueFilter()
+        high = format_ts(filters.until) if filters.until else None
+        partition = keys.status_partition(tenant_id, status.value)
+        return self._page("GSI1PK", "GSI1SK", partition, high, limit, cursor, filters)
 
     def list_received(
         self, tenant_id: str, limit: int, cursor: str | None, filters: QueueFilter | None = None
     ) -> QueuePage:
-        return self._page("GSI2", keys.messages_partition(tenant_id), limit, cursor, filters)
+        filters = filters or QueueFilter()
+        high = format_ts(filters.until - timedelta(microseconds=1)) if filters.until else None
+        partition = keys.messages_partition(tenant_id)
+        return self._page("GSI2PK", keys.RECEIVED_SORT_KEY, partition, high, limit, cursor, filters)
 
     def _page(
-        self, index: str, partition: str, limit: int, cursor: str | None, filters: QueueFilter | None
+        self,
+        pk: str,
+        sk: str,
+        partition: str,
+        high: str | None,
+        limit: int,
+        cursor: str | None,
+        filters: QueueFilter,
     ) -> QueuePage:
-        filters = filters or QueueFilter()
-        pk, sk = f"{index}PK", f"{index}SK"
         scope = filters.fingerprint()
         low = format_ts(filters.since) if filters.since else None
-        high = format_ts(filters.until) if filters.until else None
         with self.table.lock:
             items = [
                 dict(item)
                 for item in self.table.items.values()
                 if item.get(pk) == partition
                 and (low is None or item[sk] >= low)
-                and (high is None or item[sk] < high)
+                and (high is None or item[sk] <= high)
             ]
         # DynamoDB orders equal sort keys by the table key; sort keys here end in the message id.
         items.sort(key=lambda item: (item[sk], item["PK"], item["SK"]), reverse=True)
@@ -64,7 +75,7 @@ class FakeStatusIndex:
             shape = frozenset({"PK", "SK", pk, sk})
             start = decode_cursor(
                 cursor,
-                lambda key: key[pk] == partition and key[sk].endswith("#" + keys.message_id_of(key["PK"])),
+                lambda key: key[pk] == partition and key["PK"].startswith(keys.MESSAGE_PREFIX),
                 shape,
                 scope=scope,
             )

@@ -59,8 +59,8 @@ def decode_cursor(
 
 @dataclass(frozen=True)
 class SortRange:
-    """Bounds of an index's sort key: `low` inclusive, `high` exclusive (sort keys are
-    `<fixed-width time>#<id>`, so none equals a bare time)."""
+    """Bounds of an index's sort key, both inclusive (a caller wanting `< until` on keys
+    `<fixed-width time>#<id>` passes the bare time: no key equals it)."""
 
     low: str | None = None
     high: str | None = None
@@ -75,16 +75,17 @@ def index_page(
     *,
     newest_first: bool = True,
     index: str = "GSI1",
+    sort_key: str | None = None,
     sort_range: SortRange | None = None,
     equals: Mapping[str, str] | None = None,
     scope: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """One Query page of `index` (`<index>PK` / `<index>SK` keys) `partition` from `cursor`
-    (checked: same partition and `belongs`; same `scope` when given), with the cursor of the
-    next page (None on the last). `sort_range` narrows the sort key; `equals` filters on
-    projected attributes after the read (a page then may come back short, with a cursor: it
-    never reads more than `limit` index items)."""
-    pk, sk = f"{index}PK", f"{index}SK"
+    """One Query page of `index` (`<index>PK` and `sort_key`, `<index>SK` unless told)
+    `partition` from `cursor` (checked: same partition and `belongs`; same `scope` when given),
+    with the cursor of the next page (None on the last). `sort_range` narrows the sort key;
+    `equals` filters on projected attributes after the read (a page then may come back short,
+    with a cursor: it never reads more than `limit` index items)."""
+    pk, sk = f"{index}PK", sort_key or f"{index}SK"
     names = {"#pk": pk}
     values: dict[str, Any] = {":pk": {"S": partition}}
     condition = "#pk = :pk"
@@ -95,11 +96,10 @@ def index_page(
         values[":high"] = {"S": high}
     if low is not None or high is not None:
         names["#sk"] = sk
-        # No sort key equals a bare time, so BETWEEN's inclusive `high` excludes it all the same.
         condition += {
             (True, True): " AND #sk BETWEEN :low AND :high",
             (True, False): " AND #sk >= :low",
-            (False, True): " AND #sk < :high",
+            (False, True): " AND #sk <= :high",
         }[(low is not None, high is not None)]
     request: dict[str, Any] = {
         "IndexName": index,

@@ -89,8 +89,8 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
         **keys.message_key(record.message_id),
         "item_type": "message",
         **data,
-        # GSI2 (the queue's `all` tab): set here once, never changed by an update.
-        **keys.received_index_keys(record.tenant_id, data["received_at"], record.message_id),
+        # GSI2 (the queue's `all` tab, sorted by `received_at`): set here once, never changed.
+        **keys.received_index_keys(record.tenant_id),
     }
     if record.pipeline_status in keys.LISTED_STATUSES:
         item.update(

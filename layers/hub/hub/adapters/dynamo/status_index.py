@@ -14,7 +14,7 @@ fingerprint: another combination's cursor is 422 `cursor_mismatch`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -45,6 +45,8 @@ QUEUE_ROW_FIELDS = (
 
 
 _TIMES = ("received_at", "updated_at", "next_retry_at")
+#: The stored times' precision: `until` minus one is the last instant before it.
+_TICK = timedelta(microseconds=1)
 
 
 def queue_row(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -93,7 +95,11 @@ class DynamoStatusIndex:
             limit,
             cursor,
             _one_of_its_messages,
-            sort_range=_range(filters),
+            # GSI1SK is `<updated_at>#<id>`: the bare `until` sorts before every key at that time.
+            sort_range=SortRange(
+                low=format_ts(filters.since) if filters.since else None,
+                high=format_ts(filters.until) if filters.until else None,
+            ),
             equals=_equals(filters),
             scope=filters.fingerprint(),
         )
@@ -112,7 +118,12 @@ class DynamoStatusIndex:
             cursor,
             _one_of_its_received,
             index="GSI2",
-            sort_range=_range(filters),
+            sort_key=keys.RECEIVED_SORT_KEY,
+            # The sort key is the bare time: `until` excluded by ending a microsecond before it.
+            sort_range=SortRange(
+                low=format_ts(filters.since) if filters.since else None,
+                high=format_ts(filters.until - _TICK) if filters.until else None,
+            ),
             equals=_equals(filters),
             scope=filters.fingerprint(),
         )
@@ -125,13 +136,6 @@ class DynamoStatusIndex:
         )
         current = [queue_row(item) for row in rows if (item := found.get((row["PK"], row["SK"]))) is not None]
         return QueuePage(rows=current, next_cursor=next_cursor)
-
-
-def _range(filters: QueueFilter) -> SortRange:
-    return SortRange(
-        low=format_ts(filters.since) if filters.since else None,
-        high=format_ts(filters.until) if filters.until else None,
-    )
 
 
 def _equals(filters: QueueFilter) -> dict[str, str] | None:
@@ -148,9 +152,5 @@ def _one_of_its_messages(key: dict[str, str]) -> bool:
 
 
 def _one_of_its_received(key: dict[str, str]) -> bool:
-    """A cursor of the `all` tab: the index key names the same message as the table key."""
-    return (
-        key["SK"] == keys.MESSAGE_SK
-        and key["PK"].startswith(keys.MESSAGE_PREFIX)
-        and key["GSI2SK"].endswith("#" + keys.message_id_of(key["PK"]))
-    )
+    """A cursor of the `all` tab: a message item's key."""
+    return key["SK"] == keys.MESSAGE_SK and key["PK"].startswith(keys.MESSAGE_PREFIX)
