@@ -63,7 +63,7 @@ MESSAGE_COLUMNS = (
 )
 AUDIT_COLUMNS = ("at", "actor", "action", "target")
 CALLBACK_COLUMNS = ("received_at", "status", "occurred_at", "external_ref", "detail", "callback_id")
-TABS = ("error", "waiting", "dead_letter")
+TABS = ("error", "waiting", "dead_letter", "all")
 
 
 class UsageError(Exception):
@@ -246,7 +246,13 @@ def cmd_audit(ctx: Context) -> int:
 def cmd_messages(ctx: Context) -> int:
     args = ctx.args
     if args.action == "list":
-        query = {"tenant_id": args.tenant, "tab": args.tab, **_page(args)}
+        filters = {"integration_id": args.integration, "since": args.since, "until": args.until}
+        query = {
+            "tenant_id": args.tenant,
+            "tab": args.tab,
+            **{name: value for name, value in filters.items() if value},
+            **_page(args),
+        }
         ctx.show(ctx.client.get("/api/admin/queue", **query).body, MESSAGE_COLUMNS)
     elif args.action == "show":
         ctx.show(ctx.client.get(f"/api/admin/messages/{_p(args.message_id)}").body)
@@ -656,12 +662,19 @@ def _credential_commands(commands: Commands) -> None:
     audit.set_defaults(func=cmd_audit)
 
 
+def _queue_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tab", choices=TABS, default="error")
+    parser.add_argument("--integration", help="only this integration's messages")
+    parser.add_argument("--since", help="ISO 8601 with offset: last change (tab all: receipt) at or after")
+    parser.add_argument("--until", help="ISO 8601 with offset: before")
+
+
 def _operation_commands(commands: Commands) -> None:
     messages = commands.add_parser("messages", help="the queue tabs and operator actions")
     actions = messages.add_subparsers(dest="action", required=True)
     message_list = actions.add_parser("list")
     message_list.add_argument("--tenant", required=True)
-    message_list.add_argument("--tab", choices=TABS, default="error")
+    _queue_filters(message_list)
     _paged(message_list)
     for name, text in (("show", None), ("reprocess", "a new execution"), ("cancel", "cancel its retries")):
         sub = actions.add_parser(name, help=text)

@@ -47,6 +47,7 @@ from hub.certificates.model import (
     decode_pkcs12_base64,
 )
 from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
+from hub.domain.message import MessageRecord
 from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import (
     DEFAULT_ROTATION_GRACE,
@@ -56,6 +57,7 @@ from hub.domain.tenancy import (
 )
 from hub.errors import (
     Conflict,
+    CursorMismatch,
     Forbidden,
     InvalidTransition,
     MalformedBody,
@@ -70,6 +72,7 @@ from hub.errors import (
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
 from hub.outbox.subscriptions import SubscriptionSpec, secret_key
+from hub.ports import QueueFilter
 from hub.wiring import (
     admin_authenticator,
     api_key_admin,
@@ -112,9 +115,26 @@ class IntegrationPath(BaseModel):
 class QueueQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
+    #: `all`: every message, newest received first; the others: one status, newest change first.
     tab: QueueTab
     limit: int = Field(default=50, ge=1, le=100)
+    #: From a previous page of the same tab and filters (another combination's: 422).
     cursor: str | None = Field(default=None, max_length=2048)
+    #: Only this integration's messages (a page may then come back short, with a cursor).
+    integration_id: Id | None = None
+    #: Inclusive lower bound of the last change (`all`: of the receipt); ISO 8601 with offset.
+    since: AwareDatetime | None = None
+    #: Exclusive upper bound, like `since`.
+    until: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> QueueQuery:
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise ValueError("since must be before until")
+        return self
+
+    def filters(self) -> QueueFilter:
+        return QueueFilter(integration_id=self.integration_id, since=self.since, until=self.until)
 
 
 class CertificateUpload(BaseModel):
@@ -240,7 +260,7 @@ ETAG = {"ETag": 'The version, for If-Match on the next change: "3"'}
 def reprocess_message() -> Response:
     request = parse_body(app.current_event, ReprocessRequest)
     record = operations().reprocess(request.message_id, _principal())
-    return json_response(202, record.public_view())
+    return json_response(202, _moved(record))
 
 
 @app.post(
@@ -256,7 +276,13 @@ def reprocess_message() -> Response:
 def cancel_retry(message_id: str) -> Response:
     checked = validated(ReprocessRequest, {"message_id": message_id}, "path")
     record = operations().cancel_retry(checked.message_id, _principal())
-    return json_response(200, record.public_view())
+    return json_response(200, _moved(record))
+
+
+def _moved(record: MessageRecord) -> dict[str, Any]:
+    """A moved message: its public view and, as `queue_row`, its row exactly as the queue tabs
+    show it (the page replaces the row in place)."""
+    return {**record.public_view(), "queue_row": operations().queue_row(record)}
 
 
 @app.get(
@@ -292,9 +318,9 @@ def integration_view(integration_id: str) -> Response:
 @app.get(
     "/api/admin/queue",
     **answers(
-        "A tenant's queue tab (error, waiting, dead_letter), cursor-paginated",
+        "A tenant's queue tab (error, waiting, dead_letter, all), filtered, cursor-paginated",
         ok={200: OBJECT},
-        errors=(*ADMIN, ValidationFailed),
+        errors=(*ADMIN, ValidationFailed, CursorMismatch),
         tags=["messages"],
     ),
 )
@@ -302,7 +328,7 @@ def integration_view(integration_id: str) -> Response:
 def queue() -> Response:
     query = parse_query(app.current_event, QueueQuery)
     _principal().require(Role.VIEWER, query.tenant_id, what="tenant")
-    page = operations().queue(query.tenant_id, query.tab, query.limit, query.cursor)
+    page = operations().queue(query.tenant_id, query.tab, query.limit, query.cursor, query.filters())
     return json_response(
         200,
         {

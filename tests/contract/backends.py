@@ -10,9 +10,10 @@ from typing import Any
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.executions import DynamoExecutions
 from hub.adapters.dynamo.messages import DynamoMessageRepository
+from hub.adapters.dynamo.status_index import DynamoStatusIndex
 from hub.adapters.dynamo.table import Table
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
-from tests.fakes import FakeConfig, FakeExecutions, FakeMessages, FakeTable
+from tests.fakes import FakeConfig, FakeExecutions, FakeMessages, FakeStatusIndex, FakeTable
 
 BACKENDS = ("fake", "dynamo")
 
@@ -26,6 +27,7 @@ class Backend:
     executions: FakeExecutions | DynamoExecutions
     config: FakeConfig | DynamoConfigRepository
     raw: Callable[[dict[str, str]], dict[str, Any] | None]
+    status_index: FakeStatusIndex | DynamoStatusIndex
 
     def item(self, message_id: str) -> dict[str, Any] | None:
         """The stored message item, as plain values."""
@@ -43,6 +45,7 @@ def fake_backend() -> Backend:
         executions=FakeExecutions(table),
         config=FakeConfig(table),
         raw=lambda key: table.get((key["PK"], key["SK"])),
+        status_index=FakeStatusIndex(table),
     )
 
 
@@ -54,4 +57,5 @@ def dynamo_backend(table_name: str) -> Backend:
         executions=DynamoExecutions(table_name),
         config=DynamoConfigRepository(table_name),
         raw=table.get,
+        status_index=DynamoStatusIndex(table_name),
     )

@@ -222,7 +222,12 @@ class TestTransition:
         assert item is not None
         assert item["GSI1PK"] == "TENANT#t1#STATUS#error"
         assert item["GSI1SK"] == f"2026-11-30T12:01:00.000000Z#{record.message_id}"
-        assert item["log"] == [{"at": "2026-11-30T12:01:00.000000Z", "event": "x"}]
+        # The move's stamp (issue 13): the new status and the version written, on its entry.
+        assert item["log"] == [{"at": "2026-11-30T12:01:00.000000Z", "event": "x", "to": "error", "v": 2}]
+        assert item["version"] == 2
+        # GSI2 (every message by receipt: tenant id, received_at) was set at creation.
+        assert item["GSI2PK"] == "t1"
+        assert "GSI2SK" not in item
 
     def test_outside_the_table_is_refused_with_no_write(self, backend: Backend) -> None:
         record = created(backend)
@@ -355,7 +360,13 @@ class TestCancel:
         item = backend.item(pending.message_id)
         assert item is not None
         assert not {"GSI1PK", "GSI1SK", "next_retry_at", "lease_owner"} & set(item)
-        assert item["log"][-1] == {"at": "2026-11-30T12:01:00.000000Z", "event": "message.retry_cancelled"}
+        assert item["log"][-1] == {
+            "at": "2026-11-30T12:01:00.000000Z",
+            "event": "message.retry_cancelled",
+            "to": "cancelled",
+            "v": pending.version + 1,
+        }
+        assert item["version"] == pending.version + 1
         assert backend.executions.live_execution(pending.message_id, LATER) is None
 
     def test_refused_with_lease_held_while_a_step_runs(self, backend: Backend) -> None:

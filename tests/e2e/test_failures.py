@@ -174,3 +174,27 @@ def test_the_demo_integration_is_untouched(api, local_stack):
         demo = DynamoConfigRepository(local_stack.resources["HubTable"]).get_integration(DEMO_INTEGRATION_ID)
     assert demo is not None
     assert demo.retry_policy == RetryPolicy()
+
+
+def test_the_all_tab_and_the_timeline_over_the_local_stack(api, admin, local_stack, destination):
+    """Issue 13 on the stack built from template.yaml (GSI2 included): a retried then sent
+    message is in the `all` tab of its integration, with its current row, and its detail has a
+    timeline whose events the outbox would publish, oldest first."""
+    destination.script(Answer(503), Answer(200))
+    integration_id = integration(local_stack, destination, AUTO)
+    message_id = post(api, integration_id)
+    wait_for_status(api, message_id, "sent", timeout=30)
+
+    page = admin.get(
+        "/api/admin/queue",
+        params={"tenant_id": DEMO_TENANT_ID, "tab": "all", "integration_id": integration_id},
+    )
+
+    assert page.status_code == 200, page.text
+    [row] = page.json()["items"]
+    assert (row["message_id"], row["pipeline_status"], row["retry_count"]) == (message_id, "sent", 1)
+    detail = admin.get(f"/api/admin/messages/{message_id}").json()
+    events = [e["type"] for e in detail["timeline"] if e["kind"] == "event"]
+    assert events == ["message.received", "message.retry_scheduled", "message.sent"]
+    assert [e["kind"] for e in detail["timeline"]].count("attempt") == 2
+    assert [e["at"] for e in detail["timeline"]] == sorted(e["at"] for e in detail["timeline"])

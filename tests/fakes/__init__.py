@@ -15,6 +15,7 @@ from tests.fakes.messages import FakeMessages
 from tests.fakes.metrics import FakeMetrics
 from tests.fakes.queue import FakeQueue, Published
 from tests.fakes.scheduler import FakeScheduler, Schedule
+from tests.fakes.status_index import FakeStatusIndex
 from tests.fakes.table import FakeTable
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "FakeMetrics",
     "FakeQueue",
     "FakeScheduler",
+    "FakeStatusIndex",
     "FakeTable",
     "Published",
     "Schedule",
@@ -46,3 +48,4 @@ class FakeHub:
         self.config = FakeConfig(self.table)
         self.messages = FakeMessages(self.table)
         self.executions = FakeExecutions(self.table)
+        self.status_index = FakeStatusIndex(self.table)

@@ -54,8 +54,9 @@ class FakeExecutions:
     def finish(self, taken: Taken, outcome: Outcome, now: datetime) -> MessageRecord:
         record = taken.record
         change = Change()
+        stamp = None
         if outcome.target is not None:
-            status_change(change, record, outcome.target, now, {**taken.learned, **outcome.changes})
+            stamp = status_change(change, record, outcome.target, now, {**taken.learned, **outcome.changes})
         else:
             change.set(**taken.learned).add("version")
         change.where(lambda item: item is not None and item.get("lease_owner") == taken.owner)
@@ -63,7 +64,7 @@ class FakeExecutions:
         change.add("step_seq")
         if outcome.closes:
             change.set(completed_at=format_ts(now))
-        change.append_log(taken.log, outcome.log, now)
+        change.append_log(taken.log, outcome.log, now, stamp)
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
@@ -98,7 +99,7 @@ class FakeExecutions:
         if outcome.target is None:
             raise ValueError("an unleased outcome must move the status")
         change = Change()
-        status_change(change, current, outcome.target, now, outcome.changes)
+        stamp = status_change(change, current, outcome.target, now, outcome.changes)
         change.where(
             lambda item: (
                 item is not None
@@ -110,7 +111,7 @@ class FakeExecutions:
         change.add("step_seq")
         if outcome.closes:
             change.set(completed_at=format_ts(now))
-        change.append_log([], outcome.log, now)
+        change.append_log([], outcome.log, now, stamp)
         try:
             return record_of(self.table.update(message_key(current.message_id), change))
         except ConditionFailed:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.messages import CHANGEABLE_FIELDS, fits_inline, record_item
+from hub.adapters.dynamo.messages import CHANGEABLE_FIELDS, fits_inline, record_item, status_stamp
 from hub.adapters.dynamo.messages import record_from as record_of
 from hub.adapters.dynamo.table import epoch, format_ts
 from hub.domain.idempotency import DedupKind
@@ -46,9 +46,10 @@ def status_change(
     target: PipelineStatus,
     now: datetime,
     changes: Mapping[str, Any],
-) -> None:
+) -> dict[str, Any]:
     """A status move: the table checked before anything is written, the stored tenant and
-    status as conditions, the index keys only for listed statuses, the version bumped."""
+    status as conditions, the index keys only for listed statuses, the version bumped. Returns
+    the move's log stamp (as the adapter's status_update)."""
     expected = record.pipeline_status
     if not can_transition(expected, target):
         raise TransitionNotAllowed(
@@ -69,6 +70,7 @@ def status_change(
     tenant, status = record.tenant_id, expected.value
     change.where(lambda item: item is not None and item.get("tenant_id") == tenant)
     change.where(lambda item: item is not None and item.get("pipeline_status") == status)
+    return status_stamp(record, target)
 
 
 def admission(change: Change, now: datetime, abandoned_after: timedelta) -> None:
@@ -278,11 +280,11 @@ class FakeMessages:
         **changes: Any,
     ) -> MessageRecord:
         change = Change()
-        status_change(change, record, target, now, changes)
+        stamp = status_change(change, record, target, now, changes)
         if target is record.pipeline_status or record.pipeline_status is PipelineStatus.RETRY_PENDING:
             version = record.version
             change.where(lambda item: item is not None and item.get("version") == version)
-        change.append_log([], log, now)
+        change.append_log([], log, now, stamp)
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
@@ -294,12 +296,12 @@ class FakeMessages:
         """`cancelled`, only while no step holds the lease (LeaseHeld) and the item is unchanged
         since `record` (InvalidTransition, NotFound)."""
         change = Change()
-        status_change(change, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
+        stamp = status_change(change, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
         version = record.version
         change.where(lambda item: item is not None and item.get("version") == version)
         change.where(lambda item: lease_free(item, now))
         change.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
-        change.append_log([], log, now)
+        change.append_log([], log, now, stamp)
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
@@ -324,7 +326,7 @@ class FakeMessages:
     ) -> MessageRecord | None:
         """A new execution from `received`; None while another one is alive."""
         change = Change()
-        status_change(
+        stamp = status_change(
             change,
             record,
             PipelineStatus.RECEIVED,
@@ -341,7 +343,7 @@ class FakeMessages:
             },
         )
         admission(change, now, abandoned_after)
-        change.append_log([], log, now)
+        change.append_log([], log, now, stamp)
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:

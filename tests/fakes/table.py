@@ -27,6 +27,7 @@ from typing import Any
 
 # The item's stored form (timestamps, epoch seconds, billed size) is the adapter's own codec:
 # the fakes share it and implement only the conditions and updates independently.
+from hub.adapters.dynamo.messages import with_stamp
 from hub.adapters.dynamo.table import format_ts
 from hub.errors import StorageUnavailable
 
@@ -110,17 +111,21 @@ class Change:
         return self
 
     def append_log(
-        self, read: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]], now: datetime
+        self,
+        read: Sequence[Mapping[str, Any]],
+        entries: Sequence[Mapping[str, Any]],
+        now: datetime,
+        stamp: Mapping[str, Any] | None = None,
     ) -> Change:
-        """Adds `entries` stamped `at` (their own, else `now`); `read` is the log as the caller
-        last read it: when the two overflow the bound, the trimmed list is written whole (as the
-        adapter does)."""
+        """Adds `entries` stamped `at` (their own, else `now`), a status move's `stamp` on the
+        last (as the adapter's append_log); `read` is the log as the caller last read it: when
+        the two overflow the bound, the trimmed list is written whole (as the adapter does)."""
         stamped = [
             {
                 "at": format_ts(now),
                 **{k: format_ts(v) if isinstance(v, datetime) else v for k, v in e.items() if v is not None},
             }
-            for e in entries
+            for e in with_stamp(entries, stamp)
         ]
         if stamped:
             self.log = (read, stamped)

@@ -36,6 +36,15 @@ class ValidationFailed(HubError):
     http_status = 400
 
 
+class CursorMismatch(HubError):
+    """A well-formed cursor of the same listing, given out under other filters (issue 13: the
+    queue's `integration_id` / `since` / `until`): its position means nothing in this one.
+    Start again without a cursor."""
+
+    code = "cursor_mismatch"
+    http_status = 422
+
+
 class MalformedBody(HubError):
     code = "malformed_json"
     http_status = 400

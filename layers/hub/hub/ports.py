@@ -3,9 +3,10 @@ use cases never import boto3."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -51,6 +52,25 @@ class NewMessage:
     request_sha256: str
     idempotency_expires_at: datetime
     fingerprint_expires_at: datetime
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """The admin queue's optional filters (issue 13). `since` (inclusive) and `until`
+    (exclusive) bound the last change for a status tab and the receipt for `all`."""
+
+    integration_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def fingerprint(self) -> str:
+        """Names the filter combination; a cursor carries it, so it cannot page another one."""
+        parts = (
+            self.integration_id or "",
+            self.since.astimezone(UTC).isoformat() if self.since else "",
+            self.until.astimezone(UTC).isoformat() if self.until else "",
+        )
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,16 @@ def test_hub_table_has_its_index_stream_and_ttl(stack: LocalStack) -> None:
 
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     assert [k["AttributeName"] for k in table["KeySchema"]] == ["PK", "SK"]
-    (gsi,) = table["GlobalSecondaryIndexes"]
-    assert gsi["IndexName"] == "GSI1"
+    indexes = {gsi["IndexName"]: gsi for gsi in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"GSI1", "GSI2"}
+    gsi = indexes["GSI1"]
     assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["GSI1PK", "GSI1SK"]
     assert gsi["Projection"]["ProjectionType"] == "INCLUDE"
     assert {"message_id", "pipeline_status", "updated_at"} <= set(gsi["Projection"]["NonKeyAttributes"])
+    # Issue 13: every message by receipt, projecting only what never changes.
+    received = indexes["GSI2"]
+    assert [k["AttributeName"] for k in received["KeySchema"]] == ["GSI2PK", "received_at"]
+    assert "pipeline_status" not in received["Projection"]["NonKeyAttributes"]
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert stack.attributes[("HubTable", "StreamArn")] == table["LatestStreamArn"]
     ttl = dynamodb.describe_time_to_live(TableName=stack.resources["HubTable"])

@@ -106,6 +106,10 @@ class MessageRecord(BaseModel):
         return self.model_dump(mode="json", include=set(PUBLIC_FIELDS))
 
 
+#: The last log entries kept on the message item (older ones drop off).
+MAX_LOG_ENTRIES = 20
+
+
 #: The fields of a message the partner API shows (public_view; its OpenAPI document too).
 PUBLIC_FIELDS = (
     "message_id",

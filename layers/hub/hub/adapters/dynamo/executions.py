@@ -63,8 +63,9 @@ class DynamoExecutions:
     def finish(self, taken: Taken, outcome: Outcome, now: datetime) -> MessageRecord:
         record = taken.record
         update = Update()
+        stamp = None
         if outcome.target is not None:
-            status_update(update, record, outcome.target, now, {**taken.learned, **outcome.changes})
+            stamp = status_update(update, record, outcome.target, now, {**taken.learned, **outcome.changes})
         else:
             update.set(**taken.learned).add("version")
         update.where(f"{update.name('lease_owner')} = {update.value(taken.owner)}")
@@ -72,7 +73,7 @@ class DynamoExecutions:
         update.add("step_seq")
         if outcome.closes:
             update.set(completed_at=format_ts(now))
-        append_log(update, taken.log, outcome.log, now)
+        append_log(update, taken.log, outcome.log, now, stamp)
         try:
             return record_from(self._table.update(keys.message_key(record.message_id), update))
         except ConditionFailed as failed:
@@ -104,7 +105,7 @@ class DynamoExecutions:
         update = Update()
         if outcome.target is None:
             raise ValueError("an unleased outcome must move the status")
-        status_update(update, current, outcome.target, now, outcome.changes)
+        stamp = status_update(update, current, outcome.target, now, outcome.changes)
         update.where(f"{update.name('execution_id')} = {update.value(step.execution_id)}")
         update.where(f"{update.name('step_seq')} = {update.value(step.seq)}")
         # Never under another run's live lease: that run may be delivering the message.
@@ -112,7 +113,7 @@ class DynamoExecutions:
         update.add("step_seq")
         if outcome.closes:
             update.set(completed_at=format_ts(now))
-        append_log(update, [], outcome.log, now)
+        append_log(update, [], outcome.log, now, stamp)
         try:
             return record_from(
                 trimmed(self._table, self._table.update(keys.message_key(current.message_id), update))

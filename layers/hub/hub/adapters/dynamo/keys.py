@@ -64,6 +64,15 @@ Webhook subscriptions use GSI1 per tenant, ``TENANT#<tenant>#SUBSCRIPTIONS`` /
 ``<subscription_id>`` (the sink's lookup and the admin listing: one Query); failed webhook
 deliveries use GSI1 per subscription, ``SUBSCRIPTION#<subscription>#FAILED`` /
 ``<failed_at>#<event id>``, so the listing is one Query newest first and "since T" a range.
+
+GSI2 (issue 13) indexes every message of a tenant by receipt: partition ``GSI2PK`` = the
+tenant id, sort key the message's own ``received_at`` (fixed-width UTC). Only message items carry
+``GSI2PK`` (set once, with the item's creation by ingest), so the index holds messages alone and
+needs no decorated key: every byte on the message item is paid again by each of its updates, and
+a plain tenant id with the existing ``received_at`` costs the item the fewest (~15 bytes). It
+projects only attributes that never change (message_id, integration_id, message_type,
+external_id), so no later update writes the index again. The admin queue's `all` tab is one
+Query of it, newest first, and one BatchGetItem of the page's rows.
 """
 
 from __future__ import annotations
@@ -174,6 +183,21 @@ def status_partition(tenant_id: str, status: str) -> str:
 def status_index_keys(tenant_id: str, status: str, updated_at: str, message_id: str) -> Key:
     """GSI1: messages of a tenant in one listed status, ordered by last change."""
     return {"GSI1PK": status_partition(tenant_id, status), "GSI1SK": f"{updated_at}#{message_id}"}
+
+
+#: GSI2's sort key: the message item's own attribute (nothing added to the item).
+RECEIVED_SORT_KEY = "received_at"
+
+
+def messages_partition(tenant_id: str) -> str:
+    """GSI2's partition of a tenant's messages: the bare tenant id (only messages carry GSI2PK)."""
+    return tenant_id
+
+
+def received_index_keys(tenant_id: str) -> Key:
+    """GSI2: every message of a tenant, ordered by `received_at`; written once, when the
+    message item is created."""
+    return {"GSI2PK": messages_partition(tenant_id)}
 
 
 ALERT_SK = "ALERT"

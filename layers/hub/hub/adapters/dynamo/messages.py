@@ -28,7 +28,7 @@ from hub.adapters.dynamo.table import (
 )
 from hub.adapters.dynamo.tenancy import api_key_from
 from hub.domain.idempotency import DedupKind
-from hub.domain.message import MessageRecord
+from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey
 from hub.errors import (
@@ -43,8 +43,6 @@ from hub.ports import Claim, IngestLookup, NewMessage
 
 logger = logging.getLogger(__name__)
 
-#: The last log entries kept on the message item (older ones drop off).
-MAX_LOG_ENTRIES = 20
 #: Room left in the item's first write unit for the log entries of the happy path.
 INLINE_LOG_ROOM = 160
 #: What a transition may change besides the status; identity and keys never change.
@@ -87,7 +85,13 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
             data[name] = format_ts(value)
     data["pipeline_status"] = record.pipeline_status.value
     data["payload_format"] = record.payload_format.value
-    item = {**keys.message_key(record.message_id), "item_type": "message", **data}
+    item = {
+        **keys.message_key(record.message_id),
+        "item_type": "message",
+        **data,
+        # GSI2 (the queue's `all` tab, sorted by `received_at`): set here once, never changed.
+        **keys.received_index_keys(record.tenant_id),
+    }
     if record.pipeline_status in keys.LISTED_STATUSES:
         item.update(
             keys.status_index_keys(
@@ -108,11 +112,35 @@ def record_from(item: Mapping[str, Any]) -> MessageRecord:
     return MessageRecord.model_validate(item)
 
 
+def status_stamp(record: MessageRecord, target: PipelineStatus) -> dict[str, Any]:
+    """What the log entry written with a status move records of it (issue 13): the new status
+    (`to`) and the item's version the move writes (`v`: the one read + 1, as every move adds 1;
+    a writer slipping in between the read and the move - a supersede mark under a step's lease,
+    a status callback before an operator's move - leaves it one short). The message's outbox
+    event is ``<message_id>:<v>`` of type STATUS_EVENTS[to] (hub.outbox.events), so the admin
+    timeline names each event without reading anything else. Short keys: the item carries
+    its last MAX_LOG_ENTRIES entries and every update pays for its size."""
+    return {"to": target.value, "v": record.version + 1}
+
+
+def with_stamp(
+    entries: Sequence[Mapping[str, Any]], stamp: Mapping[str, Any] | None
+) -> list[Mapping[str, Any]]:
+    """`entries` with a status move's stamp on the last one (the step that moved it), or as an
+    entry of its own when the move logs nothing else."""
+    if stamp is None:
+        return list(entries)
+    if not entries:
+        return [dict(stamp)]
+    return [*entries[:-1], {**entries[-1], **stamp}]
+
+
 def status_update(
     update: Update, record: MessageRecord, target: PipelineStatus, now: datetime, changes: Mapping[str, Any]
-) -> None:
+) -> dict[str, Any]:
     """Adds a status move to `update`: the transition table checked here, the stored status
-    (and tenant) checked by the condition, the index keys kept only for listed statuses."""
+    (and tenant) checked by the condition, the index keys kept only for listed statuses. Returns
+    its log stamp (status_stamp), for the entries the same update appends."""
     expected = record.pipeline_status
     if not can_transition(expected, target):
         raise TransitionNotAllowed(
@@ -132,20 +160,25 @@ def status_update(
     update.add("version")
     update.where(f"{update.name('tenant_id')} = {update.value(record.tenant_id)}")
     update.where(f"{update.name('pipeline_status')} = {update.value(expected.value)}")
+    return status_stamp(record, target)
 
 
 def append_log(
-    update: Update, log: Sequence[Mapping[str, Any]], entries: Sequence[Mapping[str, Any]], now: datetime
+    update: Update,
+    log: Sequence[Mapping[str, Any]],
+    entries: Sequence[Mapping[str, Any]],
+    now: datetime,
+    stamp: Mapping[str, Any] | None = None,
 ) -> None:
-    """Adds `entries` (stamped `at`: their own, else `now`) to the item's bounded log in
-    `update`. `log` is the list as stored now: when it is full, the trimmed list is written
-    whole."""
+    """Adds `entries` (stamped `at`: their own, else `now`; the status move's `stamp` on the
+    last) to the item's bounded log in `update`. `log` is the list as stored now: when it is
+    full, the trimmed list is written whole."""
     stamped = [
         {
             "at": format_ts(now),
             **{k: format_ts(v) if isinstance(v, datetime) else v for k, v in e.items() if v is not None},
         }
-        for e in entries
+        for e in with_stamp(entries, stamp)
     ]
     if not stamped:
         return
@@ -376,10 +409,10 @@ class DynamoMessageRepository:
         update; where several actors meet (a move to the same status, out of `retry_pending`)
         the item must also be unchanged since `record` was read."""
         update = Update()
-        status_update(update, record, target, now, changes)
+        stamp = status_update(update, record, target, now, changes)
         if target is record.pipeline_status or record.pipeline_status is PipelineStatus.RETRY_PENDING:
             update.where(f"{update.name('version')} = {update.value(record.version)}")
-        append_log(update, [], log, now)
+        append_log(update, [], log, now, stamp)
         try:
             return record_from(
                 trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))
@@ -394,7 +427,7 @@ class DynamoMessageRepository:
         sequence moves on): only while no step holds the message's lease. Raises
         InvalidTransition when the status moved, LeaseHeld while a step runs."""
         update = Update()
-        status_update(
+        stamp = status_update(
             update,
             record,
             PipelineStatus.CANCELLED,
@@ -404,7 +437,7 @@ class DynamoMessageRepository:
         update.where(f"{update.name('version')} = {update.value(record.version)}")
         update.where(lease_free(update, now))
         update.set(completed_at=format_ts(now)).remove("lease_owner", "lease_until").add("step_seq")
-        append_log(update, [], log, now)
+        append_log(update, [], log, now, stamp)
         try:
             return record_from(
                 trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))
@@ -432,7 +465,7 @@ class DynamoMessageRepository:
         while no other execution is alive (finished, or idle for `abandoned_after`). None when
         one is; InvalidTransition / NotFound when the status moved."""
         update = Update()
-        status_update(
+        stamp = status_update(
             update,
             record,
             PipelineStatus.RECEIVED,
@@ -456,7 +489,7 @@ class DynamoMessageRepository:
             },
         )
         admission(update, now, abandoned_after)
-        append_log(update, [], log, now)
+        append_log(update, [], log, now, stamp)
         try:
             return record_from(
                 trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))

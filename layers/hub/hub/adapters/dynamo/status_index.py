@@ -1,16 +1,30 @@
-"""The admin queue tabs: GSI1 (tenant + listed status, sorted by last change), newest first."""
+"""The admin queue tabs (newest first, cursor-paginated, never a scan):
+
+- waiting / dead_letter / error: GSI1 (tenant + listed status, sorted by last change), which
+  projects a queue row's fields, so a page is one Query;
+- all (issue 13): GSI2 (every message of the tenant, sorted by receipt), which projects only
+  what never changes, so a page is one Query and one BatchGetItem of the rows' current fields.
+
+Filters (hub.ports.QueueFilter): `since` / `until` narrow the sort key (last change, or receipt
+for `all`); `integration_id` is a FilterExpression on the projected attribute, so a page reads at
+most `limit` index items and may come back short, with a cursor. A cursor carries its filters'
+fingerprint: another combination's cursor is 422 `cursor_mismatch`.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.cursors import index_page
+from hub.adapters.dynamo.cursors import SortRange, index_page
 from hub.adapters.dynamo.table import Table, format_ts
 from hub.admin.health import StatusRows
+from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus
-from hub.ports import QueuePage
+from hub.ports import QueueFilter, QueuePage
 
 #: What an admin queue row shows; template.yaml projects exactly these into GSI1 (a test checks),
 #: so a listing reads no item per row. Never the payload, nor dest_status_text (it may quote the
@@ -31,22 +45,98 @@ QUEUE_ROW_FIELDS = (
 )
 
 
+_TIMES = ("received_at", "updated_at", "next_retry_at")
+#: The stored times' precision: `until` minus one is the last instant before it.
+_TICK = timedelta(microseconds=1)
+
+
+def queue_row(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A queue row as every tab shows it, from a stored item, an index row or a record's fields:
+    every QUEUE_ROW_FIELDS key (null when unset; `retry_count` 0 and `uncertain` false when
+    absent), times in the stored fixed-width UTC form. One function, so the row an operator
+    action answers with (reprocess, cancel) is the row the listing would show."""
+    row = {field: fields.get(field) for field in QUEUE_ROW_FIELDS}
+    row["retry_count"] = int(row["retry_count"] or 0)
+    row["uncertain"] = bool(row["uncertain"])
+    for field in _TIMES:
+        if isinstance(moment := row[field], datetime):
+            row[field] = format_ts(moment)
+    for field, value in row.items():
+        if isinstance(value, Enum):
+            row[field] = value.value
+    return row
+
+
+def record_row(record: MessageRecord) -> dict[str, Any]:
+    """`record`'s queue row (the message as the listing shows it after a move)."""
+    return queue_row(record.model_dump(mode="python", include=set(QUEUE_ROW_FIELDS)))
+
+
 class DynamoStatusIndex:
-    """The admin queue tabs: GSI1 (tenant + status, sorted by last change), newest first."""
+    """The admin queue tabs: GSI1 by status, GSI2 for `all`; newest first."""
 
     def __init__(self, table_name: str) -> None:
         self._table = Table(table_name, "message storage")
 
+    def row(self, record: MessageRecord) -> dict[str, Any]:
+        return record_row(record)
+
     def list_by_status(
-        self, tenant_id: str, status: PipelineStatus, limit: int, cursor: str | None
+        self,
+        tenant_id: str,
+        status: PipelineStatus,
+        limit: int,
+        cursor: str | None,
+        filters: QueueFilter | None = None,
     ) -> QueuePage:
+        filters = filters or QueueFilter()
         items, next_cursor = index_page(
-            self._table, keys.status_partition(tenant_id, status.value), limit, cursor, _one_of_its_messages
+            self._table,
+            keys.status_partition(tenant_id, status.value),
+            limit,
+            cursor,
+            _one_of_its_messages,
+            # GSI1SK is `<updated_at>#<id>`: the bare `until` sorts before every key at that time.
+            sort_range=SortRange(
+                low=format_ts(filters.since) if filters.since else None,
+                high=format_ts(filters.until) if filters.until else None,
+            ),
+            equals=_equals(filters),
+            scope=filters.fingerprint(),
         )
-        rows = [
-            {field: value for field, value in item.items() if field in QUEUE_ROW_FIELDS} for item in items
-        ]
-        return QueuePage(rows=rows, next_cursor=next_cursor)
+        return QueuePage(rows=[queue_row(item) for item in items], next_cursor=next_cursor)
+
+    def list_received(
+        self, tenant_id: str, limit: int, cursor: str | None, filters: QueueFilter | None = None
+    ) -> QueuePage:
+        """Every message of `tenant_id`, newest received first: one Query of GSI2 and one
+        BatchGetItem (eventually consistent, the row fields only) of the page's items."""
+        filters = filters or QueueFilter()
+        rows, next_cursor = index_page(
+            self._table,
+            keys.messages_partition(tenant_id),
+            limit,
+            cursor,
+            _one_of_its_received,
+            index="GSI2",
+            sort_key=keys.RECEIVED_SORT_KEY,
+            # The sort key is the bare time: `until` excluded by ending a microsecond before it.
+            sort_range=SortRange(
+                low=format_ts(filters.since) if filters.since else None,
+                high=format_ts(filters.until - _TICK) if filters.until else None,
+            ),
+            equals=_equals(filters),
+            scope=filters.fingerprint(),
+        )
+        if not rows:
+            return QueuePage(rows=[], next_cursor=next_cursor)
+        found = self._table.batch_get(
+            [{"PK": row["PK"], "SK": row["SK"]} for row in rows],
+            projection=QUEUE_ROW_FIELDS,
+            consistent=False,
+        )
+        current = [queue_row(item) for row in rows if (item := found.get((row["PK"], row["SK"]))) is not None]
+        return QueuePage(rows=current, next_cursor=next_cursor)
 
     def changed_since(
         self,
@@ -82,6 +172,10 @@ class DynamoStatusIndex:
         return StatusRows(rows=rows, truncated=True)
 
 
+def _equals(filters: QueueFilter) -> dict[str, str] | None:
+    return {"integration_id": filters.integration_id} if filters.integration_id else None
+
+
 def _one_of_its_messages(key: dict[str, str]) -> bool:
     """A cursor of the queue tabs: the index key names the same message as the table key."""
     return (
@@ -89,3 +183,8 @@ def _one_of_its_messages(key: dict[str, str]) -> bool:
         and key["PK"].startswith("MSG#")
         and key["GSI1SK"].endswith("#" + key["PK"].removeprefix("MSG#"))
     )
+
+
+def _one_of_its_received(key: dict[str, str]) -> bool:
+    """A cursor of the `all` tab: a message item's key."""
+    return key["SK"] == keys.MESSAGE_SK and key["PK"].startswith(keys.MESSAGE_PREFIX)

@@ -197,19 +197,33 @@ class Table:
         found = answer.get("Item")
         return decode(found) if found else None
 
-    def batch_get(self, keys: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """Consistent BatchGetItem, following UnprocessedKeys; items by (PK, SK). A key asked
-        twice is asked once (DynamoDB refuses duplicates); more than 100 keys (its limit per
-        request) take one request per 100."""
+    def batch_get(
+        self,
+        keys: Sequence[Mapping[str, str]],
+        *,
+        projection: Sequence[str] | None = None,
+        consistent: bool = True,
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """BatchGetItem (consistent unless told), following UnprocessedKeys; items by (PK, SK).
+        With a `projection`, only those attributes (and the keys) are read. A key asked twice is
+        asked once (DynamoDB refuses duplicates); more than 100 keys (its limit per request)
+        take one request per 100."""
         unique = list({(k["PK"], k["SK"]): k for k in keys}.values())
         found: dict[tuple[str, str], dict[str, Any]] = {}
         for start in range(0, len(unique), BATCH_GET_LIMIT):
-            found.update(self._batch_get(unique[start : start + BATCH_GET_LIMIT]))
+            found.update(self._batch_get(unique[start : start + BATCH_GET_LIMIT], projection, consistent))
         return found
 
-    def _batch_get(self, keys: Sequence[Mapping[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+    def _batch_get(
+        self, keys: Sequence[Mapping[str, str]], projection: Sequence[str] | None, consistent: bool
+    ) -> dict[tuple[str, str], dict[str, Any]]:
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        request: dict[str, Any] = {self.name: {"Keys": [encode(k) for k in keys], "ConsistentRead": True}}
+        wanted: dict[str, Any] = {"Keys": [encode(k) for k in keys], "ConsistentRead": consistent}
+        if projection is not None:
+            attributes = ["PK", "SK", *(a for a in projection if a not in ("PK", "SK"))]
+            wanted["ProjectionExpression"] = ", ".join(f"#p{n}" for n in range(len(attributes)))
+            wanted["ExpressionAttributeNames"] = {f"#p{n}": a for n, a in enumerate(attributes)}
+        request: dict[str, Any] = {self.name: wanted}
         try:
             for _ in range(_MAX_BATCH_ROUNDS):
                 answer = self._client().batch_get_item(RequestItems=request)

@@ -1,0 +1,133 @@
+"""A message's timeline for the admin page (issue 13): one list, oldest first, of what happened
+to it - its steps and delivery attempts (the item's bounded log), its status changes as the
+outbox events they are, operators' moves, and the destination's status callbacks.
+
+Nothing here reads storage: the outbox events are derived from what the message item keeps.
+The item is created in `received` at version 1 (event ``<message_id>:1``), and every status move
+stamps the log entry written with it with the new status (`to`) and the version it writes (`v`,
+hub.adapters.dynamo.messages.status_stamp), so each event is ``<message_id>:<v>`` of type
+STATUS_EVENTS[to], as the outbox publisher derives it from the item's stream record. Callbacks
+that advanced `delivery_status` also leave as `message.delivery_status_changed` events; their
+version is not stored, so they show as the callbacks they are.
+
+The log keeps the last entries only (hub.adapters.dynamo.messages.MAX_LOG_ENTRIES): an older
+message's first steps may have dropped off, and the view says so (`timeline_complete`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from hub.domain.message import MessageRecord
+from hub.domain.status import PipelineStatus
+from hub.outbox.events import STATUS_EVENTS, message_event_id
+
+#: Shown with a message whose `uncertain` is true.
+UNCERTAIN_MEANING = (
+    "The destination may or may not have applied this message: an attempt's outcome is unknown "
+    "(it failed after the request was sent, e.g. a timeout). Every retry and reprocess sends the "
+    "same Idempotency-Key (the message id), so a destination that honours it applies the "
+    "message at most once; one that does not may apply it twice - check with it before "
+    "reprocessing."
+)
+
+#: Entry fields that place the entry; the rest is shown as the entry's fields.
+_PLACING = frozenset({"at", "to", "v"})
+
+_OPERATOR_MOVES = {
+    "message.reprocessed": "Reprocessed by an operator",
+    "message.retry_cancelled": "Retry cancelled by an operator",
+}
+
+
+def timeline(
+    record: MessageRecord,
+    log: Sequence[Mapping[str, Any]],
+    callbacks: Iterable[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    """The merged timeline, oldest first (ties keep this order: creation, log, callbacks).
+    `log` and `callbacks` are shown already redacted; `callbacks` come newest first, as stored
+    pages list them."""
+    entries: list[dict[str, Any]] = [
+        _event(record.message_id, PipelineStatus.RECEIVED.value, 1, record.received_at)
+    ]
+    for entry in log:
+        at = _time(entry.get("at"))
+        if at is None:
+            continue
+        fields = {key: value for key, value in entry.items() if key not in _PLACING}
+        if "event" in fields:
+            move = str(fields["event"])
+            entries.append(_entry(at, "audit", _OPERATOR_MOVES.get(move, move), fields))
+        elif "step" in fields:
+            entries.append(_step(at, fields))
+        to, version = entry.get("to"), entry.get("v")
+        if isinstance(to, str) and isinstance(version, int) and to in _STATUSES:
+            entries.append(_event(record.message_id, to, version, at))
+    for callback in sorted(callbacks, key=lambda row: _time(row.get("received_at")) or _EPOCH):
+        at = _time(callback.get("received_at"))
+        if at is not None:
+            fields = {key: value for key, value in callback.items() if key != "received_at"}
+            entries.append(_entry(at, "callback", f"Status callback: {callback.get('status')}", fields))
+    entries.sort(key=lambda entry: entry["at"])
+    # One text form for every time (the log's, the callbacks' and the record's differ).
+    return [
+        {**entry, "at": entry["at"].astimezone(UTC).isoformat().replace("+00:00", "Z")} for entry in entries
+    ]
+
+
+def complete(log: Sequence[Mapping[str, Any]], kept: int) -> bool:
+    """Whether the log can still hold the message's first entries (fewer than `kept`)."""
+    return len(log) < kept
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_STATUSES = frozenset(status.value for status in PipelineStatus)
+
+
+def _step(at: datetime, fields: dict[str, Any]) -> dict[str, Any]:
+    """A delivery attempt (the destination was called: `sent`, or `deliver` failed), or another
+    step (process, a delivery held or skipped, observability)."""
+    step, outcome = fields.get("step"), fields.get("status")
+    reason = ", ".join(
+        str(fields[key]) for key in ("error_class", "held_reason", "dest_status") if fields.get(key)
+    )
+    suffix = f" ({reason})" if reason else ""
+    if step == "sent" or (step == "deliver" and outcome == "failure"):
+        attempt = int(fields.get("attempt") or 0) + 1
+        return _entry(at, "attempt", f"Delivery attempt {attempt}: {outcome}{suffix}", fields)
+    return _entry(at, "step", f"{step}: {outcome}{suffix}", fields)
+
+
+def _event(message_id: str, status: str, version: int, at: datetime) -> dict[str, Any]:
+    kind = STATUS_EVENTS[PipelineStatus(status)].value
+    return _entry(
+        at,
+        "event",
+        f"{kind} (status {status})",
+        {
+            "event_id": message_event_id(message_id, version),
+            "type": kind,
+            "status": status,
+            "version": version,
+        },
+    )
+
+
+def _entry(at: datetime, kind: str, title: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    shown = {key: value for key, value in fields.items() if key not in ("at", "kind", "title")}
+    return {"at": at, "kind": kind, "title": title, **shown}
+
+
+def _time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
