@@ -94,3 +94,46 @@ def test_the_integration_view_masks_inbound_webhook_secrets(stack, tenancy, admi
     assert view["inbound_webhook"]["verification"]["secrets"] == MASK
     assert view["inbound_webhook"]["verification"]["scheme"] == "standard_webhooks"
     assert secret not in json.dumps(view)
+
+
+def test_the_mapped_body_in_the_admin_view_is_masked_even_under_renamed_fields(
+    stack, tenancy, ingest_api, worker, destination, admin_api
+):
+    from hub import wiring  # noqa: PLC0415
+    from hub.domain.mapping_spec import MappingSpec  # noqa: PLC0415
+
+    configure(stack, tenancy, destination, sensitive_fields=("cpf", "email"))
+    repository = wiring.config_repository()
+    integration = repository.get_integration(tenancy.integration_id)
+    assert integration is not None
+    purchase_order = integration.message_types["purchase_order"].model_copy(
+        update={
+            "mapping": MappingSpec.model_validate(
+                {
+                    "output": {
+                        "order": {"path": "po_number"},
+                        "cpf": {"path": "buyer.cpf"},
+                        "documento": {"path": "buyer.cpf"},
+                        "contato": {"path": "buyer.email"},
+                    }
+                }
+            )
+        }
+    )
+    repository.put_integration(
+        integration.model_copy(
+            update={"message_types": {**integration.message_types, "purchase_order": purchase_order}}
+        )
+    )
+    message_id = send(ingest_api, tenancy, PAYLOAD)
+    worker()
+
+    view = admin_api("GET", f"/api/admin/messages/{message_id}")
+
+    mapped = view.body["mapped"]
+    assert (mapped["ok"], mapped["mapped"], mapped["content_type"]) == (True, True, "application/json")
+    assert json.loads(mapped["body"]) == {"order": "PO-PRIV", "cpf": MASK, "documento": MASK, "contato": MASK}
+    assert CPF not in json.dumps(view.body)
+    assert EMAIL not in json.dumps(view.body)
+    # The destination got the mapped body with the values themselves.
+    assert json.loads(destination.requests[0].body)["documento"] == CPF

@@ -8,6 +8,7 @@ of an empty DLQ moves nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -19,13 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hub.admin.access import Role
 from hub.admin.audit import PLATFORM_SCOPE, Audit
+from hub.admin.integrations import preview_message
 from hub.admin.timeline import UNCERTAIN_MEANING, timeline
 from hub.admin.timeline import complete as timeline_complete
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord, PayloadFormat
-from hub.domain.redaction import redact_credentials, redact_payload, redact_text
+from hub.domain.redaction import redact, redact_credentials, redact_payload, redact_text
 from hub.domain.status import PipelineStatus
+from hub.domain.tenancy import MessageTypeConfig
 from hub.errors import Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
 from hub.ingest.receive import first_step
 from hub.pipeline import rules
@@ -293,7 +296,8 @@ class Operations:
         redaction helper (the message type's sensitive fields; personal data in free text)."""
         record = self._record(message_id, principal, Role.VIEWER)
         integration = self._config.get_integration(record.integration_id)
-        fields = integration.message_type_config(record.message_type).sensitive_fields if integration else ()
+        config = integration.message_type_config(record.message_type) if integration else None
+        fields = config.sensitive_fields if config else ()
         text = self._messages.get_payload(message_id)
         payload: Any = text
         if text is not None and record.payload_format is PayloadFormat.JSON:
@@ -307,6 +311,9 @@ class Operations:
             "held_reason": record.held_reason,
             "held_on": record.held_on,
             "payload": redact_payload(payload, fields) if payload is not None else None,
+            # What the message type's current mapping makes of the payload (computed as the
+            # worker does, no side effect), masked like the payload.
+            "mapped": _mapped_view(config, payload, fields) if config and payload is not None else None,
             "log": log,
         }
         if isinstance(view.get("dest_status_text"), str):
@@ -377,6 +384,20 @@ class Operations:
             "dead-letter queue redriven", extra={"lane": lane, "moved": moved, "actor": actor.token_id}
         )
         return moved
+
+
+def _mapped_view(config: MessageTypeConfig, payload: Any, fields: Sequence[str]) -> dict[str, Any]:
+    """The mapped body for the admin page: the preview of the current mapping, its body masked by
+    the sensitive field names (JSON by key, XML by element) and by the personal-data patterns, so
+    a field the mapping renamed is still caught when it looks like a CPF, an e-mail or a phone."""
+    preview = preview_message(config, payload)
+    shown = {key: preview.get(key) for key in ("ok", "mapped", "content_type", "error")}
+    body = preview.get("body")
+    if isinstance(body, str) and "json" in str(preview.get("content_type")):
+        with contextlib.suppress(ValueError):
+            body = json.dumps(redact(json.loads(body), fields), ensure_ascii=False)
+    shown["body"] = redact_payload(body, fields) if isinstance(body, str) else None
+    return shown
 
 
 def _status_view(record: MessageRecord) -> dict[str, Any]:

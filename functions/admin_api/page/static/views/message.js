@@ -1,7 +1,7 @@
 // /admin/messages/<id>: status, destination answer, the uncertain flag and what it means, a
 // timeline of steps, attempts, status callbacks and outbox events, and the payload and mapped
 // body as the API shows them (sensitive fields already masked by the API).
-import { badge, fill, fmtTime, h, statusBadge, timeEl } from "../ui.js";
+import { badge, errorBlock, fill, fmtTime, h, statusBadge, timeEl } from "../ui.js";
 
 const UNCERTAIN = "The destination did not answer in time: it may or may not have applied this message. "
   + "A retry carries the same Idempotency-Key, so a destination that honours it applies the message once.";
@@ -35,7 +35,15 @@ export async function render(ctx, { messageId }) {
     h("h2", {}, "Payload"),
     h("p", { class: "hint" }, "Sensitive fields of this message type are masked."),
     h("pre", { class: "payload", "data-part": "payload" }, pretty(view.payload)),
-    "mapped" in view ? [h("h2", {}, "Mapped body"), h("pre", { class: "payload", "data-part": "mapped" }, pretty(view.mapped))] : null,
+    view.mapped ? [
+      h("h2", {}, "Mapped body"),
+      h("p", { class: "hint" }, view.mapped.mapped
+        ? `What the current mapping makes of the payload (${view.mapped.content_type}); sensitive fields masked.`
+        : "No mapping: the payload is delivered as it is."),
+      view.mapped.ok
+        ? h("pre", { class: "payload", "data-part": "mapped" }, pretty(view.mapped.body))
+        : errorBlock(view.mapped.error || {}),
+    ] : null,
   );
 }
 

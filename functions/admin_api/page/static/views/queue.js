@@ -154,7 +154,8 @@ async function act(tr, ctx, item, integrations, action) {
     const answer = action === "reprocess"
       ? await ctx.api("POST", "/api/edi-hub/reprocess-message", { body: { message_id: item.message_id } })
       : await ctx.api("POST", `/api/admin/messages/${item.message_id}/cancel-retry`);
-    const updated = { ...item, ...(answer.message || answer) };
+    // The API answers with the message's queue row (the listing's own shape).
+    const updated = { ...item, ...(answer.queue_row || answer) };
     draw(tr, ctx, updated, integrations);
     toast(action === "reprocess" ? `Reprocessing ${item.message_id}` : `Cancelled ${item.message_id}`);
     if (action === "reprocess") follow(tr, ctx, updated, integrations);
