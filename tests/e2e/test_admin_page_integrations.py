@@ -344,7 +344,8 @@ def test_a_viewer_sees_no_edit_new_or_pause_and_a_forged_call_is_refused(
             const headers = {Authorization: 'Bearer ' + token, 'Content-Type': 'application/json'};
             const put = await fetch(path, {method: 'PUT', headers,
               body: JSON.stringify({name: 'forged', mode: 'orchestration'})});
-            const pause = await fetch(`/api/admin/connections/${connection}/pause`, {method: 'POST', headers});
+            const pause = await fetch(`/api/admin/connections/${connection}/pause`,
+              {method: 'POST', headers});
             return [put.status, (await put.json()).error.code, pause.status];
         }""",
         [viewer, f"{TENANT_PATH}/integrations/{integration_id}", connection_id],
