@@ -288,7 +288,7 @@ class IntegrationForm {
       h("details", { class: "int-preview-box", open: true },
         h("summary", {}, "Preview the mapping on a sample payload"),
         field("Sample payload (JSON, or XML text)", sample),
-        this.current ? h("div", { class: "row" }, preview) : h("p", { class: "hint" }, "Preview works once the integration is saved (the preview API reads it)."),
+        h("div", { class: "row" }, preview),
         output));
     typeName.addEventListener("input", () => { box.dataset.messageType = typeName.value.trim(); });
     row.box = box;
@@ -572,9 +572,12 @@ class IntegrationForm {
     row.preview.disabled = true;
     fill(row.output, h("p", { class: "loading", "aria-busy": "true" }, "Running the mapping…"));
     try {
-      const answer = await this.ctx.api("POST",
-        `${this.base}/integrations/${encodeURIComponent(this.current.integration_id)}/message-types/${encodeURIComponent(where)}/preview`,
-        { body: { payload, config } });
+      // The rules as the form holds them (unsaved): under the saved integration when editing,
+      // at the tenant's preview when the integration does not exist yet.
+      const path = this.current
+        ? `${this.base}/integrations/${encodeURIComponent(this.current.integration_id)}/message-types/${encodeURIComponent(where)}/preview`
+        : `${this.base}/mapping-preview`;
+      const answer = await this.ctx.api("POST", path, { body: { payload, config } });
       fill(row.output, previewOutcome(answer));
     } catch (error) {
       fill(row.output, errorBlock(error));
