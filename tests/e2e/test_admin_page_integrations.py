@@ -353,3 +353,15 @@ def test_a_viewer_sees_no_edit_new_or_pause_and_a_forged_call_is_refused(
     assert forged == [403, "forbidden", 403]
     saved = admin.get(f"{TENANT_PATH}/integrations/{integration_id}").json()
     assert (saved["name"], saved["mode"]) == (f"Page test {integration_id}", "observability")
+
+
+def test_the_create_form_previews_a_message_type_before_anything_is_saved(page: Page) -> None:
+    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
+    page.get_by_role("button", name="Add message type").click()
+    kind = page.locator(".int-type").last
+    expect(kind.get_by_label("Message type")).to_be_focused()
+    kind.get_by_label("Message type").fill("purchase_order")
+    kind.get_by_label("Rules (JSON)").fill(json.dumps(MAPPING))
+    kind.get_by_label("Sample payload (JSON, or XML text)").fill('{"po_number": "PO-88"}')
+    kind.get_by_role("button", name="Preview").click()
+    expect(kind.locator("[data-part=mapped-output]")).to_contain_text('"number": "PO-88"')
