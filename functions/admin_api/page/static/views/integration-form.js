@@ -633,11 +633,12 @@ class IntegrationForm {
   }
 }
 
-/** The field names an error's details carry: [{field}] (validation) or {field} (one). */
+/** The field names an error's details carry: [{field}] (validation), {field} (one), or the
+ * keys of {integration_id: ...} / {connection_id: ...} (a conflict naming what is taken). */
 function fieldsOf(error) {
   const details = error && error.details;
   if (Array.isArray(details)) return details.map((d) => d && d.field).filter(Boolean);
-  if (details && typeof details === "object" && details.field) return [details.field];
+  if (details && typeof details === "object") return details.field ? [details.field] : Object.keys(details);
   return [];
 }
 
