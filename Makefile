@@ -63,7 +63,7 @@ chromium:
 
 ## The README's screenshots of the operator's page (docs/screenshots), taken by the browser tests.
 screenshots: $(STAMP)
-	HUB_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/e2e/test_admin_page.py -q
+	HUB_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/e2e/test_admin_page*.py -q
 
 clean:
 	rm -rf $(VENV) .aws-sam .mypy_cache .ruff_cache
