@@ -7,15 +7,18 @@ Playwright is missing (`.ci/run` installs Chromium)."""
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
-from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_TENANT_ID, demo_body
+from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_API_KEY, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body
 from tests import browser
+from tests.destinations import Answer, HttpDestination
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -29,6 +32,14 @@ if WHY_NOT:
 from playwright.sync_api import expect  # noqa: E402 - only once the skip above did not happen
 
 ACTIONS = re.compile(r"^(Create|Revoke|Rotate|Delete|Disable|Enable|Replay)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def patient_expectations() -> Iterator[None]:
+    """The local stack shares two cores with other work: an answer can take seconds."""
+    expect.set_options(timeout=15_000)
+    yield
+    expect.set_options(timeout=5_000)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +84,7 @@ def contexts(chromium: Browser, admin_url: str) -> Iterator[Any]:
 
 @pytest.fixture
 def page(contexts) -> Page:
-    return contexts()  # type: ignore[no-any-return]
+    return contexts()
 
 
 def sign_in(page: Page, token: str, path: str) -> None:
@@ -108,9 +119,7 @@ def confirm(page: Page, expected: str, button: str) -> None:
     expect(dialog).to_be_hidden()
 
 
-def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(
-    page: Page, local_stack
-) -> None:
+def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(page: Page, local_stack) -> None:
     label = f"page key {uuid.uuid4().hex[:6]}"
     sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
     form = page.get_by_role("form", name="New API key")
@@ -125,7 +134,8 @@ def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(
     row = page.locator('[data-section="api-keys"] tr', has_text=label)
     expect(row).to_contain_text("active")
     key_id = row.get_attribute("data-key-id")
-    assert key_id and key_id.startswith("key_")
+    assert key_id is not None
+    assert key_id.startswith("key_")
     # "Done" takes the secret out of the page.
     page.get_by_role("button", name="Done: hide it").click()
     expect(page.locator("[data-secret]")).to_have_count(0)
@@ -155,9 +165,7 @@ def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(
     browser.screenshot(page, "audit")
 
 
-def test_a_rotated_key_is_shown_once_and_the_old_one_keeps_its_grace_period(
-    page: Page, local_stack
-) -> None:
+def test_a_rotated_key_is_shown_once_and_the_old_one_keeps_its_grace_period(page: Page, local_stack) -> None:
     label = f"rotated {uuid.uuid4().hex[:6]}"
     sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
     form = page.get_by_role("form", name="New API key")
@@ -240,7 +248,7 @@ def test_revoking_the_signed_in_token_asks_with_a_warning_and_signs_out(contexts
 
     own.get_by_role("button", name=f"Revoke {label}").click()
     confirm(page, "signed in with", "Revoke my own token")
-    expect(page.get_by_label("Admin token")).to_be_visible()
+    expect(page.get_by_label("Admin token", exact=True)).to_be_visible()
     refused = admin.get("/api/admin/tokens", headers={"Authorization": f"Bearer {token}"})
     assert refused.status_code == 401
 
@@ -255,6 +263,8 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
 
     secret = page.locator("[data-secret]")
     expect(secret).to_have_text(re.compile(r"^whsec_"))
+    page.get_by_role("button", name="Done: hide it").click()
+    expect(secret).to_have_count(0)
     item = page.locator("li.subscription", has_text=url)
     expect(item).to_contain_text("enabled")
     expect(item).to_contain_text("message.*")
@@ -278,3 +288,69 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
     expect(item).to_have_count(0)
     gone = admin.get(f"/api/admin/tenants/{DEMO_TENANT_ID}/subscriptions/{subscription_id}")
     assert gone.status_code == 404
+
+
+def failed_deliveries(admin: httpx.Client, subscription_id: str) -> list[dict[str, Any]]:
+    path = f"/api/admin/tenants/{DEMO_TENANT_ID}/subscriptions/{subscription_id}/failed-deliveries"
+    answer = admin.get(path)
+    assert answer.status_code == 200, answer.text
+    return list(answer.json()["items"])
+
+
+def wait_until(check: Any, timeout: float = 45) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError("timed out")
+
+
+def two_or_none(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    return items if len(items) == 2 else None
+
+
+def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
+    page: Page, admin, local_stack
+) -> None:
+    with HttpDestination() as receiver:
+        receiver.script(Answer(400))  # a receiver's 4xx: failed at once, never retried
+        sign_in(page, DEMO_ADMIN_TOKEN, "/admin/subscriptions")
+        form = page.get_by_role("form", name="New subscription")
+        form.get_by_label("Endpoint URL").fill(receiver.url)
+        form.get_by_label("Event types").fill("message.received")
+        form.get_by_label(DEMO_INTEGRATION_ID, exact=True).check()
+        form.get_by_role("button", name="Create subscription").click()
+        item = page.locator("li.subscription", has_text=receiver.url)
+        expect(item).to_contain_text(DEMO_INTEGRATION_ID)
+        subscription_id = str(item.get_attribute("data-subscription-id"))
+        page.get_by_role("button", name="Done: hide it").click()
+
+        try:
+            for _ in range(2):
+                assert receive(local_stack, DEMO_API_KEY).status_code == 202
+            failures = wait_until(lambda: two_or_none(failed_deliveries(admin, subscription_id)))
+            receiver.script(Answer(200))
+
+            item.get_by_role("button", name="Failed deliveries").click()
+            first, second = failures[1]["event_id"], failures[0]["event_id"]
+            row = item.locator(f'tr[data-event-id="{first}"]')
+            expect(row).to_contain_text("http_4xx")
+            expect(row).to_contain_text("400")
+            row.get_by_role("button", name=f"Replay {first}").click()
+            expect(row).to_contain_text("replaying")
+            # The same event (the same webhook-id) again; a delivered replay clears the failure.
+            wait_until(lambda: [r.headers.get("webhook-id") for r in receiver.requests].count(first) == 2)
+            wait_until(lambda: [f["event_id"] for f in failed_deliveries(admin, subscription_id)] == [second])
+
+            # The browser's local time, as a datetime-local input takes it.
+            since = (datetime.now() - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M")
+            item.get_by_label("Failed since").fill(since)
+            item.get_by_role("button", name="Replay all since").click()
+            confirm(page, "failed since", "Replay all")
+            expect(page.locator("#toasts")).to_contain_text("Replaying 1 deliveries")
+            wait_until(lambda: failed_deliveries(admin, subscription_id) == [])
+            assert [r.headers.get("webhook-id") for r in receiver.requests].count(second) == 2
+        finally:
+            admin.delete(f"/api/admin/tenants/{DEMO_TENANT_ID}/subscriptions/{subscription_id}")

@@ -3,7 +3,7 @@
 // a box that the next render of this view removes: the page never keeps a secret anywhere else
 // (not in a variable outside that box, not in storage, never on the console).
 import { ApiError } from "../api.js";
-import { badge, confirmAction, errorBlock, field, fill, fmtTime, h, secretOnce, timeEl, toast } from "../ui.js";
+import { badge, confirmAction, errorBlock, field, fill, fmtTime, h, secretOnce, toast } from "../ui.js";
 
 export const ROLES = ["viewer", "operator", "admin"];
 const PAGE = 50;
@@ -203,7 +203,7 @@ function keyState(key) {
       h("div", { class: "sub" }, "works until ", key.expires_at ? h("time", { datetime: key.expires_at, title: key.expires_at }, fmtTime(key.expires_at)) : "—"));
   }
   return h("span", {}, badge(key.state || "revoked", "muted", "state"),
-    key.revoked_at ? h("div", { class: "sub" }, "since ", timeEl(key.revoked_at)) : null);
+    key.revoked_at ? h("div", { class: "sub" }, "since ", h("time", { datetime: key.revoked_at, title: key.revoked_at }, fmtTime(key.revoked_at))) : null);
 }
 
 async function act(tr, work) {
@@ -306,7 +306,7 @@ function tokens(ctx, tenantId, title) {
       h("td", {}, token.created_at ? h("span", { title: token.created_at }, fmtTime(token.created_at)) : "—"),
       h("td", {}, token.created_by ? h("code", {}, token.created_by) : "—"),
       h("td", {}, token.state === "active" ? badge("active", "ok", "state")
-        : h("span", {}, badge("revoked", "muted", "state"), token.revoked_at ? h("div", { class: "sub" }, "since ", timeEl(token.revoked_at)) : null)),
+        : h("span", {}, badge("revoked", "muted", "state"), token.revoked_at ? h("div", { class: "sub" }, "since ", h("time", { datetime: token.revoked_at, title: token.revoked_at }, fmtTime(token.revoked_at))) : null)),
       h("td", {}, actions));
   }
 
