@@ -69,7 +69,7 @@ export async function render(ctx) {
     fill(ctx.main, h("h1", {}, "Keys & tokens"), h("p", { class: "empty" }, "No tenant yet."));
     return;
   }
-  const ids = ctx.tenant ? await integrationIds(ctx) : [];
+  const ids = ctx.tenant && allowed(ctx, "manage_keys", "admin") ? await integrationIds(ctx) : [];
   fill(ctx.main,
     h("h1", {}, "Keys & tokens"),
     ctx.tenant ? apiKeys(ctx, ids) : null,
