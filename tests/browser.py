@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import httpx
     from playwright.sync_api import Browser, Page
 
 #: The system Chromium (Debian's package); HUB_CHROMIUM points elsewhere.
@@ -63,3 +64,25 @@ def screenshot(page: Page, name: str) -> None:
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=True)
+
+
+def sign_in(page: Page, token: str, path: str) -> None:
+    """Opens `path` of the page and signs in with `token` (the page then shows who it is)."""
+    from playwright.sync_api import expect  # noqa: PLC0415
+
+    page.goto(path)
+    page.get_by_label("Admin token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_be_visible()
+
+
+def admin_token(admin: httpx.Client, role: str, tenant_id: str) -> str:
+    """A new admin token of `tenant_id` with `role`, minted over the admin API."""
+    import uuid  # noqa: PLC0415
+
+    answer = admin.post(
+        "/api/admin/tokens",
+        json={"label": f"page-{role}-{uuid.uuid4().hex[:6]}", "role": role, "tenant_id": tenant_id},
+    )
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["token"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -64,3 +66,56 @@ def admin(local_stack: LocalStack) -> Iterator[httpx.Client]:
     url = local_stack.function_urls["AdminApiFunction"]
     with httpx.Client(base_url=url, headers=headers, timeout=30, trust_env=False) as client:
         yield client
+
+
+# --- The operator's page in a real browser (tests/e2e/test_admin_page*.py) -------------------
+# Used only by modules that skip first when Chromium or Playwright is missing (tests/browser.py).
+
+#: API refusals a browser test provokes show as failed resources in Chromium's console.
+_PROVOKED = re.compile(r"status of (401|403|404|409|412|422)")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import expect  # noqa: PLC0415 - only where the module did not skip
+
+    from tests import browser  # noqa: PLC0415
+
+    # The local stack shares two cores with the rest of the suite: an answer can take seconds.
+    expect.set_options(timeout=15_000)
+    with browser.chromium() as launched:
+        yield launched
+    expect.set_options(timeout=5_000)
+
+
+@pytest.fixture
+def admin_url(local_stack: LocalStack) -> str:
+    return str(local_stack.function_urls["AdminApiFunction"]).rstrip("/")
+
+
+@pytest.fixture
+def contexts(chromium: Any, admin_url: str) -> Iterator[Callable[[], Any]]:
+    """Opens fresh browser contexts (each its own sessionStorage) on the admin Function URL; at
+    the end, no page had a script error, a CSP violation or a console error beyond the refusals
+    the test provoked."""
+    errors: list[str] = []
+    opened: list[Any] = []
+
+    def open_page() -> Any:
+        context = chromium.new_context(base_url=admin_url, viewport={"width": 1360, "height": 900})
+        opened.append(context)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        return page
+
+    yield open_page
+    for context in opened:
+        context.close()
+    assert [e for e in errors if not _PROVOKED.search(e)] == []
+
+
+@pytest.fixture
+def page(contexts: Callable[[], Any]) -> Any:
+    return contexts()

@@ -22,7 +22,7 @@ from tests.e2e.test_failures import AUTO, integration, post
 from tests.pipeline import wait_for_status
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page")]
 
@@ -33,54 +33,10 @@ if WHY_NOT:
 from playwright.sync_api import expect  # noqa: E402 - only once the skip above did not happen
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser.chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def admin_url(local_stack) -> str:
-    return str(local_stack.function_urls["AdminApiFunction"]).rstrip("/")
-
-
-@pytest.fixture
-def page(chromium: Browser, admin_url: str) -> Iterator[Page]:
-    """A fresh browser context (its own sessionStorage) on the admin Function URL."""
-    context = chromium.new_context(base_url=admin_url, viewport={"width": 1360, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(20_000)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    yield opened
-    context.close()
-    # A script error or a CSP violation on any page is a defect, not noise. A 403/404/409 the
-    # test provoked is logged by Chromium as a failed resource: those are expected answers.
-    unexpected = [e for e in errors if not re.search(r"status of (401|403|404|409|422)", e)]
-    assert unexpected == []
-
-
 @pytest.fixture
 def destination() -> Iterator[HttpDestination]:
     with HttpDestination() as server:
         yield server
-
-
-def sign_in(page: Page, token: str, path: str = "/admin/queue") -> None:
-    page.goto(path)
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#who")).to_be_visible()
-
-
-def admin_token(admin: httpx.Client, role: str) -> str:
-    answer = admin.post(
-        "/api/admin/tokens",
-        json={"label": f"page-{role}-{uuid.uuid4().hex[:6]}", "role": role, "tenant_id": DEMO_TENANT_ID},
-    )
-    assert answer.status_code == 201, answer.text
-    return str(answer.json()["token"])
 
 
 def row(page: Page, message_id: str) -> Any:
@@ -121,7 +77,7 @@ def test_an_operator_reprocesses_a_dead_lettered_message_and_watches_it_become_s
     wait_for_status(api, message_id, "dead_letter", timeout=60)
     destination.script(Answer(200))
 
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=dead_letter")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=dead_letter")
     expect(page.get_by_role("tab", name="Dead-letter")).to_have_attribute("aria-selected", "true")
     expect(row(page, message_id)).to_contain_text("dead letter")
     browser.screenshot(page, "queue")
@@ -143,7 +99,7 @@ def test_an_operator_cancels_a_waiting_retry(
     message_id = post(api, integration(local_stack, destination, slow))
     wait_for_status(api, message_id, "retry_pending")
 
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=waiting")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=waiting")
     waiting = row(page, message_id)
     expect(waiting).to_contain_text("retry 1 of 3")
     expect(waiting).to_contain_text("in 10 min")
@@ -162,7 +118,7 @@ def test_the_message_detail_shows_its_timeline(
     message_id = post(api, integration(local_stack, destination, AUTO))
     wait_for_status(api, message_id, "sent", timeout=45)
 
-    sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
 
     expect(page.get_by_role("heading", name=re.compile(message_id))).to_be_visible()
     timeline = page.locator("ol.timeline")
@@ -178,9 +134,9 @@ def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(
     dead_letter = AUTO.model_copy(update={"retry_max": 0, "retry_dead_letter": True})
     message_id = post(api, integration(local_stack, destination, dead_letter))
     wait_for_status(api, message_id, "dead_letter", timeout=60)
-    viewer = admin_token(admin, "viewer")
+    viewer = browser.admin_token(admin, "viewer", DEMO_TENANT_ID)
 
-    sign_in(page, viewer, "/admin/queue?tab=dead_letter")
+    browser.sign_in(page, viewer, "/admin/queue?tab=dead_letter")
 
     expect(row(page, message_id)).to_be_visible()
     expect(page.locator("main").get_by_role("button", name=re.compile("Reprocess|Cancel"))).to_have_count(0)
@@ -214,7 +170,7 @@ def test_health_shows_a_dead_letter_lane_and_an_operator_redrives_it(page: Page,
         )
     post(api, DEMO_INTEGRATION_ID)  # something to count this hour
 
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/health")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/health")
 
     lane = page.locator('tr[data-lane="pipeline"]')
     expect(lane).to_contain_text("1 in DLQ")
@@ -229,7 +185,7 @@ def test_health_shows_a_dead_letter_lane_and_an_operator_redrives_it(page: Page,
 
 
 def test_a_tenant_viewer_sees_its_integrations_but_no_lanes(page: Page, admin) -> None:
-    sign_in(page, admin_token(admin, "viewer"), "/admin/health")
+    browser.sign_in(page, browser.admin_token(admin, "viewer", DEMO_TENANT_ID), "/admin/health")
 
     expect(page.get_by_role("heading", name=f"Integrations of {DEMO_TENANT_ID}")).to_be_visible()
     expect(page.get_by_role("heading", name="Lanes")).to_have_count(0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from tests import browser
 from tests.destinations import Answer, HttpDestination
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page-access")]
 
@@ -32,66 +31,6 @@ if WHY_NOT:
 from playwright.sync_api import expect  # noqa: E402 - only once the skip above did not happen
 
 ACTIONS = re.compile(r"^(Create|Revoke|Rotate|Delete|Disable|Enable|Replay)")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def patient_expectations() -> Iterator[None]:
-    """The local stack shares two cores with other work: an answer can take seconds."""
-    expect.set_options(timeout=15_000)
-    yield
-    expect.set_options(timeout=5_000)
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser.chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def admin_url(local_stack) -> str:
-    return str(local_stack.function_urls["AdminApiFunction"]).rstrip("/")
-
-
-def _context_page(chromium: Browser, admin_url: str, errors: list[str]) -> tuple[Any, Page]:
-    context = chromium.new_context(base_url=admin_url, viewport={"width": 1360, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(20_000)
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    return context, opened
-
-
-@pytest.fixture
-def contexts(chromium: Browser, admin_url: str) -> Iterator[Any]:
-    """Opens fresh browser contexts (each its own sessionStorage) on the admin Function URL; at
-    the end, no page had a script error, a CSP violation or a console message beyond the
-    refusals (401/403/404/409/422) the test provoked."""
-    errors: list[str] = []
-    opened: list[Any] = []
-
-    def open_page() -> Page:
-        context, page = _context_page(chromium, admin_url, errors)
-        opened.append(context)
-        return page
-
-    yield open_page
-    for context in opened:
-        context.close()
-    unexpected = [e for e in errors if not re.search(r"status of (401|403|404|409|422)", e)]
-    assert unexpected == []
-
-
-@pytest.fixture
-def page(contexts) -> Page:
-    return contexts()
-
-
-def sign_in(page: Page, token: str, path: str) -> None:
-    page.goto(path)
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#who")).to_be_visible()
 
 
 def receive(local_stack, key: str) -> httpx.Response:
@@ -121,7 +60,7 @@ def confirm(page: Page, expected: str, button: str) -> None:
 
 def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(page: Page, local_stack) -> None:
     label = f"page key {uuid.uuid4().hex[:6]}"
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
     form = page.get_by_role("form", name="New API key")
     form.get_by_label("Label").fill(label)
     form.get_by_role("button", name="Create API key").click()
@@ -167,7 +106,7 @@ def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(page: Pa
 
 def test_a_rotated_key_is_shown_once_and_the_old_one_keeps_its_grace_period(page: Page, local_stack) -> None:
     label = f"rotated {uuid.uuid4().hex[:6]}"
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
     form = page.get_by_role("form", name="New API key")
     form.get_by_label("Label").fill(label)
     form.get_by_role("button", name="Create API key").click()
@@ -191,7 +130,7 @@ def test_a_rotated_key_is_shown_once_and_the_old_one_keeps_its_grace_period(page
 def test_a_viewer_token_created_in_the_page_is_offered_no_action(contexts, admin_url: str) -> None:
     page = contexts()
     label = f"viewer {uuid.uuid4().hex[:6]}"
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
     form = page.get_by_role("form", name="New tenant admin token")
     form.get_by_label("Token label").fill(label)
     form.get_by_label("Role").select_option("viewer")
@@ -201,7 +140,7 @@ def test_a_viewer_token_created_in_the_page_is_offered_no_action(contexts, admin
     expect(page.locator('[data-section="tokens-tenant"] tr', has_text=label)).to_contain_text("viewer")
 
     seen = contexts()
-    sign_in(seen, viewer, "/admin/access")
+    browser.sign_in(seen, viewer, "/admin/access")
     expect(seen.locator("#who")).to_contain_text("viewer")
     listed = seen.locator('[data-section="tokens-tenant"] tr', has_text=label)
     expect(listed).to_contain_text("you")
@@ -235,7 +174,7 @@ def test_revoking_the_signed_in_token_asks_with_a_warning_and_signs_out(contexts
     assert made.status_code == 201, made.text
     token, label = made.json()["token"], made.json()["label"]
     page = contexts()
-    sign_in(page, token, "/admin/access")
+    browser.sign_in(page, token, "/admin/access")
     own = page.locator('[data-section="tokens-tenant"] tr', has_text=label)
     expect(own).to_contain_text("you")
 
@@ -255,7 +194,7 @@ def test_revoking_the_signed_in_token_asks_with_a_warning_and_signs_out(contexts
 
 def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: Page, admin) -> None:
     url = f"https://hooks.example.com/page/{uuid.uuid4().hex[:8]}"
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/subscriptions")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/subscriptions")
     form = page.get_by_role("form", name="New subscription")
     form.get_by_label("Endpoint URL").fill(url)
     form.get_by_label("Event types").fill("message.*, connection.gone")
@@ -321,7 +260,7 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
 ) -> None:
     with HttpDestination() as receiver:
         receiver.script(Answer(400))  # a receiver's 4xx: failed at once, never retried
-        sign_in(page, DEMO_ADMIN_TOKEN, "/admin/subscriptions")
+        browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/subscriptions")
         form = page.get_by_role("form", name="New subscription")
         form.get_by_label("Endpoint URL").fill(receiver.url)
         form.get_by_label("Event types").fill("message.received")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from tests.destinations import Answer, HttpDestination
 from tests.pki import PFX_PASSWORD, build_pki, issue, pkcs12_of
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Locator, Page
+    from playwright.sync_api import Locator, Page
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page-integrations")]
 
@@ -39,50 +38,6 @@ MAPPING = {
     "mapping": {"output": {"order": {"number": {"path": "po_number"}, "source": {"const": "hub"}}}},
     "sensitive_fields": [],
 }
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Browser]:
-    with browser.chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def admin_url(local_stack) -> str:
-    return str(local_stack.function_urls["AdminApiFunction"]).rstrip("/")
-
-
-@pytest.fixture
-def page(chromium: Browser, admin_url: str) -> Iterator[Page]:
-    """A fresh browser context (its own sessionStorage) on the admin Function URL."""
-    context = chromium.new_context(base_url=admin_url, viewport={"width": 1360, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(20_000)
-    errors: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    yield opened
-    context.close()
-    # A script error or a CSP violation is a defect; an API refusal the test provoked is logged
-    # by Chromium as a failed resource (an expected answer).
-    unexpected = [e for e in errors if not re.search(r"status of (401|403|404|409|412|422)", e)]
-    assert unexpected == []
-
-
-def sign_in(page: Page, token: str, path: str = "/admin/integrations") -> None:
-    page.goto(path)
-    page.get_by_label("Admin token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#who")).to_be_visible()
-
-
-def admin_token(admin: httpx.Client, role: str) -> str:
-    answer = admin.post(
-        "/api/admin/tokens",
-        json={"label": f"page-int-{role}-{uuid.uuid4().hex[:6]}", "role": role, "tenant_id": DEMO_TENANT_ID},
-    )
-    assert answer.status_code == 201, answer.text
-    return str(answer.json()["token"])
 
 
 def a1_file(tmp_path: Path, valid_days: int) -> Path:
@@ -133,7 +88,7 @@ def test_an_admin_creates_an_observability_integration_on_a_sefaz_connection_wit
 ) -> None:
     integration_id = f"int_page_sefaz_{uuid.uuid4().hex[:6]}"
     connection_id = f"con_page_sefaz_{uuid.uuid4().hex[:6]}"
-    sign_in(page, DEMO_ADMIN_TOKEN)
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations")
     page.get_by_role("link", name="New integration").click()
     expect(page.get_by_role("heading", name="New integration")).to_be_visible()
 
@@ -188,7 +143,7 @@ def test_an_admin_creates_an_observability_integration_on_a_sefaz_connection_wit
 
 def test_a_sefaz_connection_without_its_certificate_is_not_saved(page: Page, admin: httpx.Client) -> None:
     connection_id = f"con_page_nocert_{uuid.uuid4().hex[:6]}"
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
     page.get_by_label("Name", exact=True).fill("No certificate")
     page.get_by_label("A new connection").check()
     page.get_by_label("Connection id").fill(connection_id)
@@ -202,7 +157,7 @@ def test_a_sefaz_connection_without_its_certificate_is_not_saved(page: Page, adm
 
 
 def test_the_retry_policy_shows_only_in_orchestration(page: Page) -> None:
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
     retry = page.locator("[data-part=retry-policy]")
     expect(page.get_by_label("Observability")).to_be_checked()
     expect(retry).to_be_hidden()
@@ -221,7 +176,7 @@ def test_a_preview_shows_the_mapped_output_of_the_unsaved_rules(page: Page, admi
     integration_id = integration_of(admin)
     path = f"{TENANT_PATH}/integrations/{integration_id}"
     before = admin.get(path).json()
-    sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/integrations/{integration_id}/edit")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/integrations/{integration_id}/edit")
     kind = page.locator('[data-message-type="purchase_order"]')
     kind.get_by_label("Sample payload (JSON, or XML text)").fill('{"po_number": "PO-77", "cpf": "123"}')
     kind.get_by_role("button", name="Preview").click()
@@ -255,7 +210,7 @@ def test_an_edit_is_saved_with_if_match_and_a_stale_one_is_refused(page: Page, a
     integration_id = integration_of(admin)
     path = f"{TENANT_PATH}/integrations/{integration_id}"
     rules = admin.get(path).json()["message_types"]
-    sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/integrations/{integration_id}/edit")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/integrations/{integration_id}/edit")
     page.get_by_label("Orchestration").check()
     page.get_by_label("Retry automatically").check()
     page.get_by_label("Retries at most").fill("3")
@@ -290,8 +245,8 @@ def test_an_operator_pauses_and_resumes_a_connection_and_tests_it(page: Page, ad
         destination.script(Answer(503))
         connection_id = connection_of(admin, destination.url)
         integration_id = integration_of(admin, connection_id)
-        operator = admin_token(admin, "operator")
-        sign_in(page, operator)
+        operator = browser.admin_token(admin, "operator", DEMO_TENANT_ID)
+        browser.sign_in(page, operator, "/admin/integrations")
         mine = card(page, integration_id)
         # An operator may pause and test, not configure.
         expect(mine.get_by_role("button", name="Pause")).to_be_visible()
@@ -325,8 +280,8 @@ def test_a_viewer_sees_no_edit_new_or_pause_and_a_forged_call_is_refused(
 ) -> None:
     connection_id = connection_of(admin, "https://erp.example.com/orders")
     integration_id = integration_of(admin, connection_id)
-    viewer = admin_token(admin, "viewer")
-    sign_in(page, viewer)
+    viewer = browser.admin_token(admin, "viewer", DEMO_TENANT_ID)
+    browser.sign_in(page, viewer, "/admin/integrations")
 
     mine = card(page, integration_id)
     expect(mine.locator("[data-badge=read_only]")).to_have_text("READ-ONLY")
@@ -356,7 +311,7 @@ def test_a_viewer_sees_no_edit_new_or_pause_and_a_forged_call_is_refused(
 
 
 def test_the_create_form_previews_a_message_type_before_anything_is_saved(page: Page) -> None:
-    sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/integrations/new")
     page.get_by_role("button", name="Add message type").click()
     kind = page.locator(".int-type").last
     expect(kind.get_by_label("Message type")).to_be_focused()
