@@ -194,8 +194,16 @@ class _Instance:
     def __init__(self, process: BaseProcess, conn: Connection) -> None:
         self.process = process
         self.conn = conn
+        self._killed = False
+        self._kill_lock = threading.Lock()
 
     def kill(self) -> None:
+        """Stops the instance; once, whichever thread asks first (a pool's close() and the
+        invocation it cut short both do: two closes of one pipe would close another's fd)."""
+        with self._kill_lock:
+            if self._killed:
+                return
+            self._killed = True
         with contextlib.suppress(OSError, ValueError):  # already closed or dead
             self.conn.send(None)
         self.process.join(timeout=0.5)

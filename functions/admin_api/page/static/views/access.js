@@ -84,6 +84,8 @@ function apiKeys(ctx, ids) {
   const manage = allowed(ctx, "manage_keys", "admin");
   const once = onceSlot();
   const list = h("div", { class: "listing" });
+  // A listing answered after a newer one, or after a change made on this page, is stale.
+  const listing = { current: 0 };
   const section = h("section", { class: "access-block", "aria-labelledby": "keys-title", "data-section": "api-keys" },
     h("h2", { id: "keys-title" }, "Partner API keys"),
     h("p", { class: "hint" }, "Partners send these as a Bearer token to the ingest API. Only a hash is stored: a key is shown once, when created or rotated."),
@@ -121,13 +123,15 @@ function apiKeys(ctx, ids) {
   section.append(list);
 
   async function load(cursor) {
+    const ticket = cursor ? listing.current : ++listing.current;
     let page;
     try {
       page = await ctx.api("GET", base, { query: { limit: PAGE, cursor } });
     } catch (error) {
-      fill(list, errorBlock(error));
+      if (ticket === listing.current) fill(list, errorBlock(error));
       return;
     }
+    if (ticket !== listing.current) return;
     const rows = page.items.map((key) => keyRow(key));
     list.querySelector(".more")?.remove();
     const body = cursor ? list.querySelector("tbody") : null;
@@ -168,6 +172,7 @@ function apiKeys(ctx, ids) {
   }
 
   async function revoke(tr, key) {
+    listing.current += 1;
     const name = key.label ? `"${key.label}" (${key.key_id})` : key.key_id;
     if (!(await confirmAction(`Revoke API key ${name}? Partners using it are refused (401) from now on. This cannot be undone.`, "Revoke key"))) return;
     await act(tr, async () => {
@@ -178,6 +183,7 @@ function apiKeys(ctx, ids) {
   }
 
   async function rotate(tr, key) {
+    listing.current += 1;
     const name = key.label ? `"${key.label}" (${key.key_id})` : key.key_id;
     if (!(await confirmAction(`Rotate API key ${name}? A new key is shown once; the current one keeps working for a grace period of 24 h, then stops.`, "Rotate key"))) return;
     await act(tr, async () => {
@@ -223,6 +229,8 @@ function tokens(ctx, tenantId, title) {
   const manage = allowed(ctx, "manage_tokens", "admin");
   const once = onceSlot();
   const list = h("div", { class: "listing" });
+  // A listing answered after a newer one, or after a change made on this page, is stale.
+  const listing = { current: 0 };
   const titleId = `tokens-${scope}-title`;
   const section = h("section", { class: "access-block", "aria-labelledby": titleId, "data-section": `tokens-${scope}` },
     h("h2", { id: titleId }, title),
@@ -268,13 +276,15 @@ function tokens(ctx, tenantId, title) {
   section.append(list);
 
   async function load(cursor) {
+    const ticket = cursor ? listing.current : ++listing.current;
     let page;
     try {
       page = await ctx.api("GET", "/api/admin/tokens", { query: { tenant_id: tenantId, limit: PAGE, cursor } });
     } catch (error) {
-      fill(list, errorBlock(error));
+      if (ticket === listing.current) fill(list, errorBlock(error));
       return;
     }
+    if (ticket !== listing.current) return;
     const rows = page.items.map((token) => {
       const tr = h("tr", { "data-token-id": token.token_id });
       drawToken(tr, token);
@@ -311,6 +321,7 @@ function tokens(ctx, tenantId, title) {
   }
 
   async function revoke(tr, token) {
+    listing.current += 1;
     const self = token.token_id === ctx.me.token_id;
     const question = self
       ? `Warning: "${token.label}" is the token you are signed in with. Revoking it signs you out of this page at once, and it cannot sign in again. Revoke it anyway?`

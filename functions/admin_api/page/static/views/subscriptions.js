@@ -19,6 +19,8 @@ export async function render(ctx) {
   const ids = configure ? await integrationIds(ctx) : [];
   const once = onceSlot();
   const list = h("div", { class: "listing" });
+  // A listing answered after a newer one, or after a change made on this page, is stale.
+  const listing = { current: 0 };
 
   fill(ctx.main,
     h("h1", {}, "Subscriptions"),
@@ -66,13 +68,15 @@ export async function render(ctx) {
   }
 
   async function load(cursor) {
+    const ticket = cursor ? listing.current : ++listing.current;
     let page;
     try {
       page = await ctx.api("GET", base, { query: { limit: PAGE, cursor } });
     } catch (error) {
-      fill(list, errorBlock(error));
+      if (ticket === listing.current) fill(list, errorBlock(error));
       return;
     }
+    if (ticket !== listing.current) return;
     const items = page.items.map((sub) => item(sub));
     list.querySelector(".more")?.remove();
     if (!cursor) {
@@ -132,6 +136,7 @@ export async function render(ctx) {
   }
 
   async function setEnabled(li, sub, enabled) {
+    listing.current += 1;
     if (!enabled && !(await confirmAction(`Disable the subscription to ${sub.url}? Events are no longer sent to it until it is enabled again.`, "Disable"))) return;
     await act(li, async () => {
       const updated = await ctx.api("POST", `${base}/${sub.subscription_id}/${enabled ? "enable" : "disable"}`);
@@ -141,6 +146,7 @@ export async function render(ctx) {
   }
 
   async function rotate(li, sub) {
+    listing.current += 1;
     if (!(await confirmAction(`Rotate the signing secret of ${sub.url}? A new secret is shown once; the current ones keep signing beside it for 24 h.`, "Rotate secret"))) return;
     await act(li, async () => {
       const rotated = await ctx.api("POST", `${base}/${sub.subscription_id}/rotate-secret`, { body: {} });
@@ -153,6 +159,7 @@ export async function render(ctx) {
   }
 
   async function remove(li, sub) {
+    listing.current += 1;
     if (!(await confirmAction(`Delete the subscription to ${sub.url}? No more events go to it; this cannot be undone.`, "Delete subscription"))) return;
     await act(li, async () => {
       await ctx.api("DELETE", `${base}/${sub.subscription_id}`, { headers: { "If-Match": `"${sub.version}"` } });
