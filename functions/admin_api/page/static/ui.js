@@ -153,8 +153,31 @@ export function field(label, control, hint) {
     h("label", { for: id }, label), control, hint ? h("p", { class: "hint", id: `${id}-hint` }, hint) : null);
 }
 
-/** "Load more" for a cursor-paginated listing: `load(cursor)` -> {items, next_cursor}. */
-export function pager(next, onMore) {
-  if (!next) return null;
-  return h("button", { type: "button", class: "secondary more", onclick: () => onMore(next) }, "Load more");
+/** A cursor-paginated listing drawn into `box`: `fetchPage(cursor)` answers {items, next_cursor},
+ * `rowsOf(items)` makes their elements, `frame(rows)` the element holding the first page (later
+ * pages append to its `holder` element), "Load more" fetches the next. An answer overtaken by a
+ * newer load, or by `changed()` (a change made on the page since it was asked), is dropped. */
+export function listing(box, { fetchPage, rowsOf, frame, holder, empty }) {
+  let current = 0;
+  async function load(cursor = null) {
+    const ticket = cursor ? current : ++current;
+    let page;
+    try {
+      page = await fetchPage(cursor);
+    } catch (error) {
+      if (ticket === current) fill(box, errorBlock(error));
+      return;
+    }
+    if (ticket !== current) return;
+    const rows = rowsOf(page.items);
+    box.querySelector(".more")?.remove();
+    const into = cursor ? box.querySelector(holder) : null;
+    if (into) into.append(...rows);
+    else if (!rows.length) fill(box, h("p", { class: "empty" }, empty));
+    else fill(box, frame(rows));
+    if (page.next_cursor) {
+      box.append(h("button", { type: "button", class: "secondary more", onclick: () => load(page.next_cursor) }, "Load more"));
+    }
+  }
+  return { load, changed() { current += 1; } };
 }

@@ -3,7 +3,7 @@
 // a box that the next render of this view removes: the page never keeps a secret anywhere else
 // (not in a variable outside that box, not in storage, never on the console).
 import { ApiError } from "../api.js";
-import { badge, confirmAction, errorBlock, field, fill, fmtTime, h, secretOnce, toast } from "../ui.js";
+import { badge, confirmAction, errorBlock, field, fill, fmtTime, h, listing, secretOnce, toast } from "../ui.js";
 
 export const ROLES = ["viewer", "operator", "admin"];
 const PAGE = 50;
@@ -84,8 +84,16 @@ function apiKeys(ctx, ids) {
   const manage = allowed(ctx, "manage_keys", "admin");
   const once = onceSlot();
   const list = h("div", { class: "listing" });
-  // A listing answered after a newer one, or after a change made on this page, is stale.
-  const listing = { current: 0 };
+  const { load, changed } = listing(list, {
+    fetchPage: (cursor) => ctx.api("GET", base, { query: { limit: PAGE, cursor } }),
+    rowsOf: (keys) => keys.map((key) => keyRow(key)),
+    frame: (rows) => h("table", { class: "access-table" },
+      h("caption", { class: "sr-only" }, "Partner API keys"),
+      h("thead", {}, h("tr", {}, ["Label", "Key", "Integrations", "Created", "Last used", "Status", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows)),
+    holder: "tbody",
+    empty: "No API keys yet.",
+  });
   const section = h("section", { class: "access-block", "aria-labelledby": "keys-title", "data-section": "api-keys" },
     h("h2", { id: "keys-title" }, "Partner API keys"),
     h("p", { class: "hint" }, "Partners send these as a Bearer token to the ingest API. Only a hash is stored: a key is shown once, when created or rotated."),
@@ -122,29 +130,6 @@ function apiKeys(ctx, ids) {
   }
   section.append(list);
 
-  async function load(cursor) {
-    const ticket = cursor ? listing.current : ++listing.current;
-    let page;
-    try {
-      page = await ctx.api("GET", base, { query: { limit: PAGE, cursor } });
-    } catch (error) {
-      if (ticket === listing.current) fill(list, errorBlock(error));
-      return;
-    }
-    if (ticket !== listing.current) return;
-    const rows = page.items.map((key) => keyRow(key));
-    list.querySelector(".more")?.remove();
-    const body = cursor ? list.querySelector("tbody") : null;
-    if (body) body.append(...rows);
-    else if (!rows.length) fill(list, h("p", { class: "empty" }, "No API keys yet."));
-    else {
-      fill(list, h("table", { class: "access-table" },
-        h("caption", { class: "sr-only" }, "Partner API keys"),
-        h("thead", {}, h("tr", {}, ["Label", "Key", "Integrations", "Created", "Last used", "Status", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, rows)));
-    }
-    if (page.next_cursor) list.append(h("button", { type: "button", class: "secondary more", onclick: () => load(page.next_cursor) }, "Load more"));
-  }
 
   function keyRow(key) {
     const tr = h("tr", { "data-key-id": key.key_id });
@@ -172,7 +157,7 @@ function apiKeys(ctx, ids) {
   }
 
   async function revoke(tr, key) {
-    listing.current += 1;
+    changed();
     const name = key.label ? `"${key.label}" (${key.key_id})` : key.key_id;
     if (!(await confirmAction(`Revoke API key ${name}? Partners using it are refused (401) from now on. This cannot be undone.`, "Revoke key"))) return;
     await act(tr, async () => {
@@ -183,7 +168,7 @@ function apiKeys(ctx, ids) {
   }
 
   async function rotate(tr, key) {
-    listing.current += 1;
+    changed();
     const name = key.label ? `"${key.label}" (${key.key_id})` : key.key_id;
     if (!(await confirmAction(`Rotate API key ${name}? A new key is shown once; the current one keeps working for a grace period of 24 h, then stops.`, "Rotate key"))) return;
     await act(tr, async () => {
@@ -229,8 +214,20 @@ function tokens(ctx, tenantId, title) {
   const manage = allowed(ctx, "manage_tokens", "admin");
   const once = onceSlot();
   const list = h("div", { class: "listing" });
-  // A listing answered after a newer one, or after a change made on this page, is stale.
-  const listing = { current: 0 };
+  const { load, changed } = listing(list, {
+    fetchPage: (cursor) => ctx.api("GET", "/api/admin/tokens", { query: { tenant_id: tenantId, limit: PAGE, cursor } }),
+    rowsOf: (found) => found.map((token) => {
+      const tr = h("tr", { "data-token-id": token.token_id });
+      drawToken(tr, token);
+      return tr;
+    }),
+    frame: (rows) => h("table", { class: "access-table" },
+      h("caption", { class: "sr-only" }, title),
+      h("thead", {}, h("tr", {}, ["Label", "Token", "Role", "Created", "Created by", "Status", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows)),
+    holder: "tbody",
+    empty: "No admin tokens yet.",
+  });
   const titleId = `tokens-${scope}-title`;
   const section = h("section", { class: "access-block", "aria-labelledby": titleId, "data-section": `tokens-${scope}` },
     h("h2", { id: titleId }, title),
@@ -275,33 +272,6 @@ function tokens(ctx, tenantId, title) {
   }
   section.append(list);
 
-  async function load(cursor) {
-    const ticket = cursor ? listing.current : ++listing.current;
-    let page;
-    try {
-      page = await ctx.api("GET", "/api/admin/tokens", { query: { tenant_id: tenantId, limit: PAGE, cursor } });
-    } catch (error) {
-      if (ticket === listing.current) fill(list, errorBlock(error));
-      return;
-    }
-    if (ticket !== listing.current) return;
-    const rows = page.items.map((token) => {
-      const tr = h("tr", { "data-token-id": token.token_id });
-      drawToken(tr, token);
-      return tr;
-    });
-    list.querySelector(".more")?.remove();
-    const body = cursor ? list.querySelector("tbody") : null;
-    if (body) body.append(...rows);
-    else if (!rows.length) fill(list, h("p", { class: "empty" }, "No admin tokens yet."));
-    else {
-      fill(list, h("table", { class: "access-table" },
-        h("caption", { class: "sr-only" }, title),
-        h("thead", {}, h("tr", {}, ["Label", "Token", "Role", "Created", "Created by", "Status", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, rows)));
-    }
-    if (page.next_cursor) list.append(h("button", { type: "button", class: "secondary more", onclick: () => load(page.next_cursor) }, "Load more"));
-  }
 
   function drawToken(tr, token) {
     const self = token.token_id === ctx.me.token_id;
@@ -321,7 +291,7 @@ function tokens(ctx, tenantId, title) {
   }
 
   async function revoke(tr, token) {
-    listing.current += 1;
+    changed();
     const self = token.token_id === ctx.me.token_id;
     const question = self
       ? `Warning: "${token.label}" is the token you are signed in with. Revoking it signs you out of this page at once, and it cannot sign in again. Revoke it anyway?`

@@ -2,7 +2,7 @@
 // is shown once), enable / disable, rotate the secret (the new one shown once), delete (after a
 // confirmation), and per subscription its failed deliveries with Replay (one event) and
 // "Replay all since" a time.
-import { badge, confirmAction, errorBlock, field, fill, fmtTime, h, timeEl, toast } from "../ui.js";
+import { badge, confirmAction, errorBlock, field, fill, fmtTime, h, listing, timeEl, toast } from "../ui.js";
 import { allowed, failure, integrationChoice, integrationIds, onceSlot } from "./access.js";
 
 const PAGE = 50;
@@ -19,8 +19,13 @@ export async function render(ctx) {
   const ids = configure ? await integrationIds(ctx) : [];
   const once = onceSlot();
   const list = h("div", { class: "listing" });
-  // A listing answered after a newer one, or after a change made on this page, is stale.
-  const listing = { current: 0 };
+  const { load, changed } = listing(list, {
+    fetchPage: (cursor) => ctx.api("GET", base, { query: { limit: PAGE, cursor } }),
+    rowsOf: (subs) => subs.map((sub) => item(sub)),
+    frame: (items) => h("ul", { class: "subscriptions", "aria-label": "Subscriptions" }, items),
+    holder: "ul.subscriptions",
+    empty: "No subscriptions yet.",
+  });
 
   fill(ctx.main,
     h("h1", {}, "Subscriptions"),
@@ -67,26 +72,6 @@ export async function render(ctx) {
     return form;
   }
 
-  async function load(cursor) {
-    const ticket = cursor ? listing.current : ++listing.current;
-    let page;
-    try {
-      page = await ctx.api("GET", base, { query: { limit: PAGE, cursor } });
-    } catch (error) {
-      if (ticket === listing.current) fill(list, errorBlock(error));
-      return;
-    }
-    if (ticket !== listing.current) return;
-    const items = page.items.map((sub) => item(sub));
-    list.querySelector(".more")?.remove();
-    if (!cursor) {
-      if (!items.length) fill(list, h("p", { class: "empty" }, "No subscriptions yet."));
-      else fill(list, h("ul", { class: "subscriptions", "aria-label": "Subscriptions" }, items));
-    } else {
-      list.querySelector("ul.subscriptions")?.append(...items);
-    }
-    if (page.next_cursor) list.append(h("button", { type: "button", class: "secondary more", onclick: () => load(page.next_cursor) }, "Load more"));
-  }
 
   function item(sub) {
     const li = h("li", { class: "card subscription", "data-subscription-id": sub.subscription_id });
@@ -136,7 +121,7 @@ export async function render(ctx) {
   }
 
   async function setEnabled(li, sub, enabled) {
-    listing.current += 1;
+    changed();
     if (!enabled && !(await confirmAction(`Disable the subscription to ${sub.url}? Events are no longer sent to it until it is enabled again.`, "Disable"))) return;
     await act(li, async () => {
       const updated = await ctx.api("POST", `${base}/${sub.subscription_id}/${enabled ? "enable" : "disable"}`);
@@ -146,7 +131,7 @@ export async function render(ctx) {
   }
 
   async function rotate(li, sub) {
-    listing.current += 1;
+    changed();
     if (!(await confirmAction(`Rotate the signing secret of ${sub.url}? A new secret is shown once; the current ones keep signing beside it for 24 h.`, "Rotate secret"))) return;
     await act(li, async () => {
       const rotated = await ctx.api("POST", `${base}/${sub.subscription_id}/rotate-secret`, { body: {} });
@@ -159,7 +144,7 @@ export async function render(ctx) {
   }
 
   async function remove(li, sub) {
-    listing.current += 1;
+    changed();
     if (!(await confirmAction(`Delete the subscription to ${sub.url}? No more events go to it; this cannot be undone.`, "Delete subscription"))) return;
     await act(li, async () => {
       await ctx.api("DELETE", `${base}/${sub.subscription_id}`, { headers: { "If-Match": `"${sub.version}"` } });
