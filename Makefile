@@ -1,13 +1,17 @@
 # Two commands set everything up on a fresh machine: `make run` and `make test`.
-PYTHON ?= python3
+# The venv runs the Lambda runtime's Python (template.yaml's Runtime) when the machine has it:
+# pythonX.Y on PATH, or a pyenv-installed X.Y; otherwise python3, with a warning (.ci/python).
+RUNTIME_PY := $(shell sed -n 's/^ *Runtime: python\([0-9.]*\)$$/\1/p' template.yaml | head -n1)
+PYTHON ?= $(shell .ci/python $(RUNTIME_PY))
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 .PHONY: run test lint typecheck unit integration e2e bench validate openapi install clean chromium screenshots
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@# A venv of another Python (an older checkout's) is rebuilt, not patched.
+	test -x $(PY) && [ "$$($(PY) -c 'import sys; print(sys.version_info[:2])')" = "$$($(PYTHON) -c 'import sys; print(sys.version_info[:2])')" ] || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,cli]'
 	rm -f $(VENV)/.installed-* && touch $@
