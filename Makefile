@@ -7,7 +7,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
-.PHONY: run test lint typecheck unit integration e2e bench validate openapi install clean chromium screenshots
+.PHONY: run test lint typecheck unit integration e2e bench validate build build-host openapi install clean chromium screenshots
 
 $(STAMP): pyproject.toml
 	@# A venv of another Python (an older checkout's) is rebuilt, not patched.
@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## The local stack: embedded AWS (moto), partner API, Function URLs, demo data. Ctrl-C stops it.
-run: $(STAMP)
-	$(PY) -m devstack
+## `make run BUILT=1` runs the `sam build` output instead of the source tree (built first).
+run: $(STAMP) $(if $(BUILT),build-host)
+	$(if $(BUILT),HUB_LOCAL_BUILT_DIR=.aws-sam/build-host) $(PY) -m devstack
 
 ## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it.
 test: $(STAMP) lint typecheck
@@ -52,10 +53,35 @@ bench: $(STAMP)
 openapi: $(STAMP)
 	$(PY) -m devstack.openapi build/openapi
 
-## cfn-lint (zero errors) and the SAM transform.
-validate: $(STAMP)
+## cfn-lint (zero errors), the SAM transform, `sam build` (what `sam deploy` ships, for arm64),
+## and the built handlers run on moto from a build for this machine's architecture (tests/built).
+validate: $(STAMP) build build-host
 	$(VENV)/bin/cfn-lint --non-zero-exit-code error template.yaml
 	$(PY) -m devstack.validate template.yaml
+	HUB_BUILT_DIR=.aws-sam/build-host $(PY) -m pytest tests/built
+
+# The SAM CLI lives in a venv of its own: its boto3/botocore pins clash with the project's.
+SAM_CLI_VERSION := 1.170.0
+SAM_VENV := .venv-sam
+SAM      := $(SAM_VENV)/bin/sam
+# sam build's python3.12 workflow runs the first python3.12 on PATH: the venv's.
+SAM_ENV  := PATH="$(abspath $(VENV))/bin:$$PATH" SAM_CLI_TELEMETRY=0
+
+$(SAM):
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+
+## `sam build`: the deployable build (Lambda's arm64) in .aws-sam/build.
+build: $(STAMP) $(SAM)
+	$(SAM_ENV) $(SAM) build --cached
+
+## The same build for this machine's architecture (.aws-sam/build-host, devstack/build.py):
+## what the built-layer tests and `make run BUILT=1` run.
+build-host: $(STAMP) $(SAM)
+	$(PY) -m devstack.build .aws-sam/host
+	$(SAM_ENV) $(SAM) build --cached --template-file .aws-sam/host/template.json \
+		--build-dir .aws-sam/build-host --cache-dir .aws-sam/cache-host
 
 ## Debian's Chromium for the browser tests of the operator's page (root; .ci/run does this).
 ## Without it `make test` skips those tests and prints why.
@@ -70,4 +96,4 @@ screenshots: $(STAMP)
 	HUB_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/e2e/test_admin_page*.py -q
 
 clean:
-	rm -rf $(VENV) .aws-sam .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache

@@ -53,6 +53,18 @@ def parameter_overrides(environ: Mapping[str, str]) -> dict[str, str]:
     return {"SlackAlertsWebhookUrl": url} if url else {}
 
 
+def built_template(environ: Mapping[str, str]) -> Path | None:
+    """HUB_LOCAL_BUILT_DIR (`make run BUILT=1`): the `sam build` output to run instead of the
+    source tree - its template.yaml, whose CodeUri/ContentUri point at the built folders."""
+    folder = environ.get("HUB_LOCAL_BUILT_DIR", "").strip()
+    if not folder:
+        return None
+    template = Path(folder) / "template.yaml"
+    if not template.is_file():
+        raise SystemExit(f"HUB_LOCAL_BUILT_DIR={folder}: no template.yaml there (run `make build` first)")
+    return template
+
+
 def startup_lines(
     *,
     api_url: str,
@@ -102,9 +114,11 @@ def main() -> int:
     from devstack import demo  # noqa: PLC0415
 
     overrides = {**demo.parameter_overrides(), **parameter_overrides(os.environ)}
+    built = built_template(os.environ)
     stack = LocalStack(
-        template_path=Path("template.yaml"),
+        template_path=built or Path("template.yaml"),
         project_root=Path.cwd(),
+        isolated_functions=built is not None,
         aws_port=_port("HUB_LOCAL_AWS_PORT"),
         api_port=_port("HUB_LOCAL_API_PORT"),
         url_port=_port("HUB_LOCAL_URL_PORT"),

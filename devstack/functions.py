@@ -94,9 +94,11 @@ class FunctionBuilder:
         *,
         function_urls: Mapping[str, str],
         env_overrides: Mapping[str, Mapping[str, str]] | None = None,
+        isolated: bool = False,
     ) -> None:
         self.provisioner = provisioner
         self.template_dir = template_dir
+        self.isolated = isolated
         self.function_urls = function_urls
         self.env_overrides = env_overrides or {}
         self.model = FunctionModel()
@@ -151,6 +153,7 @@ class FunctionBuilder:
             timeout_seconds=float(props.get("Timeout", 3)),
             memory_mb=int(props.get("MemorySize", 128)),
             function_url=props.get("FunctionUrlConfig"),
+            isolated=self.isolated,
         )
 
     def _layer_dirs(self, logical_id: str, layers: list[Any]) -> list[str]:

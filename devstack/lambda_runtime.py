@@ -50,6 +50,9 @@ class FunctionSpec:
     memory_mb: int = 128
     events: Mapping[str, Any] = field(default_factory=dict)
     function_url: Mapping[str, Any] | None = None
+    #: Built mode (`make run BUILT=1`): the instance sees only its code and layer folders and the
+    #: standard library, as on Lambda, and fails its init if the handler imports anything else.
+    isolated: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,17 +152,53 @@ class _LogStream(io.TextIOBase):
         return lines
 
 
+def standard_library_paths() -> list[str]:
+    """This interpreter's standard library folders (what Lambda's runtime has besides the task
+    root and /opt): everything under the base installation that is not a site-packages."""
+    base = os.path.realpath(sys.base_prefix)
+    return [
+        entry
+        for entry in sys.path
+        if entry
+        and os.path.realpath(entry).startswith(base + os.sep)
+        and "site-packages" not in entry
+        and "dist-packages" not in entry
+    ]
+
+
+def imported_outside(before: set[str], roots: list[str]) -> list[str]:
+    """Modules imported since ``before`` whose file lies under none of ``roots`` (sorted
+    "name (file)" strings); built-ins and namespace packages have no file and pass."""
+    prefixes = tuple(os.path.realpath(root) + os.sep for root in roots)
+    strays = []
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if name in before or not origin:
+            continue
+        if not os.path.realpath(origin).startswith(prefixes):
+            strays.append(f"{name} ({origin})")
+    return sorted(strays)
+
+
 def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
     """Entry point of an instance process: init once, then serve invocations until EOF."""
     log_stream = _LogStream(sys.stdout)
     sys.stdout = log_stream
     os.environ.clear()
     os.environ.update(boot["env"])
-    sys.path[:0] = boot["paths"]
+    if boot.get("isolated"):
+        sys.path[:] = [*boot["paths"], *standard_library_paths()]
+    else:
+        sys.path[:0] = boot["paths"]
     os.chdir(boot["code_dir"])  # Lambda runs handlers with the task root as cwd
     module_name, _, function_name = boot["handler"].replace("/", ".").rpartition(".")
+    already_imported = set(sys.modules)
     try:
         handler = getattr(importlib.import_module(module_name), function_name)
+        if boot.get("isolated"):
+            strays = imported_outside(already_imported, [*boot["paths"], *standard_library_paths()])
+            if strays:
+                raise ImportError(f"imported from outside the function and its layers: {strays[:5]}")
     except Exception as exc:
         traceback.print_exc()
         payload = _exception_payload(exc, "")
@@ -263,6 +302,7 @@ class FunctionPool:
             "env": env,
             "paths": [self.spec.code_dir, *self.spec.layer_dirs],
             "code_dir": self.spec.code_dir,
+            "isolated": self.spec.isolated,
             "handler": self.spec.handler,
             "name": self.spec.name,
             "arn": self.spec.arn,

@@ -65,7 +65,11 @@ class LocalStack:
         env_overrides: Mapping[str, Mapping[str, str]] | None = None,
         count_aws_requests: bool = False,
         sqs_metrics_interval: float = 60.0,
+        isolated_functions: bool = False,
     ) -> None:
+        #: Built mode: run `sam build`'s output (template_path = its template.yaml) with each
+        #: instance seeing only its code, its layers and the standard library.
+        self.isolated_functions = isolated_functions
         self.project_root = Path(project_root).resolve()
         template = Path(template_path)
         self.template_path = template if template.is_absolute() else self.project_root / template
@@ -290,6 +294,7 @@ class LocalStack:
             self.template_path.parent,
             function_urls=self.function_urls,
             env_overrides=self.env_overrides,
+            isolated=self.isolated_functions,
         ).build()
         self.resources = dict(provisioned.refs)
         self.attributes = dict(provisioned.attributes)
