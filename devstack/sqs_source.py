@@ -73,8 +73,6 @@ class Concurrency:
         """Takes a slot, waiting while all are busy; False when ``stop`` is set first."""
         with self._condition:
             while self.in_flight >= self.limit:
-                if stop.is_set():
-                    return False
                 now = time.monotonic()
                 can_grow = backlog and self.limit < self.cap
                 if can_grow and now - self._changed >= self._scale_interval:
@@ -82,6 +80,8 @@ class Concurrency:
                     self._changed = now
                     logger.debug("sqs concurrency up to %d", self.limit)
                     continue
+                if stop.is_set():
+                    return False
                 wait = self._changed + self._scale_interval - now if can_grow else 0.2
                 self._condition.wait(min(max(wait, 0.01), 0.2))
             self.in_flight += 1
