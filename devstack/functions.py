@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from devstack.async_invoke import AsyncInvokeConfig
 from devstack.cfn import ACCOUNT_ID, TemplateError, to_string
 from devstack.event_filter import parse_patterns
 from devstack.http_gateway import Route
@@ -36,6 +37,10 @@ class FunctionModel:
     stream_sources: list[StreamSourceConfig] = field(default_factory=list)
     sns_sources: list[SnsSourceConfig] = field(default_factory=list)
     rules: list[ScheduleDefinition] = field(default_factory=list)
+    #: Each function's EventInvokeConfig (asynchronous invocations: retries, destinations).
+    async_configs: dict[str, AsyncInvokeConfig] = field(default_factory=dict)
+    #: ReservedConcurrentExecutions, for the functions that set it.
+    reserved_concurrency: dict[str, int] = field(default_factory=dict)
 
 
 def url_function_ids(template: Mapping[str, Any]) -> list[str]:
@@ -117,6 +122,10 @@ class FunctionBuilder:
             if spec is None:
                 continue
             self.model.specs[logical_id] = spec
+            invoke_config = AsyncInvokeConfig.from_properties(resolved.get("EventInvokeConfig"))
+            self.model.async_configs[logical_id] = invoke_config
+            if resolved.get("ReservedConcurrentExecutions") is not None:
+                self.model.reserved_concurrency[logical_id] = int(resolved["ReservedConcurrentExecutions"])
             for event_id, event in events.items():
                 self._event(spec, event_id, event)
             if logical_id in self.function_urls:
@@ -205,6 +214,7 @@ class FunctionBuilder:
                     filter_patterns=tuple(parse_patterns(props.get("FilterCriteria"))),
                     on_failure_arn=_on_failure(props),
                     batching_window_seconds=float(props.get("MaximumBatchingWindowInSeconds", 0)),
+                    bisect_on_error=props.get("BisectBatchOnFunctionError") is True,
                 )
             )
         elif event_type == "SNS":
@@ -255,6 +265,7 @@ class FunctionBuilder:
             report_batch_item_failures=_reports_failures(props),
             enabled=props.get("Enabled", True) is not False,
             filter_patterns=tuple(parse_patterns(props.get("FilterCriteria"))),
+            maximum_concurrency=_maximum_concurrency(props),
         )
 
     def _schedule_v2(self, spec: FunctionSpec, event_id: str, props: Mapping[str, Any]) -> None:
@@ -271,6 +282,11 @@ class FunctionBuilder:
 
 def _reports_failures(props: Mapping[str, Any]) -> bool:
     return "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or [])
+
+
+def _maximum_concurrency(props: Mapping[str, Any]) -> int | None:
+    value = (props.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    return int(value) if value is not None else None
 
 
 def _on_failure(props: dict[str, Any]) -> str | None:

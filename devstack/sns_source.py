@@ -3,9 +3,9 @@
 moto cannot invoke our functions itself, but it does deliver a topic's messages to HTTP
 subscriptions (a plain POST, no confirmation handshake). So each ``Type: SNS`` event becomes an
 HTTP subscription to this gateway, which turns the notification into the event Lambda gets from
-SNS and hands it to the function without making the publisher wait, as SNS does. Not emulated:
-Lambda's retries of a failed asynchronous invocation (a failure is logged) and on-failure
-destinations. Filter policies are moto's own (set on the subscription).
+SNS and hands it to the function without making the publisher wait, as SNS does. The invocation
+is asynchronous, as on AWS: Lambda's retries and EventInvokeConfig destinations apply
+(devstack/async_invoke.py). Filter policies are moto's own (set on the subscription).
 """
 
 from __future__ import annotations

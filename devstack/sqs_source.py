@@ -4,6 +4,12 @@ Deletion follows Lambda: a successful batch is deleted, except the items the fun
 reports in ``batchItemFailures`` (only with ReportBatchItemFailures). A failed invocation
 deletes nothing, so messages reappear after the visibility timeout and the queue's own
 RedrivePolicy moves them to the dead-letter queue after maxReceiveCount receives.
+
+Concurrency follows Lambda's SQS pollers: a mapping starts with 5 batches in flight at once and,
+while batches keep coming back full, adds one more every ``scale_interval`` seconds (Lambda: up
+to 300 a minute), up to ``ScalingConfig.MaximumConcurrency`` when set; the stack also caps it at
+the function's reserved concurrency and its local instance pool. Once receives come back empty
+it drops back, one at a time, to where it started.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import base64
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +29,9 @@ from devstack.event_filter import matches_any
 from devstack.poller import Invoke, Poller
 
 logger = logging.getLogger(__name__)
+
+#: Lambda starts every SQS event source mapping with five concurrent batches.
+STARTING_CONCURRENCY = 5
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,60 @@ class SqsSourceConfig:
     report_batch_item_failures: bool = False
     enabled: bool = True
     filter_patterns: tuple[Mapping[str, Any], ...] = ()
+    #: ScalingConfig.MaximumConcurrency (2-1000 on AWS); None: no limit of the mapping's own.
+    maximum_concurrency: int | None = None
+
+
+class Concurrency:
+    """How many batches of one mapping may be in flight, scaled like Lambda's SQS pollers.
+
+    Starts at ``start`` (at most ``cap``); ``acquire`` grows the limit by one per
+    ``scale_interval`` while the caller reports a backlog and every slot is taken, and
+    ``idle`` shrinks it by one per interval, never below the start.
+    """
+
+    def __init__(self, start: int, cap: int, scale_interval: float) -> None:
+        self.cap = max(1, cap)
+        self.floor = max(1, min(start, self.cap))
+        self.limit = self.floor
+        self.in_flight = 0
+        #: The most batches seen in flight at once (tests and the log read it).
+        self.peak = 0
+        self._scale_interval = scale_interval
+        self._changed = time.monotonic()
+        self._condition = threading.Condition()
+
+    def acquire(self, stop: threading.Event, backlog: bool) -> bool:
+        """Takes a slot, waiting while all are busy; False when ``stop`` is set first."""
+        with self._condition:
+            while self.in_flight >= self.limit:
+                now = time.monotonic()
+                can_grow = backlog and self.limit < self.cap
+                if can_grow and now - self._changed >= self._scale_interval:
+                    self.limit += 1
+                    self._changed = now
+                    logger.debug("sqs concurrency up to %d", self.limit)
+                    continue
+                if stop.is_set():
+                    return False
+                wait = self._changed + self._scale_interval - now if can_grow else 0.2
+                self._condition.wait(min(max(wait, 0.01), 0.2))
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            return True
+
+    def release(self) -> None:
+        with self._condition:
+            self.in_flight -= 1
+            self._condition.notify_all()
+
+    def idle(self) -> None:
+        """A receive came back empty: one slot fewer, once per interval, down to the start."""
+        with self._condition:
+            now = time.monotonic()
+            if self.limit > self.floor and now - self._changed >= self._scale_interval:
+                self.limit -= 1
+                self._changed = now
 
 
 def lambda_record(message: Mapping[str, Any], queue_arn: str, region: str) -> dict[str, Any]:
@@ -94,7 +159,8 @@ def _filter_view(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class SqsPoller(Poller):
-    """One polling thread for one queue → function mapping."""
+    """One queue → function mapping: a receiving thread that hands each batch to a worker
+    thread while a concurrency slot is free (see ``Concurrency``)."""
 
     def __init__(
         self,
@@ -105,6 +171,9 @@ class SqsPoller(Poller):
         *,
         poll_interval: float = 0.2,
         wait_seconds: int = 1,
+        starting_concurrency: int = STARTING_CONCURRENCY,
+        concurrency_cap: int | None = None,
+        scale_interval: float = 0.5,
     ) -> None:
         super().__init__(f"sqs:{config.function}", poll_interval)
         self.config = config
@@ -112,16 +181,51 @@ class SqsPoller(Poller):
         self._invoke = invoke
         self._region = region
         self._wait_seconds = wait_seconds
+        caps = [cap for cap in (config.maximum_concurrency, concurrency_cap) if cap is not None]
+        cap = min(caps) if caps else max(starting_concurrency, 1)
+        self.concurrency = Concurrency(starting_concurrency, cap, scale_interval)
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.concurrency.cap, thread_name_prefix=f"sqs-batch:{config.function}"
+        )
+        self._backlog = False
 
     def start(self) -> None:
         if self.config.enabled:
             super().start()
 
+    def stop(self) -> None:
+        super().stop()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
     def poll(self) -> bool:
-        messages = self._receive_batch()
-        if messages:
+        if not self.concurrency.acquire(self._stop, self._backlog):
+            return False
+        try:
+            messages = self._receive_batch()
+        except BaseException:
+            self.concurrency.release()
+            raise
+        if not messages:
+            self.concurrency.release()
+            self.concurrency.idle()
+            self._backlog = False
+            return False
+        self._backlog = len(messages) >= self.config.batch_size
+        try:
+            self._executor.submit(self._run_batch, messages)
+        except RuntimeError:  # shut down: the stack is stopping; the messages come back
+            self.concurrency.release()
+            return False
+        return True
+
+    def _run_batch(self, messages: list[dict[str, Any]]) -> None:
+        try:
             self.process(messages)
-        return bool(messages)
+        except Exception:
+            if not self._stop.is_set():
+                logger.exception("sqs:%s: a batch failed to process", self.config.function)
+        finally:
+            self.concurrency.release()
 
     def _receive_batch(self) -> list[dict[str, Any]]:
         """Up to BatchSize messages, gathering for the batching window when it is set."""

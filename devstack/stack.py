@@ -20,7 +20,9 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from devstack.async_invoke import AsyncInvoker
 from devstack.cfn import ACCOUNT_ID, UnresolvedReference, load_template
+from devstack.destinations import Destinations
 from devstack.echo import EchoServer
 from devstack.emf import EmfPublisher
 from devstack.functions import FunctionBuilder, FunctionModel, needs_implicit_http_api, url_function_ids
@@ -33,7 +35,7 @@ from devstack.request_counter import install as install_request_counter
 from devstack.scheduler import Scheduler
 from devstack.sns_source import SnsGateway
 from devstack.sqs_metrics import SqsMetricsPublisher
-from devstack.sqs_source import SqsPoller
+from devstack.sqs_source import STARTING_CONCURRENCY, SqsPoller, SqsSourceConfig
 from devstack.stream_source import StreamPoller
 
 logger = logging.getLogger(__name__)
@@ -59,9 +61,11 @@ class LocalStack:
         region: str = "us-east-1",
         poll_interval: float = 0.2,
         host: str = "127.0.0.1",
-        max_instances: int = 4,
+        max_instances: int = STARTING_CONCURRENCY,
         scheduler_interval: float = 1.0,
-        sqs_pollers_per_source: int = 1,
+        sqs_pollers_per_source: int = STARTING_CONCURRENCY,
+        sqs_scale_interval: float = 0.5,
+        async_retry_delays: tuple[float, ...] = (1.0, 2.0),
         env_overrides: Mapping[str, Mapping[str, str]] | None = None,
         count_aws_requests: bool = False,
         sqs_metrics_interval: float = 60.0,
@@ -78,8 +82,16 @@ class LocalStack:
         self.host = host
         self.poll_interval = poll_interval
         self.scheduler_interval = scheduler_interval
+        #: Instances per function at most (Lambda: the account's concurrency); a function's
+        #: ReservedConcurrentExecutions lowers it.
         self.max_instances = max_instances
+        #: Concurrent batches an SQS event source starts with (Lambda: 5), and how often it
+        #: may add or drop one (Lambda: up to 300 a minute).
         self.sqs_pollers_per_source = sqs_pollers_per_source
+        self.sqs_scale_interval = sqs_scale_interval
+        #: Delays before the retries of a failed asynchronous invocation (AWS: ~1 and ~2 min).
+        self.async_retry_delays = tuple(async_retry_delays)
+        self._async: AsyncInvoker | None = None
         self.parameter_overrides = dict(parameter_overrides or {})
         self.env_overrides = {key: dict(value) for key, value in (env_overrides or {}).items()}
         self._ports = {"aws": aws_port, "api": api_port, "url": url_port, "echo": echo_port}
@@ -152,6 +164,13 @@ class LocalStack:
         )
         return session.client(service, endpoint_url=self.aws_endpoint, config=config)
 
+    def sqs_poller(self, logical_id: str) -> SqsPoller:
+        """The SQS event source of function ``logical_id`` (the first, when it has several)."""
+        for poller in self._pollers:
+            if isinstance(poller, SqsPoller) and poller.config.function == logical_id:
+                return poller
+        raise KeyError(f"no SQS event source for {logical_id!r}")
+
     def invoke(self, logical_id: str, event: Any) -> Any:
         """Invoke a function synchronously through its pool; raises InvocationError when
         the handler raised, timed out or failed to import."""
@@ -184,6 +203,9 @@ class LocalStack:
         global _live_stacks
         for poller in self._pollers:
             poller.stop()
+        if self._async is not None:
+            self._async.stop()
+            self._async = None
         if self.emf is not None:
             self.emf.stop()
             self.emf = None
@@ -304,7 +326,9 @@ class LocalStack:
         self.emf = EmfPublisher(clients["cloudwatch"])
         self.emf.start()
         self._pools = {
-            logical_id: FunctionPool(spec, runtime_env, self.max_instances, on_emf=self.emf.submit)
+            logical_id: FunctionPool(
+                spec, runtime_env, self._instance_cap(logical_id), on_emf=self.emf.submit
+            )
             for logical_id, spec in self.model.specs.items()
         }
         self._api.set_routes(self.model.routes)
@@ -331,18 +355,49 @@ class LocalStack:
         host, port = self._moto.get_host_and_port()
         self.aws_endpoint = f"http://{host}:{port}"
 
+    def _instance_cap(self, logical_id: str) -> int:
+        """A function's local instance limit: the pool size, lowered by its reserved concurrency
+        (0 reserved means throttled on AWS; locally one instance still runs)."""
+        reserved = self.model.reserved_concurrency.get(logical_id)
+        return max(1, min(self.max_instances, reserved)) if reserved is not None else self.max_instances
+
+    def _check_visibility(self, sqs: Any, config: SqsSourceConfig) -> None:
+        """AWS refuses an SQS event source whose queue's visibility timeout is shorter than the
+        function's timeout (a batch still running would reach a second poller); locally: a warning."""
+        attributes = sqs.get_queue_attributes(QueueUrl=config.queue_url, AttributeNames=["VisibilityTimeout"])
+        visibility = float(attributes["Attributes"].get("VisibilityTimeout", 30))
+        timeout = self.model.specs[config.function].timeout_seconds
+        if visibility < timeout:
+            logger.warning(
+                "%s: queue visibility timeout %ss is less than the function timeout %ss (AWS refuses this)",
+                config.function,
+                f"{visibility:g}",
+                f"{timeout:g}",
+            )
+
     def _start_sources(self, clients: Mapping[str, Any]) -> None:
+        destinations = Destinations(clients["sqs"], clients["sns"])
+        self._async = AsyncInvoker(
+            self._invoke_for_gateway,
+            self.model.async_configs,
+            {logical_id: spec.arn for logical_id, spec in self.model.specs.items()},
+            destinations,
+            retry_delays=self.async_retry_delays,
+        )
         for sqs_config in self.model.sqs_sources:
-            for _ in range(self.sqs_pollers_per_source):
-                self._pollers.append(
-                    SqsPoller(
-                        sqs_config,
-                        clients["sqs"],
-                        self._invoker(sqs_config.function),
-                        self.region,
-                        poll_interval=self.poll_interval,
-                    )
+            self._check_visibility(clients["sqs"], sqs_config)
+            self._pollers.append(
+                SqsPoller(
+                    sqs_config,
+                    clients["sqs"],
+                    self._invoker(sqs_config.function),
+                    self.region,
+                    poll_interval=self.poll_interval,
+                    starting_concurrency=self.sqs_pollers_per_source,
+                    concurrency_cap=self._instance_cap(sqs_config.function),
+                    scale_interval=self.sqs_scale_interval,
                 )
+            )
         for stream_config in self.model.stream_sources:
             self._pollers.append(
                 StreamPoller(
@@ -351,8 +406,8 @@ class LocalStack:
                     self._invoker(stream_config.function),
                     self.region,
                     poll_interval=self.poll_interval,
-                    sqs=clients["sqs"],
-                    sns=clients["sns"],
+                    destinations=destinations,
+                    function_arn=self.model.specs[stream_config.function].arn,
                 )
             )
         self.sqs_metrics = SqsMetricsPublisher(
@@ -399,9 +454,9 @@ class LocalStack:
         return invoke
 
     def _invoke_async(self, logical_id: str, event: dict[str, Any]) -> None:
-        result = self._pools[logical_id].invoke(event)
-        if not result.ok:
-            logger.warning("async invoke of %s failed: %s", logical_id, (result.error or {}).get("errorType"))
+        """Lambda's asynchronous invocation (SNS, schedules): retries and destinations."""
+        if self._async is not None:
+            self._async.invoke(logical_id, event)
 
     def _reset_moto(self) -> None:
         url = f"{self.aws_endpoint}/moto-api/reset"

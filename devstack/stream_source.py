@@ -1,12 +1,15 @@
 """DynamoDB Streams event source mapping: read shards, filter, invoke in order.
 
 Records are delivered per shard in sequence order. A failed batch is retried (bounded by
-MaximumRetryAttempts, default 3 locally instead of Lambda's "until the record expires");
-with ReportBatchItemFailures the retry resumes at the first reported sequence number.
-A batch whose retries are exhausted is discarded, and, when the mapping has
-``DestinationConfig.OnFailure``, an invocation record describing it (Lambda's shape:
-``requestContext.condition = RetryAttemptsExhausted``, ``DDBStreamBatchInfo`` with the shard and
-sequence range, no records) is sent to that SQS queue or SNS topic, as Lambda does.
+MaximumRetryAttempts, default 3 locally instead of Lambda's "until the record expires"; the
+retry comes one poll interval later, where Lambda backs off up to a minute);
+with ReportBatchItemFailures the retry resumes at the first reported sequence number, and with
+BisectBatchOnFunctionError a batch the function failed is split in two and each half retried
+on its own (splits do not count as retries, as in Lambda). A batch whose retries are exhausted
+is discarded, the shard moves past it, and, when the mapping has ``DestinationConfig.OnFailure``,
+Lambda's invocation record describing it (``requestContext.condition = RetryAttemptsExhausted``,
+``DDBStreamBatchInfo`` with the shard and sequence range, no records) is sent to that SQS queue
+or SNS topic.
 Records dropped by FilterCriteria count as processed, as in Lambda. MaximumBatchingWindowInSeconds
 is honoured: records are gathered from the first one waiting until the window ends or a batch
 is full.
@@ -15,7 +18,6 @@ is full.
 from __future__ import annotations
 
 import base64
-import json
 import logging
 import time
 from collections.abc import Mapping
@@ -23,7 +25,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from devstack.destinations import Destinations
 from devstack.event_filter import matches_any
+from devstack.lambda_runtime import InvocationResult
 from devstack.poller import Invoke, Poller
 
 logger = logging.getLogger(__name__)
@@ -46,6 +50,8 @@ class StreamSourceConfig:
     #: MaximumBatchingWindowInSeconds: records are gathered this long (from the first one
     #: waiting) unless a full batch is there first, as Lambda does.
     batching_window_seconds: float = 0.0
+    #: BisectBatchOnFunctionError.
+    bisect_on_error: bool = False
 
 
 def _jsonable(value: Any) -> Any:
@@ -96,36 +102,45 @@ def resume_index(payload: Any, batch: list[dict[str, Any]]) -> int | None:
     return min(indexes)
 
 
+def _arrival(record: Mapping[str, Any]) -> str | None:
+    created = record["dynamodb"].get("ApproximateCreationDateTime")
+    if not isinstance(created, int | float):
+        return None
+    return datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def failure_record(
-    config: StreamSourceConfig, shard_id: str, batch: list[dict[str, Any]], invocations: int, error: Any
+    config: StreamSourceConfig,
+    function_arn: str,
+    shard_id: str,
+    batch: list[dict[str, Any]],
+    *,
+    invocations: int,
+    result: InvocationResult,
 ) -> dict[str, Any]:
-    """The on-failure destination's message for a discarded batch (Lambda's invocation record
-    for stream sources: where the batch was, not the records themselves)."""
-
-    def arrival(record: Mapping[str, Any]) -> str | None:
-        created = record["dynamodb"].get("ApproximateCreationDateTime")
-        return datetime.fromtimestamp(created, UTC).isoformat() if isinstance(created, int | float) else None
-
+    """The on-failure destination's message for a discarded batch: Lambda's invocation record
+    for stream sources, which says where the batch was, not what it held."""
     return {
         "requestContext": {
-            "requestId": f"local-{shard_id}-{batch[0]['dynamodb'].get('SequenceNumber')}",
-            "functionArn": config.function,
+            "requestId": result.request_id,
+            "functionArn": function_arn,
             "condition": "RetryAttemptsExhausted",
             "approximateInvokeCount": invocations,
         },
         "responseContext": {
             "statusCode": 200,
             "executedVersion": "$LATEST",
-            **({"functionError": "Unhandled"} if error else {}),
+            # A batch the function answered with batchItemFailures is no function error.
+            **({} if result.ok else {"functionError": "Unhandled"}),
         },
         "version": "1.0",
-        "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "DDBStreamBatchInfo": {
             "shardId": shard_id,
             "startSequenceNumber": batch[0]["dynamodb"].get("SequenceNumber"),
             "endSequenceNumber": batch[-1]["dynamodb"].get("SequenceNumber"),
-            "approximateArrivalOfFirstRecord": arrival(batch[0]),
-            "approximateArrivalOfLastRecord": arrival(batch[-1]),
+            "approximateArrivalOfFirstRecord": _arrival(batch[0]),
+            "approximateArrivalOfLastRecord": _arrival(batch[-1]),
             "batchSize": len(batch),
             "streamArn": config.stream_arn,
         },
@@ -138,6 +153,11 @@ class _Shard:
         self.iterator = iterator
         self.pending: list[dict[str, Any]] = []
         self.attempts = 0
+        #: BisectBatchOnFunctionError: the size of the batch to send while a failed batch is
+        #: worked through in halves (None: the mapping's BatchSize), and how many of that failed
+        #: batch's records are still ahead.
+        self.split_size: int | None = None
+        self.split_remaining = 0
         #: When the oldest pending record was read (the batching window counts from it).
         self.pending_since = 0.0
 
@@ -153,13 +173,13 @@ class StreamPoller(Poller):
         region: str,
         *,
         poll_interval: float = 0.2,
-        sqs: Any = None,
-        sns: Any = None,
+        destinations: Destinations | None = None,
+        function_arn: str | None = None,
     ) -> None:
         super().__init__(f"ddb-stream:{config.function}", poll_interval)
         self.config = config
-        self._sqs = sqs
-        self._sns = sns
+        self._destinations = destinations
+        self._function_arn = function_arn or config.function
         self._streams = streams
         self._invoke = invoke
         self._region = region
@@ -214,40 +234,56 @@ class StreamPoller(Poller):
         gathering = time.monotonic() - shard.pending_since < config.batching_window_seconds
         if gathering and len(shard.pending) < config.batch_size and not shard.attempts:
             return False
-        batch = shard.pending[: config.batch_size]
+        batch = shard.pending[: shard.split_size or config.batch_size]
         result = self._invoke({"Records": batch})
         failed = batch
         if result.ok:
             failed_from = resume_index(result.payload, batch) if config.report_batch_item_failures else None
             if failed_from is None:
-                del shard.pending[: len(batch)]
+                self._done(shard, len(batch))
                 shard.attempts = 0
                 return True
-            del shard.pending[:failed_from]
+            self._done(shard, failed_from)
             failed = batch[failed_from:]
+        elif config.bisect_on_error and len(batch) > 1:
+            # Split in two and retry the first half; splitting is not a retry.
+            if shard.split_size is None:
+                shard.split_remaining = len(batch)
+            shard.split_size = (len(batch) + 1) // 2
+            shard.attempts = 0
+            return True
         shard.attempts += 1
         if shard.attempts > config.maximum_retry_attempts:
             logger.warning(
                 "%s: dropping a batch of %d stream records after %d retries",
                 config.function,
-                len(batch),
+                len(failed),
                 config.maximum_retry_attempts,
             )
-            self._send_failure(shard.shard_id, failed, shard.attempts, result.error)
-            del shard.pending[: len(failed)]
+            self._send_failure(shard.shard_id, failed, shard.attempts, result)
+            self._done(shard, len(failed))
             shard.attempts = 0
         return False  # back off one poll interval before the retry
 
-    def _send_failure(self, shard_id: str, batch: list[dict[str, Any]], invocations: int, error: Any) -> None:
+    @staticmethod
+    def _done(shard: _Shard, count: int) -> None:
+        """The shard moves past its first ``count`` pending records."""
+        del shard.pending[:count]
+        if shard.split_size is not None:
+            shard.split_remaining -= count
+            if shard.split_remaining <= 0:
+                shard.split_size, shard.split_remaining = None, 0
+
+    def _send_failure(
+        self, shard_id: str, batch: list[dict[str, Any]], invocations: int, result: InvocationResult
+    ) -> None:
         arn = self.config.on_failure_arn
         if not arn or not batch:
             return
-        body = json.dumps(failure_record(self.config, shard_id, batch, invocations, error))
-        service = arn.split(":")[2]
-        if service == "sqs" and self._sqs is not None:
-            url = self._sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
-            self._sqs.send_message(QueueUrl=url, MessageBody=body)
-        elif service == "sns" and self._sns is not None:
-            self._sns.publish(TopicArn=arn, Message=body)
-        else:
-            logger.warning("%s: on-failure destination %s not supported locally", self.config.function, arn)
+        if self._destinations is None:
+            logger.warning("%s: no destinations; the failure record is dropped", self.config.function)
+            return
+        record = failure_record(
+            self.config, self._function_arn, shard_id, batch, invocations=invocations, result=result
+        )
+        self._destinations.send(arn, record, source=self.config.function)

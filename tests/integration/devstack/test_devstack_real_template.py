@@ -149,3 +149,21 @@ def test_the_outbox_publisher_reads_the_stream_and_puts_on_the_stacks_bus(stack:
         "integration.*",
         "subscription.*",
     ]
+
+
+def test_async_invocations_and_sqs_sources_follow_the_templates_limits(stack: LocalStack) -> None:
+    notifier = stack.model.async_configs["AlertNotifierFunction"]
+    assert (notifier.maximum_retry_attempts, notifier.on_failure_arn) == (
+        2,
+        stack.attributes[("AlertNotifierDLQ", "Arn")],
+    )
+    assert stack.model.sqs_sources
+    for source in stack.model.sqs_sources:
+        concurrency = stack.sqs_poller(source.function).concurrency
+        limits = [
+            stack.max_instances,
+            source.maximum_concurrency,
+            stack.model.reserved_concurrency.get(source.function),
+        ]
+        assert concurrency.cap == min(limit for limit in limits if limit is not None)
+        assert concurrency.limit == min(5, concurrency.cap)  # Lambda starts SQS sources at 5

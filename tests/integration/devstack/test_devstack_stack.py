@@ -465,6 +465,8 @@ def test_a_stream_batch_that_keeps_failing_reaches_the_on_failure_destination(st
     record = wait_for(failure)
     assert record["requestContext"]["condition"] == "RetryAttemptsExhausted"
     assert record["requestContext"]["approximateInvokeCount"] == 2  # the first try + MaximumRetryAttempts 1
+    assert record["requestContext"]["functionArn"] == stack.attributes[("StreamFunction", "Arn")]
+    assert record["responseContext"]["functionError"] == "Unhandled"
     info = record["DDBStreamBatchInfo"]
     assert info["streamArn"] == stack.attributes[("SourceTable", "StreamArn")]
     assert info["batchSize"] == 1
