@@ -268,6 +268,8 @@ class CallRecorder:
     def __init__(self) -> None:
         self.function: str | None = None
         self.actions: dict[str, set[str]] = {}
+        #: (function, kms action, the encryption context's keys and purpose)
+        self.key_uses: set[tuple[str, str, frozenset[str], str | None]] = set()
 
     def __call__(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if self.function is None:
@@ -278,6 +280,10 @@ class CallRecorder:
         else:
             found = {iam_action(Call(service, model.name).action)}
         self.actions.setdefault(self.function, set()).update(found)
+        if service == "kms":
+            context = params.get("EncryptionContext", {})
+            use = (self.function, f"kms:{model.name}", frozenset(context), context.get("purpose"))
+            self.key_uses.add(use)
 
     def handler(self, function: str) -> Any:
         """The function's real handler, recorded as `function` while it runs."""
@@ -382,6 +388,21 @@ def test_every_call_real_handlers_make_is_one_the_scanner_found(stack, tenancy, 
         recorder.actions["AdminApiFunction"]
     )
     assert "dynamodb:Query" in recorder.actions["CertExpiryFunction"]
+    # every key use at run time is one a grant's encryption-context condition admits
+    assert recorder.key_uses
+    for function, action, context_keys, purpose in recorder.key_uses:
+        assert any(_admits(g, action, context_keys, purpose) for g in grants(function)), (
+            f"{function}: {action} with purpose {purpose!r} matches no grant's condition"
+        )
+
+
+def _admits(grant: Grant, action: str, context_keys: frozenset[str], purpose: str | None) -> bool:
+    if action not in grant.actions:
+        return False
+    if grant.condition == CERTIFICATE_CONTEXT:
+        return purpose is None and "connection_id" in context_keys
+    wanted = (grant.condition or {}).get("StringEquals", {}).get("kms:EncryptionContext:purpose")
+    return purpose is not None and purpose in ([wanted] if isinstance(wanted, str) else wanted or [])
 
 
 def _answer(handler: Any, event: dict[str, Any]) -> Any:
@@ -422,3 +443,37 @@ def _alarm_notification() -> dict[str, Any]:
             }
         ]
     }
+
+
+#: The one KMS grant not conditioned on a purpose: client certificates are sealed under
+#: {tenant_id, connection_id} with no purpose (hub.certificates), which this condition matches.
+CERTIFICATE_CONTEXT = {
+    "Null": {"kms:EncryptionContext:purpose": "true", "kms:EncryptionContext:connection_id": "false"}
+}
+
+
+@pytest.mark.parametrize("function", functions())
+def test_key_grants_are_bound_to_purposes_the_function_s_code_uses(function):
+    """Every kms grant names an encryption-context purpose of hub.sealed_config that the
+    function's own code reaches (a typo or a stale purpose would be AccessDenied on AWS), or is
+    the client-certificate context."""
+    from hub import sealed_config  # noqa: PLC0415
+
+    constants = {
+        name: getattr(sealed_config, name)
+        for name in ("WEBHOOK_SECRET", "DESTINATION_CREDENTIAL", "SUBSCRIPTION_SECRET")
+    }
+    assert set(constants.values()) == set(sealed_config.PURPOSES)
+    reachable = {
+        value for name, value in constants.items() if f"hub.sealed_config.{name}" in usage(function).reachable
+    }
+    for grant in grants(function):
+        if not any(a.startswith("kms:") for a in grant.actions):
+            continue
+        if grant.condition == CERTIFICATE_CONTEXT:
+            continue
+        purposes = grant.condition["StringEquals"]["kms:EncryptionContext:purpose"]
+        purposes = {purposes} if isinstance(purposes, str) else set(purposes)
+        assert purposes <= reachable, (
+            f"{function}: {sorted(grant.actions)} for {sorted(purposes - reachable)}"
+        )
