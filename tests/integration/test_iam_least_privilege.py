@@ -268,6 +268,8 @@ class CallRecorder:
     def __init__(self) -> None:
         self.function: str | None = None
         self.actions: dict[str, set[str]] = {}
+        #: (function, dynamodb action, "HubTable" or "HubTable/index/<name>")
+        self.table_uses: set[tuple[str, str, str]] = set()
         #: (function, kms action, the encryption context's keys and purpose)
         self.key_uses: set[tuple[str, str, frozenset[str], str | None]] = set()
 
@@ -280,6 +282,10 @@ class CallRecorder:
         else:
             found = {iam_action(Call(service, model.name).action)}
         self.actions.setdefault(self.function, set()).update(found)
+        if service == "dynamodb":
+            index = params.get("IndexName")
+            target = f"HubTable/index/{index}" if index else "HubTable"
+            self.table_uses.update((self.function, action, target) for action in found)
         if service == "kms":
             context = params.get("EncryptionContext", {})
             use = (self.function, f"kms:{model.name}", frozenset(context), context.get("purpose"))
@@ -388,12 +394,36 @@ def test_every_call_real_handlers_make_is_one_the_scanner_found(stack, tenancy, 
         recorder.actions["AdminApiFunction"]
     )
     assert "dynamodb:Query" in recorder.actions["CertExpiryFunction"]
+    # every table call at run time is granted on its resource (the table, or the index queried)
+    for function, action, target in recorder.table_uses:
+        assert any(action in g.actions and _covers(g, target) for g in grants(function)), (
+            f"{function}: {action} on {target} is not granted"
+        )
+    assert ("CertExpiryFunction", "dynamodb:Query", "HubTable/index/GSI1") in recorder.table_uses
     # every key use at run time is one a grant's encryption-context condition admits
     assert recorder.key_uses
     for function, action, context_keys, purpose in recorder.key_uses:
         assert any(_admits(g, action, context_keys, purpose) for g in grants(function)), (
             f"{function}: {action} with purpose {purpose!r} matches no grant's condition"
         )
+
+
+def _table_resource(resource: Any) -> str:
+    """A grant's resource on the hub table, symbolically: "HubTable", "HubTable/index/GSI1"."""
+    if resource == {"Fn::GetAtt": ["HubTable", "Arn"]}:
+        return "HubTable"
+    if isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), str):
+        return str(resource["Fn::Sub"]).replace("${HubTable.Arn}", "HubTable")
+    if isinstance(resource, dict) and isinstance(resource.get("Fn::Sub"), list):  # SAM policy templates
+        text, variables = resource["Fn::Sub"]
+        if variables == {"tableName": {"Ref": "HubTable"}}:
+            return "HubTable" + str(text).split(":table/${tableName}")[-1]
+    return json.dumps(resource)
+
+
+def _covers(grant: Grant, target: str) -> bool:
+    resources = grant.resource if isinstance(grant.resource, list) else [grant.resource]
+    return any(fnmatch.fnmatchcase(target, _table_resource(r)) for r in resources)
 
 
 def _admits(grant: Grant, action: str, context_keys: frozenset[str], purpose: str | None) -> bool:
