@@ -9,16 +9,20 @@ The code side is a small call graph over the `hub` package and the function's ha
   definitions makes it reachable (imports inside functions included: wiring's factories import
   what they build, so a function reaches only the adapters its factories construct);
 - a method call is resolved by the receiver's type when it is known (`self`, an attribute set
-  from a constructor call or an annotated parameter, an annotated parameter or local) and
-  otherwise by name among the classes reachable code constructs (an over-approximation: a
-  method of that name on any of them may run). Classes in `TYPED_ONLY` are reached only through
-  a known type: `Table.get` would otherwise match every `dict.get` in reachable code;
-- boto3 clients come only from `hub.adapters.aws.client` / `best_effort_client` (or a method
-  that returns one, like `Table._client`); `<client>.<method>(...)` is an operation, mapped to
-  its API name with botocore's service model. `getattr(<client>, param)(...)` (Table._write) takes
-  the constant strings reachable callers pass for `param`. A client handed to a library is
-  resolved through `LIBRARY_CALLS`; any other use of a client fails the scan, so a new call path
-  cannot be missed silently.
+  from a constructor call or an annotated parameter, an annotated parameter or local, a call's
+  return annotation); a Protocol-typed receiver dispatches to the constructed classes that
+  implement the protocol; an untyped one by name among the classes reachable code constructs
+  (an over-approximation: a method of that name on any of them may run), except builtin
+  container and string method names (`mapping.get`). Classes in `TYPED_ONLY` are reached only
+  through a known type: by name, any untyped `.put(...)` or `.query(...)` would reach the table
+  helper's and count as that DynamoDB call;
+- boto3 clients come only from `hub.adapters.aws.client` / `best_effort_client` (or a function
+  or method that returns one, like `Table._client`); `<client>.<method>(...)` is an operation,
+  mapped to its API name with botocore's service model, and so is a method call on a local name
+  assigned a client. `getattr(<client>, param)(...)` (Table._write) takes the constant strings
+  reachable callers pass for `param`. A client handed to a library is resolved through
+  `LIBRARY_CALLS`; any other use of a client (kept in an attribute, handed to our own code)
+  fails the scan, so a new call path cannot be missed silently.
 
 TransactWriteItems is no IAM action: DynamoDB checks each item's own action (Put -> PutItem,
 Update -> UpdateItem, Delete -> DeleteItem, ConditionCheck -> ConditionCheckItem). The scan
@@ -452,6 +456,8 @@ class _Scanner:
         self.constant_args: dict[tuple[str, str], dict[str, set[str]]] = {}
         self._queue: list[str] = []
         self._current = self.handler.name
+        self._imported: set[str] = set()  # modules whose top-level statements were walked
+        self._returns_client: dict[str, str | None] = {}  # definition -> service of the client it returns
 
     def run(self) -> Usage:
         handler = self.handler
@@ -531,13 +537,10 @@ class _Scanner:
             self._module_body(definition.module)
         self._walk(definition, definition.node)
 
-    _imported_bodies: set[str]
-
     def _module_body(self, module: Module) -> None:
-        done = self.__dict__.setdefault("_imported_bodies", set())
-        if module.name in done:
+        if module.name in self._imported:
             return
-        done.add(module.name)
+        self._imported.add(module.name)
         for node in module.tree.body:
             if isinstance(node, ast.Expr | ast.If | ast.Try | ast.With) and not _is_type_checking(node):
                 self._walk(Definition(f"{module.name}.<module>", module, node), node)
@@ -558,6 +561,7 @@ class _Scanner:
         )
         client_vars = self._client_variables(definition, root, local)
         parameters = self._parameter_names(definition)
+        self._clients_only_where_understood(definition, root, local)
         for node in _code_nodes(root):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 target = self.p.resolve_name(node.id, module, local)
@@ -579,10 +583,10 @@ class _Scanner:
         return [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
 
     def _reach_target(self, target: str) -> None:
+        """A definition becomes reachable; a module object is not (its attributes resolve one
+        by one where they are used)."""
         if target in self.p.definitions:
             self._reach(target)
-        elif target in self.p.modules:
-            pass  # a module object: its attributes resolve one by one
 
     def _receiver_types(
         self, node: ast.AST, definition: Definition, params: dict[str, set[str]]
@@ -637,6 +641,9 @@ class _Scanner:
             if service not in IAM_PREFIX:
                 raise ScanError(f"{definition.qualname}: client({service!r}) has no IAM prefix in IAM_PREFIX")
             return service
+        # a function of ours returning a client
+        if func in self.p.definitions and func not in self.p.classes:
+            return self._returned_service(self.p.definitions[func])
         # self._client(): a method returning a client
         if (
             isinstance(node.func, ast.Attribute)
@@ -651,16 +658,42 @@ class _Scanner:
         return None
 
     def _returned_service(self, method: Definition) -> str | None:
-        local = self.p.function_scope(method)
-        services = {
-            self._client_service(call, method, local)
-            for node in ast.walk(method.node)
-            if isinstance(node, ast.Return) and node.value is not None
-            for call in ast.walk(node.value)
-        } - {None}
-        if len(services) > 1:
-            raise ScanError(f"{method.qualname} returns clients of several services")
-        return next(iter(services), None)
+        """The service of the client `method` returns (`x if c else y` too), None if none."""
+        if method.qualname not in self._returns_client:
+            self._returns_client[method.qualname] = None  # recursion guard
+            local = self.p.function_scope(method)
+            values = [n.value for n in ast.walk(method.node) if isinstance(n, ast.Return) and n.value]
+            while any(isinstance(v, ast.IfExp) for v in values):
+                values = [
+                    w for v in values for w in ((v.body, v.orelse) if isinstance(v, ast.IfExp) else (v,))
+                ]
+            services = {self._client_service(value, method, local) for value in values} - {None}
+            if len(services) > 1:
+                raise ScanError(f"{method.qualname} returns clients of several services")
+            self._returns_client[method.qualname] = next(iter(services), None)
+        return self._returns_client[method.qualname]
+
+    def _clients_only_where_understood(
+        self, definition: Definition, root: ast.AST, local: dict[str, str]
+    ) -> None:
+        """A client expression must be called on (`client("sqs").send_message`), be getattr's or a
+        call's argument (checked where the call is), be assigned to a local name (whose method
+        calls count) or be returned (its callers count). Anything else, e.g. a client kept in an
+        attribute, would hide its calls: the scan refuses it."""
+        parents = {id(child): parent for parent in ast.walk(root) for child in ast.iter_child_nodes(parent)}
+        for node in ast.walk(root):
+            if not isinstance(node, ast.Call) or not self._client_service(node, definition, local):
+                continue
+            parent = parents.get(id(node))
+            while isinstance(parent, ast.IfExp):  # `best_effort_client(...) if ... else client(...)`
+                parent = parents.get(id(parent))
+            understood = (
+                (isinstance(parent, ast.Attribute) and isinstance(parents.get(id(parent)), ast.Call))
+                or isinstance(parent, ast.Call | ast.Return | ast.keyword)
+                or (isinstance(parent, ast.Assign) and all(isinstance(t, ast.Name) for t in parent.targets))
+            )
+            if not understood:
+                raise ScanError(f"{definition.qualname}: a client used where the scan cannot follow it")
 
     def _client_variables(
         self, definition: Definition, root: ast.AST, local: dict[str, str]
