@@ -88,18 +88,25 @@ def test_the_partner_api_writes_a_json_access_log_without_headers_or_bodies():
     assert stage["AccessLogSettings"]["DestinationArn"] == {"Fn::GetAtt": ["PartnerApiAccessLogs", "Arn"]}
 
 
-def test_the_partner_api_has_its_own_concurrency_reserved():
-    reserved = FUNCTIONS["IngestApiFunction"]["ReservedConcurrentExecutions"]
-    assert reserved == {
-        "Fn::If": ["HasIngestReservation", {"Ref": "IngestReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
-    }
-    assert PARAMETERS["IngestReservedConcurrency"]["Default"] == 100
+@pytest.mark.parametrize(
+    ("function", "parameter", "condition", "default"),
+    [
+        ("IngestApiFunction", "IngestReservedConcurrency", "HasIngestReservation", 100),
+        ("AdminApiFunction", "AdminReservedConcurrency", "HasAdminReservation", 10),
+    ],
+)
+def test_the_functions_outsiders_invoke_have_concurrency_reserved(function, parameter, condition, default):
+    reserved = FUNCTIONS[function]["ReservedConcurrentExecutions"]
+    assert reserved == {"Fn::If": [condition, {"Ref": parameter}, {"Ref": "AWS::NoValue"}]}
+    assert PARAMETERS[parameter]["Default"] == default
     # 0 switches the reservation off; it never becomes ReservedConcurrentExecutions 0 (a disabled function).
-    assert TEMPLATE_DOC["Conditions"]["HasIngestReservation"] == {
-        "Fn::Not": [{"Fn::Equals": [{"Ref": "IngestReservedConcurrency"}, "0"]}]
-    }
-    # Nothing else reserves: the workers are bounded by their event sources' MaximumConcurrency.
-    assert [f for f, p in FUNCTIONS.items() if "ReservedConcurrentExecutions" in p] == ["IngestApiFunction"]
+    assert TEMPLATE_DOC["Conditions"][condition] == {"Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, "0"]}]}
+
+
+def test_only_the_partner_and_admin_apis_reserve_concurrency():
+    """The queue consumers are bounded by MaximumConcurrency, the stream readers by the shards."""
+    reserving = [f for f, p in FUNCTIONS.items() if "ReservedConcurrentExecutions" in p]
+    assert reserving == ["IngestApiFunction", "AdminApiFunction"]
 
 
 def test_every_sqs_event_source_has_a_maximum_concurrency():
@@ -208,6 +215,9 @@ def test_every_schedule_has_a_dead_letter_queue_the_scheduler_may_send_to():
         dead_letters = {"Arn": {"Fn::GetAtt": ["SchedulesDLQ", "Arn"]}}
         assert props["DeadLetterConfig"] == dead_letters, (function, event_id)
         assert props["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    # A daily run that fails after Lambda's own retries (asynchronous invocation) lands there too.
+    on_failure = FUNCTIONS["CertExpiryFunction"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+    assert on_failure == {"Type": "SQS", "Destination": {"Fn::GetAtt": ["SchedulesDLQ", "Arn"]}}
     # The retries the code schedules run as RetrySchedulerRole: it may put them in the DLQ.
     policies = RESOURCES["RetrySchedulerRole"]["Properties"]["Policies"]
     statements = [s for p in policies for s in p["PolicyDocument"]["Statement"]]
