@@ -9,8 +9,8 @@ missing, as after a hand edit or a partial restore). Only the worker reads certi
 the door accepts the message and the step raises `KeyError` on every receive. The issue's own
 examples (NaN, deep nesting) are refused at the door once items 3 and 4 are fixed.
 
-This module runs its own stack: the template's receive count (10) and visibility timeout (420 s)
-would take 70 minutes, so the stack gets `PipelineMaxReceiveCount=2` as a parameter override (the
+This module runs its own stack: the template's receive count (10) and visibility timeout (1260 s)
+would take 3.5 hours, so the stack gets `PipelineMaxReceiveCount=2` as a parameter override (the
 queue's redrive policy and the worker's HUB_PIPELINE_MAX_RECEIVES both follow it, as on AWS) and
 its pipeline queue a 2-second visibility timeout once started. template.yaml is unchanged."""
 

@@ -208,3 +208,27 @@ def test_each_alert_sent_is_announced_once_as_connection_certificate_expiring(
         ("connection.certificate_expiring", "t1", CONNECTION, 14)
     ]
     assert events[0].details["not_after"] == not_after.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def emf_documents(output: str, metric: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"_aws"') and metric in line]
+
+
+def test_the_fewest_days_left_go_out_once_per_run_for_the_expiry_alarm(
+    admin_api, pki: Pki, slack, clock, run_daily, capsys: pytest.CaptureFixture[str]
+):
+    """CertificateExpiryAlarm (template) watches one series: `service` only, no connection."""
+    not_after = not_after_of(upload(admin_api, pki.client_pfx))
+    clock(not_after - timedelta(days=60))
+    capsys.readouterr()
+    run_daily()
+    assert emf_documents(capsys.readouterr().out, expiry.MIN_METRIC) == []  # nothing within 31 days
+
+    clock(not_after - timedelta(days=5, hours=1))
+    run_daily()
+
+    [document] = emf_documents(capsys.readouterr().out, expiry.MIN_METRIC)
+    assert document[expiry.MIN_METRIC] == [5.0]  # one value per run
+    [directive] = document["_aws"]["CloudWatchMetrics"]
+    assert directive["Dimensions"] == [["service"]]
+    assert "connection_id" not in document

@@ -115,6 +115,7 @@ _FUNCTION_ENV = {
     "HUB_PIPELINE_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/pipeline-dlq",
     "HUB_SCHEDULE_GROUP": "hub-test",
     "HUB_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
+    "HUB_SCHEDULES_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:schedules-dlq",
     "HUB_CERTIFICATE_KEY_ID": "alias/hub-test-certificates",
 }
 

@@ -40,6 +40,8 @@ class Settings(BaseModel):
     schedule_group: str | None = None
     pipeline_queue_arn: str | None = None
     scheduler_role_arn: str | None = None
+    #: Where EventBridge Scheduler puts a retry it could not deliver (SchedulesDLQ, issue 14).
+    schedules_dlq_arn: str | None = None
     #: The admin API: the pipeline lane's DLQ (redrive) and the Secrets Manager secret holding
     #: the SHA-256 (hex) of the bootstrap admin token. None: no bootstrap token (only stored
     #: admin tokens are taken).
@@ -129,6 +131,7 @@ _ENV = {
     "schedule_group": "HUB_SCHEDULE_GROUP",
     "pipeline_queue_arn": "HUB_PIPELINE_QUEUE_ARN",
     "scheduler_role_arn": "HUB_SCHEDULER_ROLE_ARN",
+    "schedules_dlq_arn": "HUB_SCHEDULES_DLQ_ARN",
     "pipeline_dlq_url": "HUB_PIPELINE_DLQ_URL",
     "admin_token_secret_arn": "HUB_ADMIN_TOKEN_SECRET_ARN",
     "stage": "HUB_STAGE",

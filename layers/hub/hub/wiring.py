@@ -90,11 +90,14 @@ def retry_scheduler() -> EventBridgeRetryScheduler:
     from hub.adapters.scheduler import EventBridgeRetryScheduler
 
     s = settings()
-    if not (s.schedule_group and s.pipeline_queue_arn and s.scheduler_role_arn):
+    if not (s.schedule_group and s.pipeline_queue_arn and s.scheduler_role_arn and s.schedules_dlq_arn):
         raise ConfigurationError(
-            "retries need HUB_SCHEDULE_GROUP, HUB_PIPELINE_QUEUE_ARN and HUB_SCHEDULER_ROLE_ARN"
+            "retries need HUB_SCHEDULE_GROUP, HUB_PIPELINE_QUEUE_ARN, HUB_SCHEDULER_ROLE_ARN"
+            " and HUB_SCHEDULES_DLQ_ARN"
         )
-    return EventBridgeRetryScheduler(s.schedule_group, s.pipeline_queue_arn, s.scheduler_role_arn)
+    return EventBridgeRetryScheduler(
+        s.schedule_group, s.pipeline_queue_arn, s.scheduler_role_arn, dead_letter_arn=s.schedules_dlq_arn
+    )
 
 
 def build_pipeline_worker() -> PipelineWorker:
@@ -609,15 +612,18 @@ def webhook_sender() -> WebhookSender:
     from hub.outbox.webhooks import CachedSubscriptions, WebhookSender
 
     s = settings()
-    if not (s.schedule_group and s.webhooks_queue_arn and s.scheduler_role_arn):
+    if not (s.schedule_group and s.webhooks_queue_arn and s.scheduler_role_arn and s.schedules_dlq_arn):
         raise ConfigurationError(
-            "the webhook sender needs HUB_SCHEDULE_GROUP, HUB_WEBHOOKS_QUEUE_ARN and HUB_SCHEDULER_ROLE_ARN"
+            "the webhook sender needs HUB_SCHEDULE_GROUP, HUB_WEBHOOKS_QUEUE_ARN, HUB_SCHEDULER_ROLE_ARN"
+            " and HUB_SCHEDULES_DLQ_ARN"
         )
     source = DynamoSubscriptions(s.table_name, _data_keys(), opens=True)
     return WebhookSender(
         CachedSubscriptions(source, s.config_cache_seconds),
         HttpWebhookPoster(),
-        EventBridgeRetryScheduler(s.schedule_group, s.webhooks_queue_arn, s.scheduler_role_arn),
+        EventBridgeRetryScheduler(
+            s.schedule_group, s.webhooks_queue_arn, s.scheduler_role_arn, dead_letter_arn=s.schedules_dlq_arn
+        ),
         DynamoWebhookFailures(s.table_name),
     )
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from devstack.cfn import load_template
 from devstack.stack import LocalStack
-from tests.aws import local_stack_on_free_ports
+from tests.aws import TEMPLATE, local_stack_on_free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -50,7 +51,7 @@ def test_pipeline_queue_redrives_to_its_dlq_after_ten_receives(stack: LocalStack
         "Attributes"
     ]
 
-    assert attributes["VisibilityTimeout"] == "420"
+    assert attributes["VisibilityTimeout"] == "1260"  # 6 x the worker's 210 s timeout (issue 14)
     assert attributes["MessageRetentionPeriod"] == "1209600"
     redrive = json.loads(attributes["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"] == stack.attributes[("PipelineDLQ", "Arn")]
@@ -116,7 +117,11 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
     assert spec.environment["HUB_SLACK_WEBHOOK_SECRET_ARN"] == ""
     assert spec.timeout_seconds == 60
     alarms = stack.client("cloudwatch").describe_alarms()["MetricAlarms"]
-    assert {a["AlarmName"] for a in alarms} == {
+    names = {a["AlarmName"] for a in alarms}
+    # Every alarm of the template, metric-math ones included (issue 14).
+    declared = load_template(TEMPLATE)["Resources"].values()
+    assert len(names) == sum(r["Type"] == "AWS::CloudWatch::Alarm" for r in declared)
+    assert {
         "hub-test-pipeline-dlq-not-empty",
         "hub-test-pipeline-queue-stalled",
         "hub-test-messages-dead-lettered",
@@ -124,7 +129,14 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
         "hub-test-outbox-publisher-failed",
         "hub-test-webhooks-dlq-not-empty",
         "hub-test-webhooks-queue-stalled",
-    }
+        "hub-test-schedules-failed",
+        "hub-test-partner-api-5xx",
+        "hub-test-table-throttled",
+        "hub-test-certificate-expiring",
+        "hub-test-alert-notifier-stream-behind",
+        "hub-test-ingest-api-errors",
+        "hub-test-ingest-api-throttled",
+    } <= names
     assert {tuple(a["AlarmActions"]) for a in alarms} == {(stack.resources["AlertTopic"],)}
 
 

@@ -20,14 +20,22 @@ class SchedulerUnavailable(ServiceUnavailable):
     code = "scheduler_unavailable"
 
 
+#: How long EventBridge Scheduler keeps trying to put a due retry on its queue (SQS refusing
+#: it, the role broken by a deploy) before the body goes to the schedules' dead-letter queue,
+#: whose alarm calls an operator: an hour of automatic recovery, then a person.
+RETRY_POLICY = {"MaximumRetryAttempts": 185, "MaximumEventAgeInSeconds": 3600}
+
+
 class EventBridgeRetryScheduler:
     """Sends a step message to the pipeline queue (or any body to the queue it targets: the
-    webhooks lane's retries) at a given time, once."""
+    webhooks lane's retries) at a given time, once. A schedule Scheduler cannot deliver ends in
+    `dead_letter_arn` (SchedulesDLQ), never silently."""
 
-    def __init__(self, group_name: str, queue_arn: str, role_arn: str) -> None:
+    def __init__(self, group_name: str, queue_arn: str, role_arn: str, *, dead_letter_arn: str) -> None:
         self._group = group_name
         self._queue_arn = queue_arn
         self._role_arn = role_arn
+        self._dead_letter_arn = dead_letter_arn
 
     def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
         self.send_at(step.model_dump_json(), at, name)
@@ -52,7 +60,13 @@ class EventBridgeRetryScheduler:
                 ScheduleExpressionTimezone="UTC",
                 FlexibleTimeWindow={"Mode": "OFF"},
                 ActionAfterCompletion="DELETE",
-                Target={"Arn": self._queue_arn, "RoleArn": self._role_arn, "Input": body},
+                Target={
+                    "Arn": self._queue_arn,
+                    "RoleArn": self._role_arn,
+                    "Input": body,
+                    "RetryPolicy": RETRY_POLICY,
+                    "DeadLetterConfig": {"Arn": self._dead_letter_arn},
+                },
             )
         except ClientError as exc:
             if error_code(exc) == "ConflictException":

@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 #: Days before `not_after` at which an alert goes out, widest first.
 BUCKETS = (30, 14, 7, 1, 0)
 METRIC = "CertificateDaysToExpiry"
+#: The fewest days any certificate read has left, once per run without a connection dimension:
+#: one series an alarm can watch (CertificateExpiryAlarm, <= 7), where METRIC is one per connection.
+MIN_METRIC = "CertificateMinDaysToExpiry"
 
 
 def bucket_for(days_left: int) -> int | None:
@@ -111,6 +114,8 @@ class CertExpiryAlerter:
         certificates = self._certificates.expiring_before(now + timedelta(days=BUCKETS[0] + 1))
         alerted: list[tuple[str, int]] = []
         failed: list[tuple[str, int]] = []
+        if certificates:  # none within 31 days: no data, and the alarm stays OK
+            self._metrics.gauge(MIN_METRIC, min(days_to_expiry(c.not_after, now) for c in certificates))
         for certificate in certificates:
             days_left = days_to_expiry(certificate.not_after, now)
             self._metrics.gauge(METRIC, days_left, connection_id=certificate.connection_id)
