@@ -2,16 +2,37 @@
 # The venv runs the Lambda runtime's Python (template.yaml's Runtime) when the machine has it:
 # pythonX.Y on PATH, or a pyenv-installed X.Y; otherwise python3, with a warning (.ci/python).
 RUNTIME_PY := $(shell sed -n 's/^ *Runtime: python\([0-9.]*\)$$/\1/p' template.yaml | head -n1)
-PYTHON ?= $(shell .ci/python $(RUNTIME_PY))
+ifndef HUB_PYTHON
+HUB_PYTHON := $(shell .ci/python $(RUNTIME_PY))
+endif
+PYTHON := $(HUB_PYTHON)
+$(if $(PYTHON),,$(error no Python found: install python$(RUNTIME_PY) (or python3)))
+PYTHON_VERSION := $(shell $(PYTHON) -c 'import sys; print(sys.version.split()[0])')
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)-$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)-$(PYTHON_VERSION)
 
-.PHONY: run test lint typecheck unit integration e2e bench validate build build-host openapi install clean chromium screenshots
+# The SAM CLI lives in a venv of its own: its boto3/botocore pins clash with the project's.
+SAM_CLI_VERSION := 1.170.0
+SAM_VENV := .venv-sam
+SAM      := $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed-$(SAM_CLI_VERSION)-$(PYTHON_VERSION)
+# sam build's python3.12 workflow runs the first python3.12 on PATH: the venv's.
+SAM_ENV  := PATH="$(abspath $(VENV))/bin:$$PATH" SAM_CLI_TELEMETRY=0
+# checkov too (its pins are its own); .checkov.yaml lists the checks we accept and why.
+CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := .venv-checkov
+CHECKOV      := $(CHECKOV_VENV)/bin/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)-$(PYTHON_VERSION)
+# The host build lives in a folder of its own: two `sam build`s from one folder share (and
+# prune) .aws-sam/deps and build.toml.
+HOST_BUILD := .aws-sam/host/build
+
+.PHONY: run test lint typecheck unit integration e2e bench validate build build-host sam-python openapi install clean chromium screenshots
 
 $(STAMP): pyproject.toml
 	@# A venv of another Python (an older checkout's) is rebuilt, not patched.
-	test -x $(PY) && [ "$$($(PY) -c 'import sys; print(sys.version_info[:2])')" = "$$($(PYTHON) -c 'import sys; print(sys.version_info[:2])')" ] || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
+	[ "$$($(PY) -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)" = "$(PYTHON_VERSION)" ] || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,cli]'
 	rm -f $(VENV)/.installed-* && touch $@
@@ -20,8 +41,8 @@ install: $(STAMP)
 
 ## The local stack: embedded AWS (moto), partner API, Function URLs, demo data. Ctrl-C stops it.
 ## `make run BUILT=1` runs the `sam build` output instead of the source tree (built first).
-run: $(STAMP) $(if $(BUILT),build-host)
-	$(if $(BUILT),HUB_LOCAL_BUILT_DIR=.aws-sam/build-host) $(PY) -m devstack
+run: $(STAMP) $(if $(filter 1 yes true,$(BUILT)),build-host)
+	$(if $(filter 1 yes true,$(BUILT)),HUB_LOCAL_BUILT_DIR=$(HOST_BUILD)) $(PY) -m devstack
 
 ## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it.
 test: $(STAMP) lint typecheck
@@ -53,35 +74,41 @@ bench: $(STAMP)
 openapi: $(STAMP)
 	$(PY) -m devstack.openapi build/openapi
 
-## cfn-lint (zero errors), the SAM transform, `sam build` (what `sam deploy` ships, for arm64),
-## and the built handlers run on moto from a build for this machine's architecture (tests/built).
-validate: $(STAMP) build build-host
+## cfn-lint (zero errors), the SAM transform, checkov, `sam build` (what `sam deploy` ships, for
+## arm64), and the built handlers run on moto from a build for this machine (tests/built).
+validate: $(STAMP) $(CHECKOV_STAMP) $(SAM_STAMP)
 	$(VENV)/bin/cfn-lint --non-zero-exit-code error template.yaml
-	$(PY) -m devstack.validate template.yaml
-	HUB_BUILT_DIR=.aws-sam/build-host $(PY) -m pytest tests/built
+	$(PY) -m devstack.validate template.yaml --output .aws-sam/transformed.json
+	$(CHECKOV) --config-file .checkov.yaml --skip-download -f template.yaml
+	$(CHECKOV) --config-file .checkov.yaml --skip-download -f .aws-sam/transformed.json
+	$(MAKE) build build-host
+	HUB_BUILT_DIR=$(HOST_BUILD) $(PY) -m pytest tests/built
 
-# The SAM CLI lives in a venv of its own: its boto3/botocore pins clash with the project's.
-SAM_CLI_VERSION := 1.170.0
-SAM_VENV := .venv-sam
-SAM      := $(SAM_VENV)/bin/sam
-# sam build's python3.12 workflow runs the first python3.12 on PATH: the venv's.
-SAM_ENV  := PATH="$(abspath $(VENV))/bin:$$PATH" SAM_CLI_TELEMETRY=0
+$(CHECKOV_STAMP):
+	rm -rf $(CHECKOV_VENV) && $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION)
+	touch $@
 
-$(SAM):
-	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+$(SAM_STAMP):
+	rm -rf $(SAM_VENV) && $(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/python -m pip install --quiet aws-sam-cli==$(SAM_CLI_VERSION)
+	touch $@
+
+# sam build's python3.12 workflow needs that interpreter: the venv's, first on PATH.
+sam-python: $(STAMP)
+	@test -x $(VENV)/bin/python$(RUNTIME_PY) || { echo "sam build needs Python $(RUNTIME_PY) (the Lambda runtime's); this venv has $(PYTHON_VERSION)"; exit 1; }
 
 ## `sam build`: the deployable build (Lambda's arm64) in .aws-sam/build.
-build: $(STAMP) $(SAM)
+build: $(STAMP) $(SAM_STAMP) sam-python
 	$(SAM_ENV) $(SAM) build --cached
 
-## The same build for this machine's architecture (.aws-sam/build-host, devstack/build.py):
-## what the built-layer tests and `make run BUILT=1` run.
-build-host: $(STAMP) $(SAM)
+## The same build for this machine's architecture ($(HOST_BUILD), devstack/build.py): what the
+## built-layer tests and `make run BUILT=1` run.
+build-host: $(STAMP) $(SAM_STAMP) sam-python
 	$(PY) -m devstack.build .aws-sam/host
-	$(SAM_ENV) $(SAM) build --cached --template-file .aws-sam/host/template.json \
-		--build-dir .aws-sam/build-host --cache-dir .aws-sam/cache-host
+	cd .aws-sam/host && $(SAM_ENV) $(abspath $(SAM)) build --cached --template-file template.json --build-dir build
 
 ## Debian's Chromium for the browser tests of the operator's page (root; .ci/run does this).
 ## Without it `make test` skips those tests and prints why.
@@ -96,4 +123,4 @@ screenshots: $(STAMP)
 	HUB_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/e2e/test_admin_page*.py -q
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .mypy_cache .ruff_cache

@@ -61,7 +61,9 @@ def built_template(environ: Mapping[str, str]) -> Path | None:
         return None
     template = Path(folder) / "template.yaml"
     if not template.is_file():
-        raise SystemExit(f"HUB_LOCAL_BUILT_DIR={folder}: no template.yaml there (run `make build` first)")
+        raise SystemExit(
+            f"HUB_LOCAL_BUILT_DIR={folder}: no template.yaml there (`make run BUILT=1` builds it first)"
+        )
     return template
 
 

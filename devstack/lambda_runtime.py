@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.machinery
 import io
 import json
 import logging
 import multiprocessing
 import os
 import sys
+import sysconfig
 import threading
 import time
 import traceback
 import uuid
+import zipimport
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -153,31 +156,67 @@ class _LogStream(io.TextIOBase):
 
 
 def standard_library_paths() -> list[str]:
-    """This interpreter's standard library folders (what Lambda's runtime has besides the task
-    root and /opt): everything under the base installation that is not a site-packages."""
-    base = os.path.realpath(sys.base_prefix)
-    return [
-        entry
-        for entry in sys.path
-        if entry
-        and os.path.realpath(entry).startswith(base + os.sep)
-        and "site-packages" not in entry
-        and "dist-packages" not in entry
-    ]
+    """This interpreter's standard library (what Lambda's runtime has besides the task root and
+    /opt): its stdlib folders, lib-dynload and zipped stdlib, never a site-packages."""
+    paths = _base_paths()
+    folders = {paths["stdlib"], paths["platstdlib"], os.path.join(paths["platstdlib"], "lib-dynload")}
+    zipped = [entry for entry in sys.path if entry.endswith(".zip") and entry.startswith(sys.base_prefix)]
+    return [*sorted(folder for folder in folders if os.path.isdir(folder)), *zipped]
+
+
+def _base_paths() -> dict[str, str]:
+    """sysconfig's paths of the base installation (in a venv, the plain call mixes in the venv)."""
+    base = {"base": sys.base_prefix, "installed_base": sys.base_prefix}
+    platbase = {"platbase": sys.base_exec_prefix, "installed_platbase": sys.base_exec_prefix}
+    return sysconfig.get_paths(vars=base | platbase)
+
+
+def _site_packages() -> tuple[str, ...]:
+    paths, here = _base_paths(), sysconfig.get_paths()
+    bases = {paths["purelib"], paths["platlib"], here["purelib"], here["platlib"], *site_module_paths()}
+    return tuple(os.path.realpath(base) + os.sep for base in bases)
+
+
+def site_module_paths() -> list[str]:
+    """Every site-packages / dist-packages folder on sys.path (a venv's and the base's)."""
+    return [entry for entry in sys.path if os.path.basename(entry) in ("site-packages", "dist-packages")]
 
 
 def imported_outside(before: set[str], roots: list[str]) -> list[str]:
-    """Modules imported since ``before`` whose file lies under none of ``roots`` (sorted
-    "name (file)" strings); built-ins and namespace packages have no file and pass."""
+    """Modules imported since ``before`` whose file lies under none of ``roots``, or inside a
+    site-packages that no root names (sorted "name (file)" strings); built-ins and namespace
+    packages have no file and pass."""
     prefixes = tuple(os.path.realpath(root) + os.sep for root in roots)
+    site = tuple(prefix for prefix in _site_packages() if not prefix.startswith(prefixes))
     strays = []
     for name, module in list(sys.modules.items()):
         origin = getattr(module, "__file__", None)
         if name in before or not origin:
             continue
-        if not os.path.realpath(origin).startswith(prefixes):
+        real = os.path.realpath(origin)
+        if not real.startswith(prefixes) or real.startswith(site):
             strays.append(f"{name} ({origin})")
     return sorted(strays)
+
+
+def _isolate(paths: list[str]) -> list[str]:
+    """Built mode: ``sys.path`` becomes ``paths`` and the standard library, and only Python's
+    own finders stay (an editable install's finder would map `hub` to the source tree).
+    Returns the allowed roots."""
+    site_folders = set(site_module_paths())
+    allowed = [*paths, *standard_library_paths()]
+    sys.path[:] = allowed
+    machinery = importlib.machinery
+    own = (machinery.BuiltinImporter, machinery.FrozenImporter, machinery.PathFinder)
+    sys.meta_path[:] = [finder for finder in sys.meta_path if finder in own]
+    sys.path_hooks[:] = [
+        hook
+        for hook in sys.path_hooks
+        if hook is zipimport.zipimporter or getattr(hook, "__qualname__", "").startswith("FileFinder.")
+    ]
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
+    return [root for root in allowed if root not in site_folders]
 
 
 def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
@@ -186,17 +225,16 @@ def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
     sys.stdout = log_stream
     os.environ.clear()
     os.environ.update(boot["env"])
-    if boot.get("isolated"):
-        sys.path[:] = [*boot["paths"], *standard_library_paths()]
-    else:
+    isolated_roots = _isolate(boot["paths"]) if boot.get("isolated") else None
+    if isolated_roots is None:
         sys.path[:0] = boot["paths"]
     os.chdir(boot["code_dir"])  # Lambda runs handlers with the task root as cwd
     module_name, _, function_name = boot["handler"].replace("/", ".").rpartition(".")
     already_imported = set(sys.modules)
     try:
         handler = getattr(importlib.import_module(module_name), function_name)
-        if boot.get("isolated"):
-            strays = imported_outside(already_imported, [*boot["paths"], *standard_library_paths()])
+        if isolated_roots is not None:
+            strays = imported_outside(already_imported, isolated_roots)
             if strays:
                 raise ImportError(f"imported from outside the function and its layers: {strays[:5]}")
     except Exception as exc:

@@ -6,6 +6,7 @@ template without errors, as `sam build` / `sam deploy` would, without calling AW
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,24 @@ def transform_template(path: Path, region: str = "us-east-1") -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    path = Path(argv[1] if len(argv) > 1 else "template.yaml")
+    """``python -m devstack.validate [TEMPLATE] [--output FILE]``: FILE gets the transformed
+    CloudFormation as JSON (what checkov reads in `make validate`)."""
+    args = list(argv[1:])
+    target: Path | None = None
+    if "--output" in args:
+        at = args.index("--output")
+        target = Path(args[at + 1])
+        del args[at : at + 2]
+    path = Path(args[0] if args else "template.yaml")
     try:
         output = transform_template(path)
     except InvalidDocumentException as exc:
         for cause in exc.causes:
             print(f"SAM transform error: {cause.message}", file=sys.stderr)
         return 1
+    if target is not None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(output, indent=1, default=str) + "\n")
     print(f"SAM transform ok: {len(output['Resources'])} CloudFormation resources")
     return 0
 

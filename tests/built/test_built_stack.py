@@ -24,7 +24,7 @@ from tests.aws import ROOT
 from tests.destinations import HttpDestination
 from tests.events import load_event
 
-BUILT = Path(os.environ.get("HUB_BUILT_DIR", ROOT / ".aws-sam/build-host")).resolve()
+BUILT = Path(os.environ.get("HUB_BUILT_DIR", ROOT / ".aws-sam/host/build")).resolve()
 SOURCE_FOLDERS = (ROOT / "layers", ROOT / "functions")
 
 
