@@ -17,13 +17,18 @@ from hub import wiring
 from hub.adapters.aws import best_effort_client, client
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.admin.token_guard import FailedTokenGuard
+from hub.api.openapi import error_codes
 from hub.domain.rate_limit import FailureWindow, Rate, TokenBuckets
 from hub.domain.tenancy import Tenant
 from hub.ingest.throttle import TenantThrottle
 from tests.aws import LambdaContext, load_handler
 from tests.events import admin_event, http_event
 from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer
+from tests.integration.test_inbound_webhook import PAYLOAD, standard, webhooks  # noqa: F401 (a fixture)
+from tests.integration.test_openapi import ADMIN, PARTNER, documents  # noqa: F401 (a fixture)
 from tests.integration.test_receive_message import body, receive
+from tests.integration.test_status_callbacks import admin, recorded, report, world  # noqa: F401 (fixtures)
+from tests.pipeline import send
 
 
 class Clock:
@@ -150,6 +155,22 @@ class TestTenantRate:
         assert answers[-1].headers["Retry-After"] == "10"
 
 
+@pytest.mark.usefixtures("webhooks")
+def test_a_verified_webhook_over_the_tenants_rate_is_429_and_stored_never(stack, tenancy, clock, ingest_api):
+    def delivery(n: int) -> dict[str, Any]:
+        payload = {**PAYLOAD, "id": f"evt_{n}", "data": {"po_number": f"PO-W{n}"}}
+        return standard(json.dumps(payload).encode(), msg_id=f"msg_delivery_{n}")
+
+    answers = [ingest_api(delivery(n)) for n in range(4)]
+    forged = ingest_api(standard(b'{"type": "order.created"}', secret="whsec_" + "A" * 32))
+
+    assert [a.status for a in answers] == [202, 202, 202, 429]
+    assert answers[-1].headers["Retry-After"] == "2"
+    assert "t1" not in json.dumps(answers[-1].body)  # the sender does not learn the tenant
+    assert len(stack.message_items()) == 3
+    assert forged.status == 401  # the signature is checked first, whatever the rate
+
+
 def test_a_platform_admin_sets_a_tenants_limit_and_the_tenants_admin_cannot(
     stack, tenancy, clock, ingest_api, admin_api
 ):
@@ -273,3 +294,51 @@ class TestFailedAdminTokens:
         assert refused.__dict__["failures"] == 1
         assert "secret-guess" not in caplog.text
         assert all("secret-guess" not in repr(r.__dict__) for r in caplog.records)
+
+
+def test_status_callbacks_spend_the_tenants_bucket_and_a_429_records_nothing(request, tenancy, ingest_api):
+    # Connections and their callback tokens first (test_status_callbacks' fixtures), then the clock.
+    token = request.getfixturevalue("world")["con_a"]
+    admin_calls = request.getfixturevalue("admin")
+    clock = request.getfixturevalue("clock")
+    message_id = send(ingest_api, tenancy, {"po_number": "PO-CB"})  # one of the 3 tokens
+
+    answers = [report(ingest_api, message_id, token, step) for step in ("accepted", "delivered", "read")]
+
+    assert [a.status for a in answers] == [202, 202, 429]
+    assert answers[-1].headers["Retry-After"] == "2"
+    assert [row["status"] for row in recorded(admin_calls, message_id)] == ["delivered", "accepted"]
+    clock.advance(2)
+    assert report(ingest_api, message_id, token, "read").status == 202
+
+
+THROTTLED_PARTNER_ROUTES = {
+    ("post", "/api/edi-hub/receive-message"),
+    ("post", "/api/webhook/{integration_id}"),
+    ("get", "/api/edi-hub/messages/{message_id}"),
+    ("post", "/api/edi-hub/status-callback/{message_id}"),
+}
+
+
+def test_both_openapi_documents_list_429_with_retry_after(request):
+    published = request.getfixturevalue("documents")
+
+    def operations(document: dict[str, Any]) -> Iterator[tuple[tuple[str, str], dict[str, Any]]]:
+        for path, methods in document["paths"].items():
+            for method, operation in methods.items():
+                yield (method, path), operation
+
+    partner_429 = {
+        route: error_codes(op["responses"]["429"])
+        for route, op in operations(published[PARTNER])
+        if "429" in op["responses"]
+    }
+    assert partner_429 == {route: ["rate_limited"] for route in THROTTLED_PARTNER_ROUTES}
+    admin_ops = dict(operations(published[ADMIN]))
+    assert admin_ops
+    for route, op in admin_ops.items():
+        assert "too_many_failed_tokens" in error_codes(op["responses"]["429"]), route
+    for document in published.values():
+        for _, op in operations(document):
+            if "429" in op["responses"]:
+                assert "Retry-After" in op["responses"]["429"]["headers"]
