@@ -24,9 +24,10 @@ from hub.admin.health import HealthAnswer
 from hub.admin.integrations import IntegrationBody, IntegrationExists, IntegrationInUse, UnknownConnection
 from hub.admin.operations import DeliveryInProgress, ExecutionInFlight, NotCancellable, QueueTab
 from hub.admin.subscriptions import SubscriptionDisabled, SubscriptionExists, TooManySecrets
-from hub.admin.tenants import TenantExists
+from hub.admin.tenants import Keep, TenantExists
 from hub.api.http import (
     admin_principal,
+    bearer_token,
     body_bytes,
     etag,
     if_match,
@@ -48,6 +49,7 @@ from hub.certificates.model import (
 )
 from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
 from hub.domain.message import MessageRecord
+from hub.domain.rate_limit import Rate
 from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import (
     DEFAULT_ROTATION_GRACE,
@@ -65,6 +67,7 @@ from hub.errors import (
     PreconditionFailed,
     QueueUnavailable,
     StorageUnavailable,
+    TooManyFailedTokens,
     Unauthorized,
     UnknownMessageType,
     ValidationFailed,
@@ -81,6 +84,7 @@ from hub.wiring import (
     certificate_service,
     connection_admin,
     connection_control,
+    failed_token_guard,
     health,
     integration_admin,
     integration_cards,
@@ -182,18 +186,26 @@ class NewTenant(BaseModel):
     tenant_id: Id | None = None
     name: TenantName
     default_mode: IntegrationMode = IntegrationMode.OBSERVABILITY
+    #: The partner API's limit for the tenant, per instance; absent or null: the stack's default.
+    rate_limit: Rate | None = None
 
 
 class TenantChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: TenantName | None = None
     default_mode: IntegrationMode | None = None
+    #: The partner API's limit, per instance (platform admins only); null: the stack's default.
+    rate_limit: Rate | None = None
 
     @model_validator(mode="after")
     def _something(self) -> TenantChange:
-        if self.name is None and self.default_mode is None:
-            raise ValueError("give name, default_mode or both")
+        if self.name is None and self.default_mode is None and not self.changes_rate_limit:
+            raise ValueError("give name, default_mode, rate_limit or several")
         return self
+
+    @property
+    def changes_rate_limit(self) -> bool:
+        return "rate_limit" in self.model_fields_set
 
 
 class KeyListQuery(BaseModel):
@@ -220,7 +232,20 @@ class TokenPath(BaseModel):
 
 
 def authenticated(app: LambdaFunctionUrlResolver, next_middleware: NextMiddleware) -> Response:
-    app.append_context(principal=admin_principal(app.current_event, admin_authenticator().principal))
+    """The caller's principal in the context. An address with too many refused tokens lately
+    is answered 429 before its token is looked at (hub.admin.token_guard)."""
+    event = app.current_event
+    source = event.request_context.http.source_ip or "unknown"
+    guard = failed_token_guard()
+    guard.check(source)
+    try:
+        principal = admin_principal(event, admin_authenticator().principal)
+    except Unauthorized:
+        if bearer_token(event) is not None:  # a token was guessed; a missing one guesses nothing
+            failures = guard.failed(source)
+            logger.warning("admin token refused", extra={"source_ip": source, "failures": failures})
+        raise
+    app.append_context(principal=principal)
     return next_middleware(app)
 
 
@@ -233,9 +258,10 @@ def _principal() -> Principal:
     return principal
 
 
-#: What any admin route can answer: no or a bad token (401), a role too low or a platform action
-#: with a tenant's token (403), another tenant's resource or a missing one (404).
-ADMIN = (Unauthorized, Forbidden, NotFound, StorageUnavailable)
+#: What any admin route can answer: no or a bad token (401), too many bad tokens from the
+#: caller's address lately (429), a role too low or a platform action with a tenant's token
+#: (403), another tenant's resource or a missing one (404).
+ADMIN = (Unauthorized, TooManyFailedTokens, Forbidden, NotFound, StorageUnavailable)
 #: A route that parses a JSON body (our strict parser, then the model).
 BODY = (MalformedBody, ValidationFailed)
 #: A route with a message or integration id in its path.
@@ -408,7 +434,9 @@ def describe_certificate(connection_id: str) -> Response:
 def create_tenant() -> Response:
     _principal().require_platform(Role.ADMIN)
     request = parse_body(app.current_event, NewTenant)
-    created = tenant_admin().create(request.tenant_id, request.name, request.default_mode, _principal())
+    created = tenant_admin().create(
+        request.tenant_id, request.name, request.default_mode, _principal(), request.rate_limit
+    )
     return json_response(201, created)
 
 
@@ -447,7 +475,7 @@ def get_tenant(tenant_id: str) -> Response:
 @app.patch(
     "/api/admin/tenants/<tenant_id>",
     **answers(
-        "Change a tenant's name or default mode",
+        "Change a tenant's name, default mode or rate limit (the limit: platform admins only)",
         ok={200: OBJECT},
         errors=(*ADMIN, *BODY),
         tags=["tenants"],
@@ -458,8 +486,12 @@ def update_tenant(tenant_id: str) -> Response:
     path = validated(TenantQuery, {"tenant_id": tenant_id}, "path")
     _principal().require(Role.ADMIN, path.tenant_id, what="tenant")
     request = parse_body(app.current_event, TenantChange)
+    if request.changes_rate_limit:  # a tenant's admin may not raise its own limit
+        _principal().require_platform(Role.ADMIN)
+    rate_limit = request.rate_limit if request.changes_rate_limit else Keep.KEEP
     return json_response(
-        200, tenant_admin().update(path.tenant_id, request.name, request.default_mode, _principal())
+        200,
+        tenant_admin().update(path.tenant_id, request.name, request.default_mode, _principal(), rate_limit),
     )
 
 
@@ -1282,7 +1314,9 @@ OPENAPI = {
         "answers 403 `forbidden`. Every error has one shape, "
         '`{"error": {"code", "message", "details"?}}`; each operation lists the codes it answers '
         "per status. Requests no route takes answer `404 route_not_found`, or "
-        "`405 method_not_allowed` with `Allow`."
+        "`405 method_not_allowed` with `Allow`. After 10 refused tokens from one address within "
+        "60 s, that address gets `429 too_many_failed_tokens` with `Retry-After` until the window "
+        "passes, whatever token it sends."
     ),
     "security_schemes": {
         "adminToken": {"type": "http", "scheme": "bearer", "description": "An admin token (hub_admin_...)."}
@@ -1296,7 +1330,7 @@ OPENAPI = {
     **answers(
         "This document (OpenAPI 3.1)",
         ok={200: OBJECT},
-        errors=(Unauthorized, StorageUnavailable),
+        errors=(Unauthorized, TooManyFailedTokens, StorageUnavailable),
         tags=["documentation"],
         description="Any admin token, of any role and scope.",
     ),
@@ -1364,7 +1398,7 @@ def connection_state(connection_id: str) -> Response:
     **answers(
         "Who the presented admin token is, and what its role may do",
         ok={200: OBJECT},
-        errors=(Unauthorized, StorageUnavailable),
+        errors=(Unauthorized, TooManyFailedTokens, StorageUnavailable),
         tags=["admin-tokens"],
         description=(
             "Any admin token, the bootstrap token too. `can` names every action of the "

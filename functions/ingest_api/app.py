@@ -17,6 +17,7 @@ from hub.api.http import (
     body_bytes,
     body_limit,
     correlation_id,
+    error_response,
     install_error_handlers,
     json_response,
     parse_body,
@@ -40,6 +41,7 @@ from hub.errors import (
     NotFound,
     PayloadTooLarge,
     QueueUnavailable,
+    RateLimited,
     SecretUndecryptable,
     ServiceUnavailable,
     SignatureExpired,
@@ -53,6 +55,7 @@ from hub.errors import (
     ValidationFailed,
 )
 from hub.ingest.receive import ReceiveOutcome
+from hub.ingest.throttle import TenantRateLimited
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import ingestor, status_callbacks, webhook_receiver
@@ -70,6 +73,20 @@ API_KEY: list[dict[str, list[str]]] = [{"apiKeyBearer": []}, {"apiKeyHeader": []
 EVERY_ROUTE = (PayloadTooLarge,)
 #: Creating a message: the answer when it was stored, 200 for a duplicate.
 STORE = (StorageUnavailable, IdempotencyKeyReused, UnknownMessageType, ServiceUnavailable, QueueUnavailable)
+#: Every route of an authenticated tenant: over its rate, 429 with Retry-After, nothing done.
+THROTTLED = (RateLimited,)
+
+
+@app.exception_handler(TenantRateLimited)
+def _rate_limited(error: TenantRateLimited) -> Response:
+    # The tenant is a property of the metric, not a dimension (one series per tenant would cost
+    # a custom metric each).
+    metrics.add_metric(name="RateLimited", unit=MetricUnit.Count, value=1)
+    metrics.add_metadata(key="tenant_id", value=error.tenant_id)
+    logger.info(
+        "rate limited", extra={"tenant_id": error.tenant_id, "retry_after": error.retry_after_seconds}
+    )
+    return error_response(error)
 
 
 @app.post(
@@ -80,6 +97,7 @@ STORE = (StorageUnavailable, IdempotencyKeyReused, UnknownMessageType, ServiceUn
         errors=(
             *EVERY_ROUTE,
             *STORE,
+            *THROTTLED,
             Unauthorized,
             UnsupportedMediaType,
             MalformedBody,
@@ -91,7 +109,8 @@ STORE = (StorageUnavailable, IdempotencyKeyReused, UnknownMessageType, ServiceUn
         description=(
             "Stores the message once and queues it for the pipeline: 202 when it is new, 200 with "
             "`deduplicated: true` and the first message when it repeats one (same `Idempotency-Key`, "
-            "or the integration's duplicate-key fields). Resending after any 5xx or a timeout is safe."
+            "or the integration's duplicate-key fields). Resending after any 5xx, a timeout or a 429 (after "
+            "its Retry-After) is safe."
         ),
         security=API_KEY,
     ),
@@ -132,6 +151,7 @@ def _answer(outcome: ReceiveOutcome) -> Response:
         errors=(
             *EVERY_ROUTE,
             *STORE,
+            *THROTTLED,
             NotFound,
             SignatureInvalid,
             SignatureExpired,
@@ -176,7 +196,7 @@ def inbound_webhook(integration_id: str) -> Response:
     **answers(
         "A message's status",
         ok={200: MessageStatus},
-        errors=(*EVERY_ROUTE, StorageUnavailable, Unauthorized, NotFound),
+        errors=(*EVERY_ROUTE, *THROTTLED, StorageUnavailable, Unauthorized, NotFound),
         tags=["messages"],
         description="Only the key's tenant sees its messages; another tenant's is 404 like a missing one.",
         security=API_KEY,
@@ -204,6 +224,7 @@ class CallbackPath(BaseModel):
         ok={202: CallbackAnswer, 200: CallbackAnswer},
         errors=(
             *EVERY_ROUTE,
+            *THROTTLED,
             StorageUnavailable,
             DeliveryInFlight,
             Unauthorized,
@@ -246,7 +267,9 @@ OPENAPI = {
         "read their status; partner systems send signed webhooks. Every error has one shape, "
         '`{"error": {"code", "message", "details"?}}`: decide on `code`. Each operation lists the '
         "codes it answers per status. Requests no route takes answer `404 route_not_found`, or "
-        "`405 method_not_allowed` with `Allow` when the path exists with other methods."
+        "`405 method_not_allowed` with `Allow` when the path exists with other methods. A tenant "
+        "over its request rate gets `429 rate_limited` with `Retry-After` (whole seconds): nothing "
+        "was stored, resend after it."
     ),
     "security_schemes": {
         "apiKeyBearer": {"type": "http", "scheme": "bearer", "description": "The partner's API key."},

@@ -12,7 +12,9 @@ import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from hub.api.http import error_response, install_error_handlers
-from hub.errors import ClaimTaken, ConfigurationError, HubError, MethodNotAllowed
+from hub.domain.rate_limit import Rate
+from hub.errors import ClaimTaken, ConfigurationError, HubError, MethodNotAllowed, RateLimited
+from hub.ingest.throttle import TenantRateLimited
 from tests.events import http_event
 
 
@@ -28,6 +30,10 @@ def instance(cls: type[HubError]) -> HubError:
         return cls("no", allowed=("POST",))
     if issubclass(cls, ClaimTaken):
         return cls("lost", claims=())
+    if issubclass(cls, TenantRateLimited):
+        return cls("t1", Rate(per_second=1, burst=1), 1.5)
+    if issubclass(cls, RateLimited):
+        return cls("slow down", retry_after_seconds=3)
     return cls("something went wrong")
 
 

@@ -92,6 +92,14 @@ class Settings(BaseModel):
     #: How long a worker instance trusts a connection state it read (seconds): a pause or an
     #: open breaker reaches every instance within this time.
     connection_state_cache_seconds: int = Field(default=5, ge=0, le=300)
+    #: The partner API's rate limit per tenant and per instance (issue 14; a tenant's own
+    #: `rate_limit` wins): requests per second, and how many may come at once.
+    tenant_rate_per_second: float = Field(default=50, gt=0, le=100_000)
+    tenant_burst: int = Field(default=100, ge=1, le=1_000_000)
+    #: The admin API: refused tokens from one source address within the window (seconds) after
+    #: which it answers 429 without looking at tokens, per instance, until the window passes.
+    admin_failed_token_limit: int = Field(default=10, ge=1, le=10_000)
+    admin_failed_token_window_seconds: int = Field(default=60, ge=1, le=3600)
 
     @field_validator(
         "stage",
@@ -154,6 +162,10 @@ _ENV = {
     "breaker_cooldown_seconds": "HUB_BREAKER_COOLDOWN_SECONDS",
     "release_rate_per_second": "HUB_RELEASE_RATE_PER_SECOND",
     "connection_state_cache_seconds": "HUB_CONNECTION_STATE_CACHE_SECONDS",
+    "tenant_rate_per_second": "HUB_TENANT_RATE_PER_SECOND",
+    "tenant_burst": "HUB_TENANT_BURST",
+    "admin_failed_token_limit": "HUB_ADMIN_FAILED_TOKEN_LIMIT",
+    "admin_failed_token_window_seconds": "HUB_ADMIN_FAILED_TOKEN_WINDOW_SECONDS",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

@@ -96,6 +96,28 @@ class Unauthorized(HubError):
         return {"WWW-Authenticate": "Bearer"}
 
 
+class RateLimited(HubError):
+    """Over the caller's rate limit (issue 14): nothing was stored or read, so the same request
+    may be sent again after `Retry-After` seconds."""
+
+    code = "rate_limited"
+    http_status = 429
+
+    def __init__(self, message: str, *, retry_after_seconds: int, details: Any = None) -> None:
+        super().__init__(message, details={"retry_after_seconds": retry_after_seconds, **(details or {})})
+        self.retry_after_seconds = retry_after_seconds
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}
+
+
+class TooManyFailedTokens(RateLimited):
+    """Too many refused admin tokens from this source address lately: no token is looked at
+    until `Retry-After` has passed (a good one neither)."""
+
+    code = "too_many_failed_tokens"
+
+
 class Forbidden(HubError):
     """The admin token is valid but its role may not do this (e.g. a viewer reprocessing), or
     the action is the platform's and the token is one tenant's."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from hub.admin.operations import Operations
     from hub.admin.subscriptions import SubscriptionAdmin
     from hub.admin.tenants import TenantAdmin
+    from hub.admin.token_guard import FailedTokenGuard
     from hub.admin.tokens import Authenticator, TokenAdmin
     from hub.alerts.notifier import AlertNotifier
     from hub.callbacks.receive import StatusCallbacks
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from hub.delivery.release import Releaser
     from hub.domain.tenancy import DestinationProtocol
     from hub.ingest.receive import Ingestor
+    from hub.ingest.throttle import TenantThrottle
     from hub.outbox.ports import EventSink
     from hub.outbox.publisher import Publisher
     from hub.outbox.webhooks import SubscriptionSink, WebhookSender
@@ -71,7 +73,29 @@ def ingestor() -> Ingestor:
         s,
         usage=KeyUsage(DynamoKeyUse(s.table_name)),
         receptions=Receptions(DynamoReceptions(s.table_name)),
+        throttle=tenant_throttle(),
     )
+
+
+@lru_cache(maxsize=1)
+def tenant_throttle() -> TenantThrottle:
+    """The partner API's per-tenant token buckets, one set per instance (issue 14): receive-
+    message, inbound webhooks, message status and status callbacks share them."""
+    from hub.domain.rate_limit import Rate
+    from hub.ingest.throttle import TenantThrottle
+
+    s = settings()
+    return TenantThrottle(Rate(per_second=s.tenant_rate_per_second, burst=s.tenant_burst))
+
+
+@lru_cache(maxsize=1)
+def failed_token_guard() -> FailedTokenGuard:
+    """Refused admin tokens per source address, one window per instance (issue 14)."""
+    from hub.admin.token_guard import FailedTokenGuard
+    from hub.domain.rate_limit import FailureWindow
+
+    s = settings()
+    return FailedTokenGuard(FailureWindow(s.admin_failed_token_limit, s.admin_failed_token_window_seconds))
 
 
 @lru_cache(maxsize=1)
@@ -522,6 +546,8 @@ def connection_control() -> ConnectionControl:
 def reset() -> None:
     """Forget everything built (tests switch environments between cases)."""
     ingestor.cache_clear()
+    tenant_throttle.cache_clear()
+    failed_token_guard.cache_clear()
     webhook_receiver.cache_clear()
     pipeline_worker.cache_clear()
     releaser.cache_clear()
@@ -654,7 +680,9 @@ def status_callbacks() -> StatusCallbacks:
     from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
     from hub.callbacks.receive import StatusCallbacks
 
-    return StatusCallbacks(config_repository(), DynamoStatusCallbacks(settings().table_name))
+    return StatusCallbacks(
+        config_repository(), DynamoStatusCallbacks(settings().table_name), throttle=tenant_throttle()
+    )
 
 
 @lru_cache(maxsize=1)

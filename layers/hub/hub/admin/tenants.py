@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from hub.admin.audit import PLATFORM_SCOPE, Audit
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
+from hub.domain.rate_limit import Rate
 from hub.domain.tenancy import IntegrationMode, Tenant
 from hub.errors import Conflict, NotFound, ValidationFailed
 from hub.ports import TenantStore
@@ -42,7 +44,15 @@ def tenant_view(tenant: Tenant) -> dict[str, Any]:
         "created_at": _iso(tenant.created_at),
         "updated_at": _iso(tenant.updated_at),
         "disabled_at": _iso(tenant.disabled_at),
+        # null: the stack's default limit (issue 14)
+        "rate_limit": tenant.rate_limit.model_dump() if tenant.rate_limit is not None else None,
     }
+
+
+class Keep(Enum):
+    """An update leaves this field as it is (None would clear it)."""
+
+    KEEP = "keep"
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -60,7 +70,12 @@ class TenantAdmin:
         self._audit = audit or Audit(None)
 
     def create(
-        self, tenant_id: str | None, name: str, default_mode: IntegrationMode | None, actor: Principal
+        self,
+        tenant_id: str | None,
+        name: str,
+        default_mode: IntegrationMode | None,
+        actor: Principal,
+        rate_limit: Rate | None = None,
     ) -> dict[str, Any]:
         """A new active tenant; its id is generated (`tnt_` + 26 characters) unless given.
         TenantExists when the id is taken."""
@@ -74,6 +89,7 @@ class TenantAdmin:
             tenant_id=tenant_id or new_id("tnt"),
             name=name,
             default_mode=default_mode or IntegrationMode.OBSERVABILITY,
+            rate_limit=rate_limit,
             created_at=now,
             updated_at=now,
         )
@@ -101,14 +117,22 @@ class TenantAdmin:
         return tenant_view(tenant)
 
     def update(
-        self, tenant_id: str, name: str | None, default_mode: IntegrationMode | None, actor: Principal
+        self,
+        tenant_id: str,
+        name: str | None,
+        default_mode: IntegrationMode | None,
+        actor: Principal,
+        rate_limit: Rate | Keep | None = Keep.KEEP,
     ) -> dict[str, Any]:
-        """Changes what is given (at least one of the two; the handler checks)."""
+        """Changes what is given (at least one; the handler checks). `rate_limit` None goes
+        back to the stack's default; only a platform admin may change it (the handler checks)."""
         changes: dict[str, Any] = {}
         if name is not None:
             changes["name"] = name
         if default_mode is not None:
             changes["default_mode"] = default_mode.value
+        if not isinstance(rate_limit, Keep):
+            changes["rate_limit"] = rate_limit
         before = self._store.get(tenant_id)
         if before is None:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})

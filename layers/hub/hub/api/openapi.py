@@ -128,6 +128,7 @@ def _success(status: int, body: Success) -> dict[str, Any]:
 _ERROR_HEADERS = {
     401: {"WWW-Authenticate": "Bearer"},
     405: {"Allow": "The methods the path takes"},
+    429: {"Retry-After": "Whole seconds to wait before resending (nothing was done: safe to resend)"},
     503: {"Retry-After": "Seconds to wait before resending (the request is safe to resend)"},
 }
 

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hub.domain.clock import utcnow
 from hub.domain.delivery_status import DeliveryStatus, StatusCallback, hash_callback_token, may_follow
@@ -31,6 +31,9 @@ from hub.domain.message import MessageRecord
 from hub.domain.tenancy import tenant_accepts_traffic
 from hub.errors import ServiceUnavailable, Unauthorized
 from hub.ports import ConfigRepository, DeliveryStatusStore, ReceivedCallback
+
+if TYPE_CHECKING:
+    from hub.ingest.throttle import TenantThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -80,14 +83,18 @@ class StatusCallbacks:
         store: DeliveryStatusStore,
         *,
         clock: Callable[[], datetime] = utcnow,
+        throttle: TenantThrottle | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
+        self._throttle = throttle
 
     def authenticate(self, raw_token: str | None, message_id: str) -> Authenticated:
         """The message and its connection when `raw_token` is that connection's callback token;
-        Unauthorized (one message for every reason) otherwise, or when the tenant is disabled."""
+        Unauthorized (one message for every reason) otherwise, or when the tenant is disabled;
+        TenantRateLimited when the tenant is over its rate (the partner API's one limit per
+        tenant; checked before the callback is recorded)."""
         if not raw_token or not is_message_id(message_id):
             raise Unauthorized(_REFUSED)
         presented = hash_callback_token(raw_token)
@@ -104,8 +111,11 @@ class StatusCallbacks:
             or not credential.accepts(presented, self._clock())
         ):
             raise Unauthorized(_REFUSED)
-        if not tenant_accepts_traffic(self._config.get_tenant(record.tenant_id)):
+        tenant = self._config.get_tenant(record.tenant_id)
+        if not tenant_accepts_traffic(tenant):
             raise Unauthorized("this tenant is disabled")
+        if self._throttle is not None:
+            self._throttle.admit(record.tenant_id, tenant)
         return Authenticated(record, connection_id)
 
     def receive(self, caller: Authenticated, callback: StatusCallback) -> CallbackOutcome:

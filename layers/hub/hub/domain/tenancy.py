@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from hub.domain.mapping_spec import MappingSpec, check_expression
+from hub.domain.rate_limit import Rate
 from hub.domain.retry import RetryPolicy
 from hub.domain.webhook_config import InboundWebhook
 
@@ -193,6 +194,9 @@ class Tenant(BaseModel):
     created_at: datetime | None = None
     updated_at: datetime | None = None
     disabled_at: datetime | None = None
+    #: The partner API's limit for this tenant, per instance (issue 14); None: the stack's
+    #: default (HUB_TENANT_RATE_PER_SECOND, HUB_TENANT_BURST). Set by a platform admin only.
+    rate_limit: Rate | None = None
 
     @property
     def state(self) -> TenantState:

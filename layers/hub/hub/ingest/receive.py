@@ -49,6 +49,7 @@ from hub.errors import (
 )
 from hub.ingest.key_usage import KeyUsage
 from hub.ingest.receptions import Receptions
+from hub.ingest.throttle import TenantThrottle
 from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
@@ -124,6 +125,7 @@ class Ingestor:
         clock: Callable[[], datetime] = utcnow,
         usage: KeyUsage | None = None,
         receptions: Receptions | None = None,
+        throttle: TenantThrottle | None = None,
     ) -> None:
         self._config = config
         self._messages = messages
@@ -132,21 +134,28 @@ class Ingestor:
         self._clock = clock
         self._usage = usage
         self._receptions = receptions
+        self._throttle = throttle
 
-    def _accepted(self, api_key: ApiKey | None, now: datetime) -> ApiKey:
+    def _accepted(self, api_key: ApiKey | None, now: datetime, *, throttled: bool = True) -> ApiKey:
         """The presented key if ingest accepts it now (Unauthorized otherwise: also when its
-        tenant is disabled), its use noted."""
+        tenant is disabled; TenantRateLimited when `throttled` and its tenant is over its
+        rate), its use noted."""
         accepted = _check_key(api_key, now)
-        self._require_enabled_tenant(accepted.tenant_id)
+        self._admit(accepted.tenant_id, throttled=throttled)
         if self._usage is not None:
             self._usage.seen(accepted, now)
         return accepted
 
-    def _require_enabled_tenant(self, tenant_id: str) -> None:
-        """Unauthorized when the tenant is disabled. From the configuration cache, like the key:
-        a warm instance reads nothing more per request, and sees a disable within its TTL."""
-        if not tenant_accepts_traffic(self._config.get_tenant(tenant_id)):
+    def _admit(self, tenant_id: str, *, throttled: bool = True) -> None:
+        """Unauthorized when the tenant is disabled; TenantRateLimited when it is over its rate
+        (before anything is stored: a 429 is safe to resend). From the configuration cache,
+        like the key: a warm instance reads nothing more per request, and sees a disable or a
+        changed limit within its TTL."""
+        tenant = self._config.get_tenant(tenant_id)
+        if not tenant_accepts_traffic(tenant):
             raise Unauthorized("this tenant is disabled")
+        if throttled and self._throttle is not None:
+            self._throttle.admit(tenant_id, tenant)
 
     def receive(
         self,
@@ -167,8 +176,8 @@ class Ingestor:
     ) -> ReceiveOutcome:
         """receive-message for a caller already authenticated for `integration` (an inbound
         webhook whose signature was verified): the same claims, answers and guarantees; 401 when
-        the integration's tenant is disabled."""
-        self._require_enabled_tenant(integration.tenant_id)
+        the integration's tenant is disabled, 429 when it is over its rate."""
+        self._admit(integration.tenant_id)
         return self._ingest(inbound, idempotency_key, correlation_id, integration=integration)
 
     def _ingest(
@@ -296,8 +305,9 @@ class Ingestor:
         return ReceiveOutcome(record, kind)
 
     def authenticate(self, raw_key: str | None) -> ApiKey:
-        """The caller's active API key; Unauthorized otherwise."""
-        return self._accepted(self._config.get_api_key(require_key(raw_key)), self._clock())
+        """The caller's active API key; Unauthorized otherwise. Spends none of the tenant's
+        rate: a request refused before it stores or reads anything costs next to nothing."""
+        return self._accepted(self._config.get_api_key(require_key(raw_key)), self._clock(), throttled=False)
 
     def status(self, raw_key: str | None, message_id: str) -> MessageRecord:
         """The caller's own message; another tenant's or a missing one is NotFound alike."""

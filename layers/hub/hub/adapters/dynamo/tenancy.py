@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from hub.adapters.dynamo import keys
@@ -12,6 +13,7 @@ from hub.adapters.dynamo.connections import destination_of
 from hub.adapters.dynamo.outbox import event_put
 from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
 from hub.domain.ids import new_id
+from hub.domain.rate_limit import Rate
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
 from hub.outbox.events import EventType, OutboxEvent
 from hub.sealed_config import (
@@ -57,7 +59,15 @@ def tenant_item(tenant: Tenant) -> dict[str, Any]:
         "created_at": format_ts(tenant.created_at) if tenant.created_at else None,
         "updated_at": format_ts(tenant.updated_at) if tenant.updated_at else None,
         "disabled_at": format_ts(tenant.disabled_at) if tenant.disabled_at else None,
+        "rate_limit": rate_item(tenant.rate_limit),
     }
+
+
+def rate_item(rate: Rate | None) -> dict[str, Any] | None:
+    """A tenant's rate limit as stored (DynamoDB numbers are Decimals, never floats)."""
+    if rate is None:
+        return None
+    return {"per_second": Decimal(str(rate.per_second)), "burst": rate.burst}
 
 
 def tenant_from(data: Mapping[str, Any]) -> Tenant:
@@ -71,6 +81,7 @@ def tenant_from(data: Mapping[str, Any]) -> Tenant:
         created_at=_ts(data.get("created_at")),
         updated_at=_ts(data.get("updated_at")),
         disabled_at=_ts(data.get("disabled_at")),
+        rate_limit=Rate.model_validate(data["rate_limit"]) if data.get("rate_limit") else None,
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page, items_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update, format_ts
-from hub.adapters.dynamo.tenancy import tenant_from, tenant_item
+from hub.adapters.dynamo.tenancy import rate_item, tenant_from, tenant_item
+from hub.domain.rate_limit import Rate
 from hub.domain.tenancy import Tenant
 from hub.errors import Conflict, NotFound
 from hub.ports import TenantPage
@@ -46,10 +47,7 @@ class DynamoTenants:
         return TenantPage(tenants=page, next_cursor=next_cursor)
 
     def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
-        stored = {
-            name: format_ts(value) if isinstance(value, datetime) else value
-            for name, value in changes.items()
-        }
+        stored = {name: _stored(value) for name, value in changes.items()}
         # The index keys too: a tenant written by hand (without them) is listed from its first change.
         update = Update().set(**stored, **keys.tenant_index_keys(tenant_id), updated_at=format_ts(now))
         update.where(f"attribute_exists({update.name('PK')})")
@@ -57,6 +55,14 @@ class DynamoTenants:
             return tenant_from(self._table.update(keys.tenant_key(tenant_id), update))
         except ConditionFailed as missing:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id}) from missing
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return format_ts(value)
+    if isinstance(value, Rate):
+        return rate_item(value)
+    return value
 
 
 def _one_of_the_tenants(key: dict[str, str]) -> bool:

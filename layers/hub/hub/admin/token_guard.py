@@ -1,0 +1,32 @@
+"""Failed admin tokens, limited per source address (issue 14).
+
+The admin Function URL keeps `AuthType: NONE` with bearer tokens (docs/decisions.md, "Issue 14 —
+rate limits"), so guessing tokens must cost the guesser: after `limit` refused tokens from one
+address within the window, that address is answered 429 until the oldest failure leaves the
+window, before any token is looked at (no DynamoDB read, no Secrets Manager call). Per warm
+instance, like the partner API's limit; a good token from a blocked address waits too, since
+telling it apart would need the very lookup the block saves.
+"""
+
+from __future__ import annotations
+
+from hub.domain.rate_limit import FailureWindow, retry_after_seconds
+from hub.errors import TooManyFailedTokens
+
+
+class FailedTokenGuard:
+    def __init__(self, window: FailureWindow) -> None:
+        self._window = window
+
+    def check(self, source: str) -> None:
+        """TooManyFailedTokens while `source` is blocked."""
+        wait = self._window.blocked_for(source)
+        if wait > 0:
+            raise TooManyFailedTokens(
+                "too many refused admin tokens from this address; try again after Retry-After seconds",
+                retry_after_seconds=retry_after_seconds(wait),
+            )
+
+    def failed(self, source: str) -> int:
+        """Notes a refused token from `source`; how many it has in the window now."""
+        return self._window.failed(source)
