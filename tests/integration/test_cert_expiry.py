@@ -180,7 +180,7 @@ def test_certificates_far_from_expiry_are_not_read_or_alerted(admin_api, pki: Pk
 def test_the_template_schedules_the_check_daily_at_07_utc_and_provisions_the_key(stack):
     scheduler = boto3.client("scheduler")
     names = [s["Name"] for s in scheduler.list_schedules()["Schedules"]]
-    [name] = [n for n in names if "CertExpiryFunction" in n]
+    [name] = [n for n in names if n.endswith("-cert-expiry")]
     schedule = scheduler.get_schedule(Name=name)
     assert schedule["ScheduleExpression"] == "cron(0 7 * * ? *)"
     assert schedule["ScheduleExpressionTimezone"] == "UTC"

@@ -277,6 +277,22 @@ class TestFailedAdminTokens:
         admin_clock.advance(int(blocked.headers["Retry-After"]))
         assert admin_from(BAD_IP, ADMIN_TOKEN).status == 200
 
+    def test_ipv6_guesses_count_per_64_so_new_addresses_do_not_reset_the_count(self, admin_clock, admin_from):
+        statuses = [admin_from(f"2001:db8:1:2::{n:x}", f"hub_adm_guess-{n}").status for n in range(10)]
+        assert statuses == [401] * 10
+
+        assert admin_from("2001:db8:1:2:ffff::1", "hub_adm_guess-next").status == 429
+        assert admin_from("2001:db8:1:3::1", "hub_adm_guess-other-64").status == 401
+
+    def test_a_forwarded_for_header_does_not_change_whose_address_counts(self, admin_clock, admin_from):
+        guess(admin_from, BAD_IP, 10)
+
+        event = admin_event("GET", "/api/admin/me", token=ADMIN_TOKEN)
+        event["requestContext"]["http"]["sourceIp"] = BAD_IP
+        event["headers"]["x-forwarded-for"] = GOOD_IP
+        answer = load_handler("AdminApiFunction")(event, LambdaContext())
+        assert answer["statusCode"] == 429
+
     def test_good_tokens_and_missing_ones_are_not_counted(self, admin_clock, admin_from):
         for _ in range(20):
             assert admin_from(BAD_IP, ADMIN_TOKEN).status == 200

@@ -215,6 +215,8 @@ def test_every_schedule_has_a_dead_letter_queue_the_scheduler_may_send_to():
         dead_letters = {"Arn": {"Fn::GetAtt": ["SchedulesDLQ", "Arn"]}}
         assert props["DeadLetterConfig"] == dead_letters, (function, event_id)
         assert props["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+        # SAM would name it after its logical id: a second stack in the account could not deploy.
+        assert props["Name"] == {"Fn::Sub": "${AWS::StackName}-cert-expiry"}, (function, event_id)
     # A daily run that fails after Lambda's own retries (asynchronous invocation) lands there too.
     on_failure = FUNCTIONS["CertExpiryFunction"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
     assert on_failure == {"Type": "SQS", "Destination": {"Fn::GetAtt": ["SchedulesDLQ", "Arn"]}}
@@ -256,7 +258,7 @@ def test_a_retry_schedule_dead_letters_to_the_schedules_dlq(stack):
 
 def test_the_daily_expiry_schedule_dead_letters_to_the_same_queue(stack):
     scheduler = boto3.client("scheduler")
-    [summary] = [s for s in scheduler.list_schedules()["Schedules"] if "CertExpiryFunction" in s["Name"]]
+    [summary] = [s for s in scheduler.list_schedules()["Schedules"] if s["Name"].endswith("-cert-expiry")]
     schedule = scheduler.get_schedule(Name=summary["Name"])
     assert schedule["Target"]["DeadLetterConfig"] == {"Arn": stack.env["HUB_SCHEDULES_DLQ_ARN"]}
 
@@ -268,3 +270,9 @@ def test_a_worker_without_the_schedules_dlq_refuses_to_start(stack, monkeypatch)
     wiring.reset()
     with pytest.raises(ConfigurationError, match="HUB_SCHEDULES_DLQ_ARN"):
         wiring.retry_scheduler()
+
+
+def test_the_retry_schedules_policy_is_within_eventbridge_schedulers_limits():
+    # Scheduler accepts 0-185 retries and an event age of 60-86400 s; moto accepts anything.
+    assert 0 <= RETRY_POLICY["MaximumRetryAttempts"] <= 185
+    assert 60 <= RETRY_POLICY["MaximumEventAgeInSeconds"] <= 86400

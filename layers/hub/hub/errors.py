@@ -97,8 +97,8 @@ class Unauthorized(HubError):
 
 
 class RateLimited(HubError):
-    """Over the caller's rate limit (issue 14): nothing was stored or read, so the same request
-    may be sent again after `Retry-After` seconds."""
+    """Over the caller's rate limit (issue 14): nothing was stored, so the same request may be
+    sent again after `Retry-After` seconds."""
 
     code = "rate_limited"
     http_status = 429

@@ -10,8 +10,23 @@ telling it apart would need the very lookup the block saves.
 
 from __future__ import annotations
 
+import ipaddress
+
 from hub.domain.rate_limit import FailureWindow, retry_after_seconds
 from hub.errors import TooManyFailedTokens
+
+
+def source_key(source: str) -> str:
+    """What one guesser is counted by: an IPv4 address, or an IPv6 address's /64 (Function URLs
+    are dual-stack, and one client commonly holds a whole /64: per address it could guess
+    without end). Anything unparseable counts as itself."""
+    try:
+        address = ipaddress.ip_address(source)
+    except ValueError:
+        return source
+    if address.version == 6:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 class FailedTokenGuard:
@@ -20,7 +35,7 @@ class FailedTokenGuard:
 
     def check(self, source: str) -> None:
         """TooManyFailedTokens while `source` is blocked."""
-        wait = self._window.blocked_for(source)
+        wait = self._window.blocked_for(source_key(source))
         if wait > 0:
             raise TooManyFailedTokens(
                 "too many refused admin tokens from this address; try again after Retry-After seconds",
@@ -29,4 +44,4 @@ class FailedTokenGuard:
 
     def failed(self, source: str) -> int:
         """Notes a refused token from `source`; how many it has in the window now."""
-        return self._window.failed(source)
+        return self._window.failed(source_key(source))
