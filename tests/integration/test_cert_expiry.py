@@ -232,3 +232,8 @@ def test_the_fewest_days_left_go_out_once_per_run_for_the_expiry_alarm(
     [directive] = document["_aws"]["CloudWatchMetrics"]
     assert directive["Dimensions"] == [["service"]]
     assert "connection_id" not in document
+
+    # Expired a month ago and never renewed (a retired connection's): no longer watched.
+    clock(not_after + timedelta(days=expiry.RETIRED_AFTER_DAYS, hours=1))
+    run_daily()
+    assert emf_documents(capsys.readouterr().out, expiry.MIN_METRIC) == []

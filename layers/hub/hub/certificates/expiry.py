@@ -32,6 +32,9 @@ METRIC = "CertificateDaysToExpiry"
 #: The fewest days any certificate read has left, once per run without a connection dimension:
 #: one series an alarm can watch (CertificateExpiryAlarm, <= 7), where METRIC is one per connection.
 MIN_METRIC = "CertificateMinDaysToExpiry"
+#: A certificate expired longer ago than this is retired, not expiring: it leaves MIN_METRIC, or
+#: one nobody renews (a retired connection's) would keep the alarm firing every day.
+RETIRED_AFTER_DAYS = 30
 
 
 def bucket_for(days_left: int) -> int | None:
@@ -114,8 +117,13 @@ class CertExpiryAlerter:
         certificates = self._certificates.expiring_before(now + timedelta(days=BUCKETS[0] + 1))
         alerted: list[tuple[str, int]] = []
         failed: list[tuple[str, int]] = []
-        if certificates:  # none within 31 days: no data, and the alarm stays OK
-            self._metrics.gauge(MIN_METRIC, min(days_to_expiry(c.not_after, now) for c in certificates))
+        watched = [
+            days
+            for days in (days_to_expiry(c.not_after, now) for c in certificates)
+            if days >= -RETIRED_AFTER_DAYS
+        ]
+        if watched:  # none within 31 days (or only retired ones): no data, and the alarm stays OK
+            self._metrics.gauge(MIN_METRIC, min(watched))
         for certificate in certificates:
             days_left = days_to_expiry(certificate.not_after, now)
             self._metrics.gauge(METRIC, days_left, connection_id=certificate.connection_id)
