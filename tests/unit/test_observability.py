@@ -109,7 +109,9 @@ def handler(event, context):
         raise RuntimeError("first invocation fails")
     return {"echo": event}
 
-assert gc.isenabled() and gc.get_freeze_count() == 0
+# Python 3.12 starts with a few hundred objects in the permanent generation already.
+assert gc.isenabled()
+at_start = gc.get_freeze_count()
 wrapped = gc_after_first_invocation(handler)
 assert wrapped is not handler and wrapped.__name__ == "handler"
 assert not gc.isenabled(), "paused from the decoration (the handler module's import) on"
@@ -118,7 +120,7 @@ try:
 except RuntimeError:
     assert FAIL
 assert gc.isenabled(), "collecting again after the first invocation, even a failed one"
-assert gc.get_freeze_count() > 1000, "the cold start's objects are frozen"
+assert gc.get_freeze_count() > at_start + 1000, "the cold start's objects are frozen"
 frozen = gc.get_freeze_count()
 assert wrapped({"a": 1}, None) == {"echo": {"a": 1}}
 assert calls == [False, True]
