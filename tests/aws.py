@@ -120,3 +120,16 @@ def local_stack_on_free_ports(**options: Any) -> LocalStack:
         echo_port=0,
         **options,
     )
+
+
+def streamed_table(dynamodb: Any, name: str = "t") -> dict[str, Any]:
+    """A bare table keyed by PK with a NEW_IMAGE stream (the stream sources' tests); returns its
+    description (``LatestStreamArn``)."""
+    description: dict[str, Any] = dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )["TableDescription"]
+    return description

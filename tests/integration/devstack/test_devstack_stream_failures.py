@@ -18,7 +18,7 @@ from moto import mock_aws
 from devstack.destinations import Destinations
 from devstack.lambda_runtime import InvocationResult
 from devstack.stream_source import StreamPoller, StreamSourceConfig
-from tests.aws import AWS_TEST_ENV
+from tests.aws import AWS_TEST_ENV, streamed_table
 
 FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:stream-fn"
 ISO_SECONDS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -50,13 +50,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-        )["TableDescription"]
+        table = streamed_table(dynamodb)
         sqs = boto3.client("sqs", region_name="us-east-1")
         queue_url = sqs.create_queue(QueueName="stream-failures")["QueueUrl"]
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][

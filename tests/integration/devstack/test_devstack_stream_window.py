@@ -13,7 +13,7 @@ from moto import mock_aws
 
 from devstack.lambda_runtime import InvocationResult
 from devstack.stream_source import StreamPoller, StreamSourceConfig
-from tests.aws import AWS_TEST_ENV
+from tests.aws import AWS_TEST_ENV, streamed_table
 
 
 @pytest.fixture
@@ -23,13 +23,7 @@ def stream(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        table = dynamodb.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "PK", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
-        )["TableDescription"]
+        table = streamed_table(dynamodb)
         yield dynamodb, table["LatestStreamArn"]
 
 
