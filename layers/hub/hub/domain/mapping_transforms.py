@@ -10,6 +10,7 @@ works on absent fields too.
 from __future__ import annotations
 
 import re
+import sys
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
@@ -146,6 +147,9 @@ class ToInt(_Transform):
         number = to_number(value, self.decimal_separator)
         if number != number.to_integral_value():
             raise TransformFailed("expects a whole number")
+        # Python refuses to write an int of more digits than this as text (JSON or XML output).
+        if number.adjusted() + 1 > sys.get_int_max_str_digits():
+            raise TransformFailed(f"expects a whole number of at most {sys.get_int_max_str_digits()} digits")
         return int(number)
 
 

@@ -19,6 +19,7 @@ the `RetryDecision` this returns.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,10 +129,11 @@ def backoff_seconds(policy: RetryPolicy, retry_number: int, rand: Callable[[], f
     exponential backoff capped and fully jittered (AWS "full jitter")."""
     if policy.ladder_seconds:
         return policy.ladder_seconds[min(retry_number, len(policy.ladder_seconds) - 1)]
-    ceiling = min(
-        policy.backoff_cap_seconds, policy.backoff_base_seconds * policy.backoff_factor**retry_number
-    )
-    return rand() * ceiling
+    try:
+        grown = policy.backoff_base_seconds * policy.backoff_factor**retry_number
+    except OverflowError:  # a large factor far down the retries: the cap holds anyway
+        grown = math.inf
+    return rand() * min(policy.backoff_cap_seconds, grown)
 
 
 def decide(
@@ -157,7 +159,9 @@ def decide(
     delay = backoff_seconds(policy, retry_count, rand)
     if retry_after_seconds is not None:
         delay = max(delay, retry_after_seconds)
-    at = now + timedelta(seconds=delay)
-    if at > received_at + timedelta(seconds=policy.retry_max_age_seconds):
+    # Compared as seconds first: a destination's Retry-After can exceed what a datetime holds.
+    deadline = received_at + timedelta(seconds=policy.retry_max_age_seconds)
+    if delay > (deadline - now).total_seconds():
         return RetryDecision(exhausted, retry_count=retry_count)
+    at = now + timedelta(seconds=delay)
     return RetryDecision(RetryOutcome.SCHEDULE, next_retry_at=at, retry_count=retry_count + 1)
