@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import boto3
+from moto import mock_aws
 
 from devstack.cfn import load_template
 from devstack.functions import FunctionBuilder
@@ -133,3 +135,14 @@ def streamed_table(dynamodb: Any, name: str = "t") -> dict[str, Any]:
         StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
     )["TableDescription"]
     return description
+
+
+@contextmanager
+def mocked_aws(monkeypatch: Any) -> Iterator[None]:
+    """moto in this process (`mock_aws`) with the test credentials and region, and no endpoint
+    left over that would send boto3 to a local stack."""
+    for name, value in AWS_TEST_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        yield

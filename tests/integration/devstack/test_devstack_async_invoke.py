@@ -10,22 +10,18 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from devstack.async_invoke import AsyncInvokeConfig, AsyncInvoker
 from devstack.destinations import Destinations
 from devstack.lambda_runtime import InvocationResult
-from tests.aws import AWS_TEST_ENV
+from tests.aws import mocked_aws
 
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:notifier"
 
 
 @pytest.fixture
 def sqs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for name, value in AWS_TEST_ENV.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
+    with mocked_aws(monkeypatch):
         yield boto3.client("sqs", region_name="us-east-1")
 
 

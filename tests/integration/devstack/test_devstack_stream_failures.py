@@ -13,12 +13,11 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from devstack.destinations import Destinations
 from devstack.lambda_runtime import InvocationResult
 from devstack.stream_source import StreamPoller, StreamSourceConfig
-from tests.aws import AWS_TEST_ENV, streamed_table
+from tests.aws import mocked_aws, streamed_table
 
 FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:stream-fn"
 ISO_SECONDS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -45,10 +44,7 @@ class Aws:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    for name, value in AWS_TEST_ENV.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
+    with mocked_aws(monkeypatch):
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         table = streamed_table(dynamodb)
         sqs = boto3.client("sqs", region_name="us-east-1")

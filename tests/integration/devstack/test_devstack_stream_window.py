@@ -9,19 +9,15 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from devstack.lambda_runtime import InvocationResult
 from devstack.stream_source import StreamPoller, StreamSourceConfig
-from tests.aws import AWS_TEST_ENV, streamed_table
+from tests.aws import mocked_aws, streamed_table
 
 
 @pytest.fixture
 def stream(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str]]:
-    for name, value in AWS_TEST_ENV.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
+    with mocked_aws(monkeypatch):
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         table = streamed_table(dynamodb)
         yield dynamodb, table["LatestStreamArn"]
