@@ -58,6 +58,9 @@ def edge_stack(edge_proxy: AwsFaultProxy) -> Iterator[LocalStack]:
         stack_name="hub-reliability-edge",
         parameter_overrides=parameter_overrides(),
         env_overrides=overrides,
+        # Fewer instances, fewer cold starts (each ~1-2 s here); three still race each other.
+        max_instances=3,
+        sqs_pollers_per_source=3,
     )
     with stack:
         edge_proxy.upstream = stack.aws_endpoint

@@ -162,12 +162,15 @@ def test_dynamodb_unavailable_before_persistence_acknowledges_nothing(
     order = purchase_order()
     before = edge_message_items(edge_stack)
     sends_before = len(edge_faults.seen("sqs", "SendMessage"))
+    calls_before = len(edge_faults.calls)
     edge_faults.fail("dynamodb", fault=fault)
 
     refused = edge_tenant.receive(order, idempotency_key="po-db-down")
 
     assert_retry_later(refused, "storage_unavailable")
-    assert any(call.refused for call in edge_faults.calls if call.service == "dynamodb")
+    refused_calls = [c for c in edge_faults.calls[calls_before:] if c.refused]
+    assert refused_calls
+    assert {c.service for c in refused_calls} == {"dynamodb"}
     assert len(edge_faults.seen("sqs", "SendMessage")) == sends_before  # nothing queued either
     assert edge_message_items(edge_stack) == before
 
