@@ -6,8 +6,9 @@ One stack for the module, its own: the pipeline queue's visibility timeout is cu
 started (the template's 1,260 s would make every redelivery wait 21 minutes) and
 `PipelineMaxReceiveCount` is 3 (a parameter override: the queue's redrive policy and the worker's
 HUB_PIPELINE_MAX_RECEIVES both follow it, as on AWS), so SQS gives a failed step back after 3 s
-and a poison step reaches its last receive in about 6. The worker's Scheduler calls go through a
-gate (`AWS_ENDPOINT_URL_SCHEDULER` in its environment only) that the scheduler test closes.
+and a poison step reaches its last receive in about 6. Not 2: a run whose Scheduler call the SDK
+retries for seconds may overlap its own redelivery. The worker's Scheduler calls go through a
+gate (`AWS_ENDPOINT_URL_SCHEDULER` in its environment only) that the scheduler tests close.
 Destinations honour our `Idempotency-Key` and count what they applied (worker_support.py).
 """
 
@@ -48,6 +49,7 @@ from tests.reliability.worker_support import (
     new_status,
     poison_integration,
     post,
+    process_gone,
     queue_counts,
     queued_bodies,
     retry_schedules,
@@ -150,6 +152,7 @@ def test_a_worker_killed_mid_delivery_is_recovered_and_the_destination_applied_i
     killed = stack.kill_busy(WORKER)
 
     assert len(killed) == 1
+    wait_until(lambda: process_gone(killed[0]), "the worker process is dead", timeout=10)
     held = message_item(stack, message_id)
     assert held["pipeline_status"] == "received"
     assert float(held["lease_until"]) > time.time() + 60  # the dead run's lease, minutes long
@@ -172,6 +175,7 @@ def test_a_worker_killed_mid_delivery_is_recovered_and_the_destination_applied_i
     after = message_item(stack, message_id)
     assert "lease_owner" not in after
     assert "lease_until" not in after
+    assert "completed_at" in after  # the execution ended: nothing left alive or held
 
 
 # --- B. the destination applied it, the answer was lost --------------------------------------
@@ -208,10 +212,11 @@ def test_an_answer_lost_to_a_timeout_is_never_applied_twice(
 def test_scheduler_down_when_a_retry_is_decided_neither_sends_early_nor_loses_the_retry(
     api: httpx.Client, stack: LocalStack, destination: KeyedDestination, gate: SchedulerGate
 ) -> None:
-    """The worker writes `retry_pending` and then creates the retry's schedule; Scheduler refuses
-    (503, after the SDK's retries). The step then fails, so SQS keeps it: its redelivery finds the
-    retry already decided and only creates the schedule again (hub.pipeline.worker, "resume").
-    Meanwhile nothing calls the destination, even once the retry's time has passed."""
+    """The worker writes `retry_pending` (with the retry's time) and then creates the retry's
+    schedule; Scheduler answers 503 (the SDK retries, then gives up). The step then fails and SQS
+    keeps it; its redelivery finds the retry already decided and only creates the schedule
+    (hub.pipeline.worker, "resume"; ConflictException if an earlier attempt got through). While
+    Scheduler is down nothing calls the destination, even after the retry's time has passed."""
     destination.script(Reply(503), Reply())
     integration_id = integration(stack, destination.url, AUTO)
     gate.down = True
@@ -233,6 +238,42 @@ def test_scheduler_down_when_a_retry_is_decided_neither_sends_early_nor_loses_th
     assert retry.at >= due  # never before the retry's time
     assert (first.applied, retry.applied) == (False, True)
     assert any(call.startswith("POST /schedules/") for call in gate.forwarded)
+
+
+def test_a_scheduler_outage_longer_than_the_steps_receives_waits_in_the_dlq_until_a_redrive(
+    api: httpx.Client,
+    admin: httpx.Client,
+    stack: LocalStack,
+    destination: KeyedDestination,
+    gate: SchedulerGate,
+) -> None:
+    """Scheduler stays down through every receive of the deciding step: the step lands in the
+    pipeline DLQ (whose alarm calls an operator) while the message waits in `retry_pending`,
+    its decision stored. Nothing is sent meanwhile; once Scheduler is back, a DLQ redrive
+    resumes the retry (README, "an outage ... a redrive after the outage resumes the step")."""
+    destination.script(Reply(503), Reply())
+    integration_id = integration(stack, destination.url, AUTO)
+    gate.down = True
+    try:
+        message_id = post(api, integration_id)
+        dead = wait_until(
+            lambda: queued_bodies(stack, "PipelineDLQ"), "the deciding step reaches the DLQ", timeout=30
+        )
+        assert [body["message_id"] for body in dead] == [message_id]
+        waiting = api.get(f"/api/edi-hub/messages/{message_id}").json()
+        assert (waiting["pipeline_status"], waiting["retry_count"]) == ("retry_pending", 1)
+        assert retry_schedules(stack, message_id) == []
+        assert len(destination.requests_for(message_id)) == 1
+    finally:
+        gate.down = False
+
+    redriven = admin.post("/api/admin/dlq/pipeline/redrive")
+
+    assert redriven.status_code == 200, redriven.text
+    final = wait_for_status(api, message_id, "sent", timeout=30)
+    assert final["retry_count"] == 1
+    assert destination.applied[message_id] == 1
+    assert len(destination.requests_for(message_id)) == 2
 
 
 # --- D. an older status after a newer one ----------------------------------------------------

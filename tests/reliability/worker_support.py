@@ -43,6 +43,15 @@ def wait_until(probe: Callable[[], T], what: str, timeout: float = 30.0, interva
         time.sleep(interval)
 
 
+def process_gone(pid: int) -> bool:
+    """The process has exited (reaped, or a zombie its parent has yet to reap). Linux."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
 # --- the destination --------------------------------------------------------------------------
 
 
