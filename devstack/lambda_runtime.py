@@ -458,6 +458,21 @@ class FunctionPool:
         logger.info("%s raised %s", self.spec.logical_id, error.get("errorType"))
         return InvocationResult(request_id, error=error), True
 
+    def kill_busy(self) -> list[int]:
+        """SIGKILLs every instance running an invocation now (a crash, not a shutdown: nothing of
+        the handler runs after it) and returns their pids. Each cut invocation fails as an
+        instance that exited (``Runtime.ExitError``) and the pool replaces the instance, as Lambda
+        does after a crash. Idle instances are left alone."""
+        with self._condition:
+            busy = [instance for instance in self._live if instance not in self._idle]
+        killed = []
+        for instance in busy:
+            pid = instance.process.pid
+            if pid is not None and instance.process.is_alive():
+                instance.process.kill()
+                killed.append(pid)
+        return killed
+
     def close(self) -> None:
         """Terminate every instance, busy ones included (their invocations fail)."""
         with self._condition:

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -188,6 +188,22 @@ class SqsPoller(Poller):
             max_workers=self.concurrency.cap, thread_name_prefix=f"sqs-batch:{config.function}"
         )
         self._backlog = False
+        self._paused = threading.Event()
+        self._receiving = threading.Lock()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No batch is received inside the block (Lambda: the mapping disabled for a moment);
+        on entry a receive under way has finished, batches in flight run on. Messages sent inside
+        wait on the queue and the first receive after the block takes them together (tests
+        that need several messages in one batch)."""
+        self._paused.set()
+        with self._receiving:  # wait out a receive (long poll) already under way
+            pass
+        try:
+            yield
+        finally:
+            self._paused.clear()
 
     def start(self) -> None:
         if self.config.enabled:
@@ -201,7 +217,8 @@ class SqsPoller(Poller):
         if not self.concurrency.acquire(self._stop, self._backlog):
             return False
         try:
-            messages = self._receive_batch()
+            with self._receiving:
+                messages = [] if self._paused.is_set() else self._receive_batch()
         except BaseException:
             self.concurrency.release()
             raise

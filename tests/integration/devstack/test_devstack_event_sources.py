@@ -18,6 +18,7 @@ import pytest
 
 from devstack.stack import LocalStack
 from tests.integration.devstack.test_devstack_stack import wait_for
+from tests.pipeline import expire_visibility
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "sources.yaml"
 MAX_INSTANCES = 6
@@ -234,3 +235,56 @@ def test_an_sns_invocation_that_fails_once_succeeds_on_the_retry_and_sends_nothi
         for r in failure_records(stack)
         if r["requestPayload"]["Records"][0]["Sns"]["Message"] == "fail-once"
     ] == []
+
+
+# --- Faults the reliability suite injects (tests/reliability) --------------------------------
+
+
+def _gone(pid: int) -> bool:
+    """The process has exited (reaped, or a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+def visible(stack: LocalStack, queue: str) -> int:
+    attributes = stack.client("sqs").get_queue_attributes(
+        QueueUrl=stack.resources[queue], AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def test_kill_busy_crashes_the_running_instance_and_its_batch_comes_back(
+    stack: LocalStack, barrier: Barrier
+) -> None:
+    assert stack.kill_busy("ReservedFunction") == []  # nothing running: nothing to kill
+    send(stack, "ReservedQueue", ["crash-1"])
+    wait_for(lambda: barrier.in_flight["crash"] == 1, timeout=60)
+
+    killed = stack.kill_busy("ReservedFunction")
+
+    assert len(killed) == 1
+    wait_for(lambda: _gone(killed[0]), timeout=10)
+    # The invocation failed with its instance, so the batch was not deleted: once its visibility
+    # timeout is over (cut short here) the message runs again, on a new instance.
+    wait_for(lambda: expire_visibility(stack.resources["ReservedQueue"]) == 1, timeout=10)
+    wait_for(lambda: barrier.in_flight["crash"] == 2, timeout=60)
+    barrier.release("crash")
+    wait_for(lambda: barrier.done["crash"] == 2, timeout=60)
+    with pytest.raises(KeyError):
+        stack.kill_busy("NoSuchFunction")
+
+
+def test_a_paused_sqs_source_receives_nothing_until_resumed(stack: LocalStack, barrier: Barrier) -> None:
+    poller = stack.sqs_poller("CappedFunction")
+
+    with poller.paused():
+        send(stack, "CappedQueue", ["paused-1", "paused-2"])
+        assert poller.poll() is False  # a poll while paused receives nothing
+        assert visible(stack, "CappedQueue") == 2
+
+    barrier.release("paused")
+    wait_for(lambda: barrier.done["paused"] == 2, timeout=60)
+    assert visible(stack, "CappedQueue") == 0

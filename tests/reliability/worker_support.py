@@ -1,0 +1,387 @@
+"""Real parts for the worker's reliability tests (tests/reliability/test_worker_faults.py): a
+destination that honours our `Idempotency-Key` and counts what it applied, a gate in front of the
+local stack's EventBridge Scheduler that can refuse the worker's calls, and readers of what the
+stack stored (the message item's lease, the table's stream, the retry schedules)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from devstack.demo import DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, pointed_at
+from devstack.stack import LocalStack
+from devstack.stream_source import lambda_record
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+from hub.domain.retry import RetryPolicy
+from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
+
+T = TypeVar("T")
+
+
+def wait_until(probe: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.1) -> T:
+    """Polls `probe` until it returns something truthy (and returns it); fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g}s: {what}")
+        time.sleep(interval)
+
+
+def process_gone(pid: int) -> bool:
+    """The process has exited (reaped, or a zombie its parent has yet to reap). Linux."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+# --- the destination --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How the destination answers one request. A 2xx is applied (once per key) before the
+    answer; `delay_seconds` then holds the answer back (the client may time out or crash
+    meanwhile: the destination has applied it all the same); `hold` holds it until released."""
+
+    status: int = 200
+    delay_seconds: float = 0.0
+    hold: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Arrival:
+    key: str
+    #: Wall-clock time the request arrived (compared with the hub's `next_retry_at`).
+    at: datetime
+    applied: bool
+
+
+class KeyedDestination:
+    """A destination system that honours idempotency keys, on 127.0.0.1: the first 2xx request
+    of an `Idempotency-Key` applies the order, a later one with the same key is answered the same
+    but applies nothing. `applied` counts what it applied per key, `arrivals` every request.
+    Answers follow `script` (the last reply repeats)."""
+
+    def __init__(self) -> None:
+        self.applied: Counter[str] = Counter()
+        self.arrivals: list[Arrival] = []
+        self._script: list[Reply] = [Reply()]
+        self._lock = threading.Lock()
+        self._released = threading.Event()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                reply = owner._arrive(self.headers.get("Idempotency-Key") or "")
+                if reply.hold:
+                    owner._released.wait(60)
+                if reply.delay_seconds:
+                    time.sleep(reply.delay_seconds)
+                body = b'{"ok": true}' if reply.status < 300 else b'{"error": "scripted"}'
+                try:
+                    self.send_response(reply.status)
+                    for name, value in (("Content-Type", "application/json"), *reply.headers):
+                        self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    return  # the client is gone (timed out, or its process was killed)
+
+            do_PUT = do_POST  # noqa: N815 - http.server's naming
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/orders"
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script = list(replies)
+
+    def release(self) -> None:
+        """Answers every held request (and any later one scripted to hold)."""
+        self._released.set()
+
+    def requests_for(self, key: str) -> list[Arrival]:
+        with self._lock:
+            return [a for a in self.arrivals if a.key == key]
+
+    def _arrive(self, key: str) -> Reply:
+        with self._lock:
+            reply = self._script.pop(0) if len(self._script) > 1 else self._script[0]
+            applies = 200 <= reply.status < 300 and key != "" and self.applied[key] == 0
+            if applies:
+                self.applied[key] += 1
+            self.arrivals.append(Arrival(key, datetime.now(UTC), applies))
+            return reply
+
+    def __enter__(self) -> KeyedDestination:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# --- the scheduler gate -----------------------------------------------------------------------
+
+
+class SchedulerGate:
+    """An HTTP proxy in front of the stack's moto, for the EventBridge Scheduler calls of the
+    functions whose `AWS_ENDPOINT_URL_SCHEDULER` names it. While `down`, every request is answered
+    503 ServiceUnavailableException, as AWS answers when the service is unavailable (the SDK
+    retries it, then gives up), and recorded in `refused`; otherwise it is forwarded unchanged.
+    Started before the stack (its URL goes into the functions' environment); `upstream` is set
+    once the stack's moto has its port."""
+
+    def __init__(self) -> None:
+        self.upstream = ""
+        self.down = False
+        self.refused: list[str] = []
+        self.forwarded: list[str] = []
+        self._lock = threading.Lock()
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _relay(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                call = f"{self.command} {self.path}"
+                if gate.down:
+                    gate._note(gate.refused, call)
+                    self._answer(
+                        503,
+                        [
+                            ("x-amzn-ErrorType", "ServiceUnavailableException"),
+                            ("Content-Type", "application/json"),
+                        ],
+                        b'{"message": "Service Unavailable"}',
+                    )
+                    return
+                gate._note(gate.forwarded, call)
+                target = urlsplit(gate.upstream)
+                connection = http.client.HTTPConnection(
+                    target.hostname or "127.0.0.1", target.port, timeout=30
+                )
+                try:
+                    headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                    connection.request(self.command, self.path, body=body, headers=headers)
+                    answer = connection.getresponse()
+                    payload = answer.read()
+                    passed = [
+                        (k, v)
+                        for k, v in answer.getheaders()
+                        if k.lower() not in ("content-length", "transfer-encoding", "connection")
+                    ]
+                    self._answer(answer.status, passed, payload)
+                finally:
+                    connection.close()
+
+            def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _relay  # noqa: N815
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def _note(self, calls: list[str], call: str) -> None:
+        with self._lock:
+            calls.append(call)
+
+    def refused_creates(self) -> int:
+        """CreateSchedule calls refused so far (REST: POST /schedules/{name})."""
+        with self._lock:
+            return sum(call.startswith("POST /schedules/") for call in self.refused)
+
+    def __enter__(self) -> SchedulerGate:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# --- the hub's data on the stack --------------------------------------------------------------
+
+
+def integration(stack: LocalStack, url: str, policy: RetryPolicy | None = None, **options: Any) -> str:
+    """A fresh integration of the demo tenant (the demo key may post to it) towards `url`."""
+    integration_id = f"int_rel_{uuid.uuid4().hex[:8]}"
+    with pointed_at(stack):
+        DynamoConfigRepository(stack.resources["HubTable"]).put_integration(
+            Integration(
+                integration_id=integration_id,
+                tenant_id=DEMO_TENANT_ID,
+                name=integration_id,
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url=url, **options),
+                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
+                retry_policy=policy or RetryPolicy(),
+            )
+        )
+    return integration_id
+
+
+def post(api: httpx.Client, integration_id: str) -> str:
+    """Posts one purchase order of its own (a fresh PO number) to `integration_id`; its id."""
+    body = {**demo_body(), "integration_id": integration_id}
+    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
+    answer = api.post("/api/edi-hub/receive-message", json=body)
+    assert answer.status_code == 202, answer.text
+    return str(answer.json()["message_id"])
+
+
+def message_item(stack: LocalStack, message_id: str) -> dict[str, Any]:
+    """The stored message item (its status record, execution state and lease), values unwrapped
+    (numbers stay strings, as DynamoDB sends them)."""
+    key = {name: {"S": value} for name, value in keys.message_key(message_id).items()}
+    item = stack.client("dynamodb").get_item(
+        TableName=stack.resources["HubTable"], Key=key, ConsistentRead=True
+    )
+    return {name: next(iter(value.values())) for name, value in item["Item"].items()}
+
+
+def expire_lease(stack: LocalStack, message_id: str, owner: str) -> None:
+    """Moves the lease `owner` holds on the message to the past, as when its 5 minutes
+    (hub.pipeline.rules.LOCK_LEASE, no setting) have run out; only while `owner` still holds it."""
+    key = {name: {"S": value} for name, value in keys.message_key(message_id).items()}
+    stack.client("dynamodb").update_item(
+        TableName=stack.resources["HubTable"],
+        Key=key,
+        UpdateExpression="SET lease_until = :past",
+        ConditionExpression="lease_owner = :owner",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}, ":owner": {"S": owner}},
+    )
+
+
+def queue_counts(stack: LocalStack, queue: str) -> dict[str, int]:
+    """A queue's visible, in-flight and delayed message counts."""
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    attributes = stack.client("sqs").get_queue_attributes(
+        QueueUrl=stack.resources[queue], AttributeNames=names
+    )
+    return {name: int(value) for name, value in attributes["Attributes"].items()}
+
+
+def queued_bodies(stack: LocalStack, queue: str) -> list[dict[str, Any]]:
+    """The bodies of the messages visible on `queue`, read and put back (visibility 0)."""
+    sqs = stack.client("sqs")
+    answer = sqs.receive_message(QueueUrl=stack.resources[queue], MaxNumberOfMessages=10, VisibilityTimeout=5)
+    bodies = []
+    for message in answer.get("Messages", []):
+        bodies.append(json.loads(message["Body"]))
+        sqs.change_message_visibility(
+            QueueUrl=stack.resources[queue], ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        )
+    return bodies
+
+
+def retry_schedules(stack: LocalStack, message_id: str) -> list[dict[str, Any]]:
+    """The retry schedules waiting for `message_id` (read from moto directly, not through a gate)."""
+    scheduler = stack.client("scheduler")
+    group = stack.resources["HubScheduleGroup"]
+    found = []
+    for summary in scheduler.list_schedules(GroupName=group)["Schedules"]:
+        schedule = scheduler.get_schedule(GroupName=group, Name=summary["Name"])
+        if json.loads(schedule["Target"]["Input"]).get("message_id") == message_id:
+            found.append(schedule)
+    return found
+
+
+def stream_records(stack: LocalStack, message_id: str) -> list[dict[str, Any]]:
+    """The table stream's records of the message item, oldest first, shaped as Lambda delivers
+    them (what a redelivery of the publisher's batch hands it again)."""
+    table = stack.resources["HubTable"]
+    arn = stack.client("dynamodb").describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    streams = stack.client("dynamodbstreams")
+    wanted = keys.message_key(message_id)
+    found = []
+    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+        iterator = streams.get_shard_iterator(
+            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+        )["ShardIterator"]
+        while iterator:
+            answer = streams.get_records(ShardIterator=iterator, Limit=1000)
+            for raw in answer["Records"]:
+                record_keys = {name: value["S"] for name, value in raw["dynamodb"]["Keys"].items()}
+                if record_keys == wanted:
+                    found.append(lambda_record(raw, arn, stack.region))
+            iterator = answer.get("NextShardIterator") if answer["Records"] else None
+    return found
+
+
+def new_status(record: dict[str, Any]) -> str | None:
+    image = record["dynamodb"].get("NewImage") or {}
+    status = image.get("pipeline_status", {}).get("S")
+    return str(status) if status is not None else None
+
+
+def poison_integration(stack: LocalStack, url: str) -> str:
+    """An integration of the demo tenant on which every step raises: its destination names the
+    client certificate of a connection whose stored certificate item lost its sealed fields (a
+    hand edit, a partial restore). Only the worker reads certificate items, so the door accepts
+    the message and the step raises `KeyError` on every receive, through production code only.
+    Auto retry is on: an internal failure is still never scheduled."""
+    connection_id = f"conn_{uuid.uuid4().hex[:8]}"
+    stack.client("dynamodb").put_item(
+        TableName=stack.resources["HubTable"],
+        Item={
+            **{name: {"S": value} for name, value in keys.certificate_key(connection_id).items()},
+            "item_type": {"S": "client_certificate"},
+            "tenant_id": {"S": DEMO_TENANT_ID},
+            "connection_id": {"S": connection_id},
+        },
+    )
+    policy = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,))
+    return integration(stack, url, policy, client_certificate_id=connection_id)
