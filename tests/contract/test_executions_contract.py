@@ -156,6 +156,29 @@ class TestRefusals:
         assert after.record.lease_owner == "run-2"
         assert after.record.version == 3
 
+    def test_a_take_over_an_expired_lease_says_its_run_was_interrupted(self, backend: Backend) -> None:
+        """A lease nobody gave back means its run died mid-step: the take that overrides it says
+        so (the step may have reached the destination); a take after a finish or a release,
+        or the first one, does not."""
+        record = created(backend)
+        first = taken(backend, record, "run-1")
+        assert first.interrupted is False
+
+        later = NOW + LEASE + timedelta(seconds=1)
+        second = backend.executions.take(step_of(record), "run-2", later, LEASE)
+        assert isinstance(second, Taken)
+        assert second.interrupted is True
+        backend.executions.release(second, later)
+
+        third = backend.executions.take(step_of(record), "run-3", later, LEASE)
+        assert isinstance(third, Taken)
+        assert third.interrupted is False
+        done = backend.executions.finish(third, sent(), later)
+        assert done.lease_owner is None
+        item = backend.item(record.message_id)
+        assert item is not None
+        assert "taken_from" not in item
+
     def test_a_finish_by_the_run_whose_lease_was_taken_over_is_lease_lost(self, backend: Backend) -> None:
         record = created(backend)
         first = taken(backend, record, "run-1")

@@ -9,6 +9,7 @@ import zlib
 from datetime import UTC, datetime, timedelta
 
 from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.executions import TAKEN_FROM
 from hub.adapters.dynamo.table import epoch, format_ts
 from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
@@ -40,6 +41,7 @@ class FakeExecutions:
                 and lease_free(item, now)
             )
         )
+        change.copy_from(TAKEN_FROM, "lease_owner", "")
         try:
             item = self.table.update(message_key(step.message_id), change)
         except ConditionFailed as failed:
@@ -49,6 +51,7 @@ class FakeExecutions:
             owner=owner,
             inline_payload=item.get("payload"),
             log=tuple(item.get("log", ())),
+            interrupted=bool(item.get(TAKEN_FROM)),
         )
 
     def finish(self, taken: Taken, outcome: Outcome, now: datetime) -> MessageRecord:
@@ -60,7 +63,7 @@ class FakeExecutions:
         else:
             change.set(**taken.learned).add("version")
         change.where(lambda item: item is not None and item.get("lease_owner") == taken.owner)
-        change.remove("lease_owner", "lease_until")
+        change.remove("lease_owner", "lease_until", TAKEN_FROM)
         change.add("step_seq")
         if outcome.closes:
             change.set(completed_at=format_ts(now))
@@ -71,7 +74,7 @@ class FakeExecutions:
             raise LeaseLost(record_of(failed.old) if failed.old else None) from failed
 
     def release(self, taken: Taken, now: datetime) -> None:
-        change = Change().remove("lease_owner", "lease_until").add("version")
+        change = Change().remove("lease_owner", "lease_until", TAKEN_FROM).add("version")
         change.where(lambda item: item is not None and item.get("lease_owner") == taken.owner)
         try:
             self.table.update(message_key(taken.record.message_id), change)

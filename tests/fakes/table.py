@@ -83,6 +83,8 @@ class Change:
     log: tuple[Sequence[Mapping[str, Any]], list[dict[str, Any]]] | None = None
     #: SET name = if_not_exists(name, value)
     defaults: dict[str, Any] = field(default_factory=dict)
+    #: SET name = if_not_exists(source, value), `source` as it was before the update
+    copies: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
     def set(self, **fields: Any) -> Change:
         """SET each field; None REMOVEs it instead (as the adapter's Update does: setting and
@@ -104,6 +106,10 @@ class Change:
 
     def set_if_absent(self, **fields: Any) -> Change:
         self.defaults.update(fields)
+        return self
+
+    def copy_from(self, name: str, source: str, default: Any) -> Change:
+        self.copies[name] = (source, default)
         return self
 
     def where(self, condition: Condition) -> Change:
@@ -133,7 +139,14 @@ class Change:
 
     def validate(self) -> None:
         """What DynamoDB refuses before looking at the item: an attribute in two clauses."""
-        named = [*self.sets, *self.defaults, *(["log"] if self.log else []), *self.removes, *self.adds]
+        named = [
+            *self.sets,
+            *self.defaults,
+            *self.copies,
+            *(["log"] if self.log else []),
+            *self.removes,
+            *self.adds,
+        ]
         overlapping = sorted(name for name, times in Counter(named).items() if times > 1)
         if overlapping:
             raise StorageUnavailable(
@@ -147,6 +160,9 @@ class Change:
         return all(condition(item) for condition in self.conditions)
 
     def apply(self, item: Item) -> None:
+        # Every operand reads the item as it was before the update (as DynamoDB evaluates it).
+        copied = {name: item.get(source, default) for name, (source, default) in self.copies.items()}
+        item.update(copy.deepcopy(copied))
         for name, value in self.defaults.items():
             item.setdefault(name, copy.deepcopy(value))
         for name, value in self.sets.items():

@@ -269,17 +269,19 @@ class TestGuarantees:
         assert len(destination.requests) == 1
         assert status(stack, message_id)["pipeline_status"] == "sent"
 
+    @pytest.mark.parametrize("idempotent_retries", [True, False])
     def test_a_lease_that_expired_mid_delivery_does_not_let_the_old_owner_finish(
-        self, stack, tenancy, ingest_api, destination
+        self, stack, tenancy, ingest_api, destination, idempotent_retries
     ):
         """A run's lease ran out while it waited on the destination and another run took the
-        message over and finished it. The old run's finishing update is refused (the lease is not
-        its own): it writes nothing, and the destination saw the message twice, with the same
-        Idempotency-Key - what `uncertain` and idempotent destinations exist for."""
+        message over. The old run's finishing update is refused (the lease is not its own): it
+        writes nothing. The takeover knows the old run may have called the destination: with
+        `idempotent_retries` it sends again with the same Idempotency-Key and finishes `sent`;
+        without, it ends `error` + uncertain without calling (an operator reconciles)."""
         import threading  # noqa: PLC0415
         import time  # noqa: PLC0415
 
-        configure(stack, tenancy, destination)
+        configure(stack, tenancy, destination, idempotent_retries=idempotent_retries)
         destination.script(Answer(200, "{}", delay_seconds=0.6))
         message_id = send(ingest_api, tenancy, {"po_number": "PO-LEASE"})
         [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
@@ -296,10 +298,15 @@ class TestGuarantees:
         reports["fast"] = fast.run(step, later).reason
         thread.join(timeout=30)
 
-        assert reports == {"slow": "lease_lost", "fast": "sent"}
-        assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
         final = status(stack, message_id)
-        assert final["pipeline_status"] == "sent"
+        if idempotent_retries:
+            assert reports == {"slow": "lease_lost", "fast": "sent"}
+            assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
+            assert final["pipeline_status"] == "sent"
+        else:
+            assert reports == {"slow": "lease_lost", "fast": "error"}
+            assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id]
+            assert (final["pipeline_status"], final["uncertain"]) == ("error", True)
         assert "lease_owner" not in final
         assert final["step_seq"] == "1"
 

@@ -188,15 +188,6 @@ def test_a_worker_killed_mid_delivery_is_recovered_and_the_destination_applied_i
     assert "completed_at" in after  # the execution ended: nothing left alive or held
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "hub bug: a run that dies after calling the destination leaves no trace of the call "
-        "(Steps.progress.destination_called lives in memory), so the step taken over after its "
-        "lease expired sends again although the connection does not set idempotent_retries; "
-        "the same uncertainty after a read timeout ends in error + uncertain, never re-sent"
-    ),
-)
 def test_a_worker_killed_mid_delivery_is_not_resent_to_a_destination_without_idempotent_retries(
     api: httpx.Client, stack: LocalStack, destination: KeyedDestination
 ) -> None:

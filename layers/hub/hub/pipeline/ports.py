@@ -55,6 +55,9 @@ class Taken:
     #: key an XML payload shows, so later steps take the same entity lease).
     learned: Mapping[str, Any] = field(default_factory=dict)
     progress: RunProgress = field(default_factory=RunProgress, compare=False)
+    #: The take overrode an expired lease: an earlier run died mid-step (a crash, Lambda's
+    #: timeout) and may have called the destination before it did - an uncertain outcome.
+    interrupted: bool = False
 
 
 @dataclass(frozen=True)

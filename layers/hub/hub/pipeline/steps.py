@@ -39,6 +39,11 @@ from hub.ports import ConfigRepository, Metrics
 logger = logging.getLogger(__name__)
 
 OBSERVABILITY_TEXT = "Observability mode: delivery to destination blocked"
+#: Why a step taken over from a run that died mid-step does not call the destination again.
+INTERRUPTED_ATTEMPT = (
+    "an earlier attempt was interrupted (the worker stopped) and may have reached the destination; "
+    "not resent: the connection does not declare idempotent retries"
+)
 
 
 @dataclass(frozen=True)
@@ -284,6 +289,12 @@ class Steps:
         if destination is None:
             self.finish(step, taken, _no_destination(integration, step, started), prefix=log)
             return StepReport(StepOutcome.DONE, "failed")
+        if taken.interrupted and not destination.idempotent_retries:
+            # An earlier run of this step died holding its lease (a crash, Lambda's timeout),
+            # perhaps after calling the destination: a timeout's uncertainty. Without the
+            # connection's word that it drops repeated Idempotency-Keys, an operator reconciles.
+            interrupted = DeliveryFailed(ErrorClass.TIMEOUT, INTERRUPTED_ATTEMPT, uncertain=True)
+            return self._deliveryfailed_outcome(step, taken, integration, interrupted, started, log=log)
         connection_id = destination.connection_id if self._gate is not None else None
         admission: Admission | None = None
         if connection_id is not None and self._gate is not None:

@@ -31,6 +31,9 @@ from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
 from hub.pipeline.ports import EntityHold, LeaseLost, Outcome, Refusal, Refused, Taken
 
+#: Set by each take to the owner of the expired lease it took over ("" when there was none).
+TAKEN_FROM = "taken_from"
+
 
 class DynamoExecutions:
     def __init__(self, table_name: str) -> None:
@@ -49,6 +52,11 @@ class DynamoExecutions:
         # A first step may find an item written before the sequence existed (no `step_seq`).
         update.where(f"{seq} OR attribute_not_exists({update.name('step_seq')})" if step.seq == 0 else seq)
         update.where(lease_free(update, now))
+        # The owner of a lease this take overrides (DynamoDB evaluates every SET operand against
+        # the item as it was): a run that never gave its lease back died mid-step.
+        update.set_expression(
+            f"{update.name(TAKEN_FROM)} = if_not_exists({update.name('lease_owner')}, {update.value('')})"
+        )
         try:
             item = self._table.update(keys.message_key(step.message_id), update)
         except ConditionFailed as failed:
@@ -58,6 +66,7 @@ class DynamoExecutions:
             owner=owner,
             inline_payload=item.get("payload"),
             log=tuple(item.get("log", ())),
+            interrupted=bool(item.get(TAKEN_FROM)),
         )
 
     def finish(self, taken: Taken, outcome: Outcome, now: datetime) -> MessageRecord:
@@ -69,7 +78,7 @@ class DynamoExecutions:
         else:
             update.set(**taken.learned).add("version")
         update.where(f"{update.name('lease_owner')} = {update.value(taken.owner)}")
-        update.remove("lease_owner", "lease_until")
+        update.remove("lease_owner", "lease_until", TAKEN_FROM)
         update.add("step_seq")
         if outcome.closes:
             update.set(completed_at=format_ts(now))
@@ -80,7 +89,7 @@ class DynamoExecutions:
             raise LeaseLost(record_from(failed.old) if failed.old else None) from failed
 
     def release(self, taken: Taken, now: datetime) -> None:
-        update = Update().remove("lease_owner", "lease_until").add("version")
+        update = Update().remove("lease_owner", "lease_until", TAKEN_FROM).add("version")
         update.where(f"{update.name('lease_owner')} = {update.value(taken.owner)}")
         try:
             self._table.update(keys.message_key(taken.record.message_id), update)
