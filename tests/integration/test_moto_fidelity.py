@@ -74,3 +74,42 @@ def test_a_cancelled_transaction_leaves_the_stream_readable_and_adds_no_record(s
     # moto alone: the iterator reads a discarded copy of the shard and sees nothing, ever.
     assert _keys(streams, iterator) == ["after"]
     assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "half"}})
+
+
+def test_a_cancelled_transaction_puts_back_every_item_it_wrote_before_failing(stream) -> None:
+    """The rollback backs up only the items the transaction names: an update and a delete that
+    ran before the failing check are undone, a put removed, and an item it did not name kept."""
+    dynamodb, streams, arn = stream
+    for key, n in (("updated", "1"), ("deleted", "2"), ("bystander", "3"), ("taken", "4")):
+        dynamodb.put_item(TableName=TABLE, Item={"PK": {"S": key}, "n": {"N": n}})
+    iterator = _iterator(streams, arn)
+
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        dynamodb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": TABLE,
+                        "Key": {"PK": {"S": "updated"}},
+                        "UpdateExpression": "SET n = :n",
+                        "ExpressionAttributeValues": {":n": {"N": "10"}},
+                    }
+                },
+                {"Delete": {"TableName": TABLE, "Key": {"PK": {"S": "deleted"}}}},
+                {"Put": {"TableName": TABLE, "Item": {"PK": {"S": "new"}}}},
+                {
+                    "Put": {
+                        "TableName": TABLE,
+                        "Item": {"PK": {"S": "taken"}},
+                        "ConditionExpression": "attribute_not_exists(PK)",
+                    }
+                },
+            ]
+        )
+
+    items = {i["PK"]["S"]: i["n"]["N"] for i in dynamodb.scan(TableName=TABLE)["Items"]}
+    assert items == {"updated": "1", "deleted": "2", "bystander": "3", "taken": "4"}
+    assert _keys(streams, iterator) == []
+    # The table still takes writes and streams them after the rollback.
+    dynamodb.put_item(TableName=TABLE, Item={"PK": {"S": "after"}, "n": {"N": "5"}})
+    assert _keys(streams, iterator) == ["after"]
