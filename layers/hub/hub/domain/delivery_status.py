@@ -22,7 +22,9 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hub.domain.clock import StorableTime
 
 
 class DeliveryStatus(StrEnum):
@@ -82,7 +84,7 @@ class StatusCallback(BaseModel):
     status: CallbackStatus
     #: When the destination says it happened (RFC 3339 with offset); kept in the callback
     #: record, apart from `received_at`, when the hub got it.
-    occurred_at: AwareDatetime | None = None
+    occurred_at: StorableTime | None = None
     #: A short reason or note from the destination (kept for troubleshooting; never logged).
     detail: str | None = Field(default=None, min_length=1, max_length=500, pattern=_NO_CONTROLS)
     #: The destination's own id of the message or of this status event.
