@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -322,3 +323,24 @@ def test_admin_api_answers_as_its_document_says(
         response = case.call(base_url=admin_url, headers=token, timeout=30)
         case.validate_response(response, checks=CHECKS)
         assert response.status_code == 200, f"{operation.label}: {response.text}"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "passes"),
+    [
+        (404, {"error": {"code": "not_found", "message": "no such thing"}}, True),
+        (400, {"error": {"code": "validation_error", "message": "bad", "details": [{"field": "x"}]}}, True),
+        (200, {"anything": 1}, None),
+        (400, {"message": "bad"}, False),
+        (400, {"error": {"code": "x", "message": "bad"}, "trace": "..."}, False),
+        (500, {"error": {"message": "no code"}}, False),
+        (503, ["not", "an", "object"], False),
+    ],
+)
+def test_the_error_shape_check_can_fail(status: int, body: Any, passes: bool | None) -> None:
+    response = SimpleNamespace(status_code=status, content=json.dumps(body).encode())
+    if passes is False:
+        with pytest.raises(AssertionError):
+            one_error_shape(None, response, None)
+    else:
+        assert one_error_shape(None, response, None) is passes
