@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from hub.admin.access import Principal, Role, whoami
 from hub.admin.api_keys import ApiKeyNotActive, UnknownIntegrations
@@ -47,6 +47,7 @@ from hub.certificates.model import (
     CertificateRejected,
     decode_pkcs12_base64,
 )
+from hub.domain.clock import Rfc3339Time
 from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
 from hub.domain.message import MessageRecord
 from hub.domain.rate_limit import Rate
@@ -127,9 +128,9 @@ class QueueQuery(BaseModel):
     #: Only this integration's messages (a page may then come back short, with a cursor).
     integration_id: Id | None = None
     #: Inclusive lower bound of the last change (`all`: of the receipt); ISO 8601 with offset.
-    since: AwareDatetime | None = None
+    since: Rfc3339Time | None = None
     #: Exclusive upper bound, like `since`.
-    until: AwareDatetime | None = None
+    until: Rfc3339Time | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> QueueQuery:
@@ -983,7 +984,7 @@ class ReplayRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     event_id: str | None = Field(default=None, min_length=1, max_length=300)
-    since: AwareDatetime | None = None
+    since: Rfc3339Time | None = None
 
     @model_validator(mode="after")
     def _one(self) -> ReplayRequest:

@@ -515,6 +515,11 @@ def test_replay_of_an_unknown_event_is_404(api: Any, lane: Lane) -> None:
         body={"event_id": "msg_x:1", "since": (datetime.now(UTC) - timedelta(days=1)).isoformat()},
     )
     assert both.status == 400
+    # Found by fuzzing (issue 15): `since` as the document says, RFC 3339 with an offset; a
+    # number was read as Unix seconds, a time before year 1 in UTC failed the lookup (500).
+    for since in (1700000000, "0001-01-01T00:00:00+01:00"):
+        bad = api("POST", f"{path}/failed-deliveries/replay", body={"since": since})
+        assert (bad.status, bad.body["error"]["code"]) == (400, "validation_error")
 
 
 # --- hubctl against the real admin API --------------------------------------------------------

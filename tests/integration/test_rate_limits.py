@@ -358,3 +358,18 @@ def test_both_openapi_documents_list_429_with_retry_after(request):
         for _, op in operations(document):
             if "429" in op["responses"]:
                 assert "Retry-After" in op["responses"]["429"]["headers"]
+
+
+@pytest.mark.parametrize("per_second", [2.2622898987697223e-278, 0.0009, 0])
+def test_a_rate_below_one_request_per_1000_seconds_is_refused_not_a_500(stack, admin_api, per_second):
+    """Found by fuzzing (issue 15): a positive float DynamoDB cannot hold (below 1e-130) got
+    through validation and failed the write (decimal.Underflow, 500). The floor, 0.001, is one
+    request per 1,000 s."""
+    body = {"tenant_id": "t9", "name": "T9", "rate_limit": {"per_second": per_second, "burst": 1}}
+
+    refused = admin_api("POST", "/api/admin/tenants", body=body)
+
+    assert (refused.status, refused.body["error"]["code"]) == (400, "validation_error")
+    assert admin_api("GET", "/api/admin/tenants/t9").status == 404
+    slowest = {**body, "rate_limit": {"per_second": 0.001, "burst": 1}}
+    assert admin_api("POST", "/api/admin/tenants", body=slowest).status == 201

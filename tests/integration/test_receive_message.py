@@ -158,6 +158,23 @@ class TestNewMessage:
         [record] = stack.message_items()
         assert record["payload_format"]["S"] == "text"
 
+    def test_an_occurred_at_before_the_year_1000_is_stored_readable(self, stack, tenancy, ingest_api):
+        """Found by fuzzing (issue 15): strftime's %Y does not pad years below 1000, so the
+        stored text ("264-11-27T...") was no timestamp and every step of the message failed."""
+        created = ingest_api(receive(tenancy, body(tenancy, occurred_at="0264-11-27T06:14:24.5Z")))
+        event = http_event(
+            "get_message.json",
+            headers={"x-api-key": tenancy.key},
+            path_parameters={"message_id": created.body["message_id"]},
+        )
+
+        answer = ingest_api(event)
+
+        [record] = stack.message_items()
+        assert record["occurred_at"]["S"] == "0264-11-27T06:14:24.500000Z"
+        assert answer.status == 200
+        assert answer.body["occurred_at"] == "0264-11-27T06:14:24.500000Z"
+
     def test_status_is_readable_by_its_owner(self, tenancy, ingest_api):
         created = ingest_api(receive(tenancy, body(tenancy, occurred_at="2026-11-29T10:00:00Z")))
         event = http_event(
@@ -344,6 +361,29 @@ class TestRejections:
             (
                 json.dumps(
                     {"integration_id": "int_erp", "message_type": "x", "payload": {}, "occurred_at": "soon"}
+                ),
+                "validation_error",
+            ),
+            # Beyond what UTC can hold (it is stored in UTC): a 400, not an OverflowError (500).
+            (
+                json.dumps(
+                    {
+                        "integration_id": "int_erp",
+                        "message_type": "purchase_order",
+                        "payload": {"po_number": "PO-1"},
+                        "occurred_at": "0001-01-01T00:00:00+01:00",
+                    }
+                ),
+                "validation_error",
+            ),
+            (
+                json.dumps(
+                    {
+                        "integration_id": "int_erp",
+                        "message_type": "purchase_order",
+                        "payload": {"po_number": "PO-1"},
+                        "occurred_at": "9999-12-31T23:00:00-05:00",
+                    }
                 ),
                 "validation_error",
             ),

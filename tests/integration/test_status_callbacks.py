@@ -451,6 +451,7 @@ class TestBadInput:
             ("[]", "validation_error"),
             ({"status": "lost"}, "validation_error"),
             ({"status": "read", "occurred_at": "yesterday"}, "validation_error"),
+            ({"status": "read", "occurred_at": "9999-12-31T23:00:00-05:00"}, "validation_error"),
             ({"status": "read", "detail": "d" * 501}, "validation_error"),
             ({"status": "read", "unknown": True}, "validation_error"),
             ({}, "validation_error"),

@@ -73,11 +73,22 @@ def test_an_unknown_type_is_422_naming_the_field():
         ({"id": ""}, "event_id"),
         ({"created": None}, "occurred_at"),
         ({"created": "2026-11-29T12:00:00"}, "occurred_at"),  # no offset
+        ({"created": "0001-01-01T00:00:00+01:00"}, "occurred_at"),  # before year 1 in UTC
         ({"data": {}}, "data"),
         ({"data": {"object": [1, 2]}}, "data"),
         ({"type": "has spaces"}, "message_type"),
     ],
-    ids=["type", "id", "empty-id", "occurred-at", "naive-occurred-at", "data", "data-not-object", "bad-type"],
+    ids=[
+        "type",
+        "id",
+        "empty-id",
+        "occurred-at",
+        "naive-occurred-at",
+        "outside-utc",
+        "data",
+        "data-not-object",
+        "bad-type",
+    ],
 )
 def test_missing_or_unusable_required_fields_are_422_naming_the_field(changes, field):
     with pytest.raises(UnprocessableEvent) as refused:

@@ -62,6 +62,7 @@ def generate(app: ApiGatewayResolver, info: Mapping[str, Any]) -> dict[str, Any]
             for response in operation["responses"].values():
                 if not response.get("content"):  # a body-less answer (204)
                     response.pop("content", None)
+            _optional_body_is_absent_not_null(operation)
     error_schema = Error.model_json_schema(ref_template="#/components/schemas/{model}")
     components.update(error_schema.pop("$defs", {}))
     components["Error"] = error_schema
@@ -75,6 +76,22 @@ def generate(app: ApiGatewayResolver, info: Mapping[str, Any]) -> dict[str, Any]
             components.pop(unused, None)
     assert ERROR_SCHEMA_REF.rpartition("/")[2] in components
     return generated
+
+
+def _optional_body_is_absent_not_null(operation: dict[str, Any]) -> None:
+    """An optional body is one a client may leave out, not one it may send as JSON `null`
+    (which `parse_body` refuses, as it refuses any body that is not an object): Powertools writes
+    `Model | None` as `anyOf: [Model, null]`, so the schema keeps only the model, and
+    `required: false` says the body may be absent."""
+    body = operation.get("requestBody")
+    if not body or body.get("required"):
+        return
+    for media in body.get("content", {}).values():
+        choices = media.get("schema", {}).get("anyOf", [])
+        models = [choice for choice in choices if choice != {"type": "null"}]
+        if len(models) == 1 and len(choices) == 2:
+            media["schema"] = models[0]
+    body["required"] = False
 
 
 def _declare_parameters(handler: Callable[..., Any], openapi_path: str) -> None:

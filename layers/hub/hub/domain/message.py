@@ -8,8 +8,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from hub.domain.clock import StorableTime
 from hub.domain.delivery_status import DeliveryStatus
 from hub.domain.status import PipelineStatus
 
@@ -27,7 +28,7 @@ class InboundMessage(BaseModel):
     external_id: str | None = Field(default=None, min_length=1, max_length=255)
     #: When the source says the event happened (RFC 3339, with offset); kept apart from
     #: received_at, when we got it.
-    occurred_at: AwareDatetime | None = None
+    occurred_at: StorableTime | None = None
 
 
 class PayloadFormat(StrEnum):

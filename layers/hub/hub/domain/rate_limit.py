@@ -27,7 +27,9 @@ class Rate(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    per_second: float = Field(gt=0, le=100_000)
+    #: At least one request per 1,000 s: a positive float below 1e-130 is no number DynamoDB
+    #: can store, and anything slower is a tenant disabled by other means.
+    per_second: float = Field(ge=0.001, le=100_000)
     burst: int = Field(ge=1, le=1_000_000)
 
 

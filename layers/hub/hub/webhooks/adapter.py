@@ -11,6 +11,7 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from hub.domain.clock import within_utc
 from hub.domain.mapping_spec import compiled
 from hub.domain.strict_json import parse_json
 from hub.domain.webhook_config import WebhookAdapter
@@ -87,7 +88,7 @@ def _occurred_at(path: str, document: Any) -> datetime:
         if isinstance(found, str):
             stamp = datetime.fromisoformat(found)
             if stamp.tzinfo is not None:
-                return stamp
+                return within_utc(stamp)
     except (ValueError, OverflowError, OSError):
         raise problem from None
     raise problem

@@ -22,7 +22,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 from hub.adapters.aws import best_effort_client, client, error_code
 from hub.errors import StorageUnavailable
 
-_TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 _ser = TypeSerializer()
 _deser = TypeDeserializer()
 _MAX_BATCH_ROUNDS = 5
@@ -33,8 +32,10 @@ WRITE_UNIT_BYTES = 1024
 
 
 def format_ts(value: datetime) -> str:
-    """Fixed-width UTC timestamp: sorts lexically in sort keys."""
-    return value.astimezone(UTC).strftime(_TS_FORMAT)
+    """Fixed-width UTC timestamp, `YYYY-MM-DDTHH:MM:SS.ffffffZ`: sorts lexically in sort keys.
+    Not strftime: its %Y does not pad years below 1000 ("264-11-27..."), which then neither
+    sorts nor parses back."""
+    return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def epoch(value: datetime) -> int:
