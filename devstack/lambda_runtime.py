@@ -18,6 +18,7 @@ import json
 import logging
 import multiprocessing
 import os
+import random
 import sys
 import sysconfig
 import threading
@@ -457,6 +458,31 @@ class FunctionPool:
         error = json.loads(body)
         logger.info("%s raised %s", self.spec.logical_id, error.get("errorType"))
         return InvocationResult(request_id, error=error), True
+
+    def crash_instance(self, *, busy: bool) -> bool:
+        """Kills one running instance the way a crash does (SIGKILL: no shutdown, nothing
+        answered): a busy one, whose invocation then fails with ``Runtime.ExitError`` as when
+        Lambda's sandbox dies mid-invocation (an SQS batch comes back after its visibility
+        timeout), or an idle one, which the next invocation replaces with a cold start. Which
+        one of that kind is random. False when none was running (chaos tests, the soak)."""
+        with self._condition:
+            if busy:
+                running = [instance for instance in self._live if instance not in self._idle]
+                if not running:
+                    return False
+                victim = random.choice(running)  # noqa: S311 - chaos, not security
+            else:
+                if not self._idle:
+                    return False
+                # Out of the pool first: no invocation may pick it up while it dies.
+                victim = self._idle.pop(random.randrange(len(self._idle)))  # noqa: S311
+                self._live.discard(victim)
+                self._total -= 1
+                self._condition.notify()
+        victim.process.kill()
+        if not busy:
+            victim.kill()  # its pipe; a busy one's invocation cleans up after itself
+        return True
 
     def close(self) -> None:
         """Terminate every instance, busy ones included (their invocations fail)."""

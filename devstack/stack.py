@@ -186,6 +186,15 @@ class LocalStack:
             raise KeyError(f"no function {logical_id!r} in the stack")
         return pool.invoke(event)
 
+    def crash_instance(self, logical_id: str, *, busy: bool = True) -> bool:
+        """Kills one running instance of function ``logical_id`` as a crash would (see
+        ``FunctionPool.crash_instance``): busy by default, mid-invocation. False when none of
+        that kind was running."""
+        pool = self._pools.get(logical_id)
+        if pool is None:
+            raise KeyError(f"no function {logical_id!r} in the stack")
+        return pool.crash_instance(busy=busy)
+
     def start(self) -> LocalStack:
         """Bring the whole stack up; on failure everything started so far is stopped."""
         if self._started:
