@@ -413,7 +413,8 @@ def post_all(
     finished: Callable[[], int] = lambda: 0,
 ) -> list[Posted]:
     """Each partner posts its share from its own thread; a 429 / 503 / network failure is sent
-    again with the same Idempotency-Key, as a partner would (up to 20 times). Stops posting at
+    again with the same Idempotency-Key, as a partner would (up to 20 times); so is any 5xx (an
+    ingest that timed out after its commit answers 500: the resend is deduplicated). Stops posting at
     ``deadline`` (monotonic): the run then checks what was posted. Back-pressure: a partner
     waits while the messages acknowledged and not yet ``finished()`` (how many reached a final
     status) are ``config.max_in_flight`` or more, so the load follows what the pipeline
@@ -455,7 +456,7 @@ def post_all(
                         time.sleep(1)
                         continue
                     posted.status = answer.status_code
-                    if answer.status_code in (429, 503):
+                    if answer.status_code == 429 or answer.status_code >= 500:
                         posted.resends = attempt + 1
                         time.sleep(float(answer.headers.get("retry-after") or 1))
                         continue
@@ -568,19 +569,24 @@ def _path_problem(item: Mapping[str, Any], events: list[dict[str, Any]]) -> str 
             f"the events end in {previous} after {retries} retries,"
             f" the table says {item.get('pipeline_status')} after {item.get('retry_count')}"
         )
-    return _log_problem(item, [str(event["data"].get("status_after")) for event in events])
+    return _log_problem(item, events)
 
 
-def _log_problem(item: Mapping[str, Any], moves: list[str]) -> str | None:
+def _log_problem(item: Mapping[str, Any], events: list[dict[str, Any]]) -> str | None:
     from hub.domain.message import MAX_LOG_ENTRIES  # noqa: PLC0415
 
+    moves = [str(event["data"].get("status_after")) for event in events]
     log = list(item.get("log") or [])
     stamps = [str(entry["to"]) for entry in log if "to" in entry]
     if len(log) < MAX_LOG_ENTRIES:  # the whole history is on the item
         matches = moves in (stamps, ["received", *stamps])
     else:  # its oldest entries dropped off: the newest moves must match
         matches = bool(stamps) and moves[-len(stamps) :] == stamps
-    return None if matches else f"events {moves}, but the item logged the moves {stamps}"
+    if matches:
+        return None
+    versions = [int(event["data"].get("version", 0)) for event in events]
+    logged = [(entry["to"], entry.get("v")) for entry in log if "to" in entry]
+    return f"events {list(zip(moves, versions, strict=True))}, but the item logged the moves {logged}"
 
 
 def run_checks(
