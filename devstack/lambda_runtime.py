@@ -18,6 +18,7 @@ import json
 import logging
 import multiprocessing
 import os
+import random
 import sys
 import sysconfig
 import threading
@@ -458,19 +459,35 @@ class FunctionPool:
         logger.info("%s raised %s", self.spec.logical_id, error.get("errorType"))
         return InvocationResult(request_id, error=error), True
 
-    def kill_busy(self) -> list[int]:
-        """SIGKILLs every instance running an invocation now (a crash, not a shutdown: nothing of
-        the handler runs after it) and returns their pids. Each cut invocation fails as an
-        instance that exited (``Runtime.ExitError``) and the pool replaces the instance, as Lambda
-        does after a crash. Idle instances are left alone."""
+    def crash(self, *, busy: bool, every: bool = False) -> list[int]:
+        """Kills instances the way a crash does (SIGKILL: no shutdown, nothing of the handler
+        runs after it) and returns their pids: busy ones, whose invocations then fail with
+        ``Runtime.ExitError`` as when Lambda's sandbox dies mid-invocation (an SQS batch comes
+        back after its visibility timeout), or idle ones, which the next invocation replaces with
+        a cold start. One of that kind at random, or ``every`` one. Empty when none was running
+        (the reliability suite, chaos runs, the soak)."""
         with self._condition:
-            busy = [instance for instance in self._live if instance not in self._idle]
+            if busy:
+                candidates = [instance for instance in self._live if instance not in self._idle]
+            else:
+                candidates = list(self._idle)
+            if not every and candidates:
+                candidates = [random.choice(candidates)]  # noqa: S311 - chaos, not security
+            if not busy:
+                # Out of the pool first: no invocation may pick them up while they die.
+                for victim in candidates:
+                    self._idle.remove(victim)
+                    self._live.discard(victim)
+                    self._total -= 1
+                self._condition.notify_all()
         killed = []
-        for instance in busy:
-            pid = instance.process.pid
-            if pid is not None and instance.process.is_alive():
-                instance.process.kill()
+        for victim in candidates:
+            pid = victim.process.pid
+            if pid is not None and victim.process.is_alive():
+                victim.process.kill()
                 killed.append(pid)
+            if not busy:
+                victim.kill()  # its pipe; a busy one's invocation cleans up after itself
         return killed
 
     def close(self) -> None:

@@ -171,15 +171,6 @@ class LocalStack:
                 return poller
         raise KeyError(f"no SQS event source for {logical_id!r}")
 
-    def kill_busy(self, logical_id: str) -> list[int]:
-        """Crashes function ``logical_id``'s instances that are running an invocation now (the
-        reliability tests' worker crash): their processes are SIGKILLed, the invocations fail, and
-        an SQS batch among them comes back after its visibility timeout. The pids killed."""
-        pool = self._pools.get(logical_id)
-        if pool is None:
-            raise KeyError(f"no function {logical_id!r} in the stack")
-        return pool.kill_busy()
-
     def invoke(self, logical_id: str, event: Any) -> Any:
         """Invoke a function synchronously through its pool; raises InvocationError when
         the handler raised, timed out or failed to import."""
@@ -194,6 +185,14 @@ class LocalStack:
         if pool is None:
             raise KeyError(f"no function {logical_id!r} in the stack")
         return pool.invoke(event)
+
+    def crash(self, logical_id: str, *, busy: bool = True, every: bool = False) -> list[int]:
+        """Crashes instances of function ``logical_id`` (see ``FunctionPool.crash``): busy ones
+        by default, mid-invocation; one at random or ``every`` one. The pids killed."""
+        pool = self._pools.get(logical_id)
+        if pool is None:
+            raise KeyError(f"no function {logical_id!r} in the stack")
+        return pool.crash(busy=busy, every=every)
 
     def start(self) -> LocalStack:
         """Bring the whole stack up; on failure everything started so far is stopped."""

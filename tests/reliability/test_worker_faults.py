@@ -147,7 +147,7 @@ def crash_mid_delivery(
     message_id = post(api, integration(stack, destination.url, idempotent_retries=idempotent_retries))
     wait_until(lambda: destination.requests_for(message_id), "the delivery reached the destination")
 
-    killed = stack.kill_busy(WORKER)
+    killed = stack.crash(WORKER, every=True)
 
     assert len(killed) == 1
     wait_until(lambda: process_gone(killed[0]), "the worker process is dead", timeout=10)

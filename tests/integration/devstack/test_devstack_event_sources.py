@@ -256,14 +256,14 @@ def visible(stack: LocalStack, queue: str) -> int:
     return int(attributes["ApproximateNumberOfMessages"])
 
 
-def test_kill_busy_crashes_the_running_instance_and_its_batch_comes_back(
+def test_crash_kills_the_running_instance_and_its_batch_comes_back(
     stack: LocalStack, barrier: Barrier
 ) -> None:
-    assert stack.kill_busy("ReservedFunction") == []  # nothing running: nothing to kill
+    assert stack.crash("ReservedFunction", every=True) == []  # nothing running: nothing to kill
     send(stack, "ReservedQueue", ["crash-1"])
     wait_for(lambda: barrier.in_flight["crash"] == 1, timeout=60)
 
-    killed = stack.kill_busy("ReservedFunction")
+    killed = stack.crash("ReservedFunction", every=True)
 
     assert len(killed) == 1
     wait_for(lambda: _gone(killed[0]), timeout=10)
@@ -274,7 +274,7 @@ def test_kill_busy_crashes_the_running_instance_and_its_batch_comes_back(
     barrier.release("crash")
     wait_for(lambda: barrier.done["crash"] == 2, timeout=60)
     with pytest.raises(KeyError):
-        stack.kill_busy("NoSuchFunction")
+        stack.crash("NoSuchFunction")
 
 
 def test_a_paused_sqs_source_receives_nothing_until_resumed(stack: LocalStack, barrier: Barrier) -> None:
