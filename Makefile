@@ -28,7 +28,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)-$(PYTHON_VERSION)
 # prune) .aws-sam/deps and build.toml.
 HOST_BUILD := .aws-sam/host/build
 
-.PHONY: run test lint typecheck unit integration e2e bench validate build build-host sam-python openapi install clean chromium screenshots
+.PHONY: run test lint typecheck unit integration e2e bench soak validate build build-host sam-python openapi install clean chromium screenshots
 
 $(STAMP): pyproject.toml
 	@# A venv of another Python (an older checkout's) is rebuilt, not patched.
@@ -69,6 +69,14 @@ e2e: $(STAMP)
 ## and writes bench/results/latest.json. Each part alone: $(PY) -m bench.<ingest|cold_start|e2e>.
 bench: $(STAMP)
 	$(PY) -m bench
+
+## Proof under faults (issue 15): SOAK_N messages (default 10,000) from 8 partners through the
+## local stack to a flaky destination while worker processes are killed; checks and a summary
+## table in bench/results/soak.json. Then the long Schemathesis run of both APIs
+## (bench/results/fuzz.json). `make test` runs both small (tests/soak, tests/fuzz).
+soak: $(STAMP)
+	$(PY) -m bench.soak
+	$(PY) -m bench.fuzz --examples 40
 
 ## Both APIs' OpenAPI 3.1 documents, from the code (no stack): build/openapi/{partner,admin}.json.
 openapi: $(STAMP)
