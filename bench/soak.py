@@ -15,7 +15,7 @@ One webhook subscriber (127.0.0.1) takes every tenant's ``message.*`` events and
 ``webhook-id``, signatures verified.
 
 The chaos loop kills a random PipelineWorkerFunction instance every ``SOAK_KILL_EVERY`` seconds
-while messages are posted (a real SIGKILL of its process, ``LocalStack.crash``): busy
+until every message is final (a real SIGKILL of its process, ``LocalStack.crash``): busy
 ones mid-batch, or idle ones. A killed batch comes back after the pipeline queue's visibility
 timeout. The template's 1,260 s (six times the worker timeout) would hold it for 21 minutes, so
 the soak shortens it for its own run the way an operator could (``SetQueueAttributes
@@ -785,6 +785,8 @@ def run(config: SoakConfig, say: Callable[[str], None] = print) -> dict[str, Any
             load_started = time.monotonic()
             chaos.start()
             say(f"posting {config.n} messages; a worker crash every {config.kill_every:g} s")
+            # The crashes go on until every message is final: the drain is under chaos too (and a
+            # short run still sees crashes when its workers were busy while it posted).
             try:
                 posted = post_all(
                     stack.api_url,
@@ -794,12 +796,12 @@ def run(config: SoakConfig, say: Callable[[str], None] = print) -> dict[str, Any
                     deadline=deadline - config.drain_s,
                     finished=subscriber.final_count,
                 )
+                posted_s = time.monotonic() - load_started
+                acknowledged = sum(1 for p in posted if p.message_id)
+                say(f"posted in {posted_s:.0f} s ({acknowledged} acknowledged); kills {dict(chaos.kills)}")
+                all_final = _wait_final(posted, subscriber, deadline, say)
             finally:
                 chaos.stop()
-            posted_s = time.monotonic() - load_started
-            acknowledged = sum(1 for p in posted if p.message_id)
-            say(f"posted in {posted_s:.0f} s ({acknowledged} acknowledged); kills {dict(chaos.kills)}")
-            all_final = _wait_final(posted, subscriber, deadline, say)
             final_s = time.monotonic() - load_started
             _settle(subscriber, quiet_s=5.0, cap_s=config.settle_s)
             table = read_table(stack, {p.tenant_id for p in partners})
