@@ -1,10 +1,12 @@
 """Real network faults between a function and the embedded AWS: a forwarding proxy on 127.0.0.1.
 
-A function pointed at the proxy (``AWS_ENDPOINT_URL_DYNAMODB`` / ``AWS_ENDPOINT_URL_SQS`` in its
+A function pointed at the proxy (``AWS_ENDPOINT_URL_DYNAMODB`` / ``_SQS`` / ``_SCHEDULER`` in its
 environment; botocore prefers a service's own endpoint variable to ``AWS_ENDPOINT_URL``) talks to
 moto through it. Each request is told apart by its ``X-Amz-Target`` header (botocore 1.44 speaks
-the JSON protocol to both: ``DynamoDB_20120810.<Operation>``, ``AmazonSQS.<Operation>``) and is
-either forwarded or refused the way an outage looks from the client:
+the JSON protocol to DynamoDB and SQS: ``DynamoDB_20120810.<Operation>``,
+``AmazonSQS.<Operation>``) or, for a REST service (EventBridge Scheduler), by its SigV4 signing
+name and method + path (``devstack.request_counter``), and is either forwarded or refused the way
+an outage looks from the client:
 
 - ``Fault.UNAVAILABLE``: HTTP 503 with a ``ServiceUnavailable`` error body (botocore retries it
   with a 25-50 ms base backoff, then raises ClientError);
@@ -18,12 +20,15 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
 from dataclasses import dataclass
 from enum import Enum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
+
+from devstack.request_counter import rest_operation
 
 #: X-Amz-Target prefixes of the services the proxy tells apart.
 SERVICE_TARGETS = {"DynamoDB_20120810": "dynamodb", "AmazonSQS": "sqs"}
@@ -47,9 +52,17 @@ class SeenCall:
     refused: bool
 
 
-def _target(header: str | None) -> tuple[str, str]:
-    prefix, _, operation = (header or "").partition(".")
-    return SERVICE_TARGETS.get(prefix, prefix.lower() or "unknown"), operation
+_SIGNING_NAME = re.compile(r"Credential=[^/]+/[^/]+/[^/]+/([^/]+)/aws4_request")
+
+
+def _target(headers: Any, method: str, path: str) -> tuple[str, str]:
+    target = headers.get("X-Amz-Target")
+    if target:
+        prefix, _, operation = target.partition(".")
+        return SERVICE_TARGETS.get(prefix, prefix.lower()), operation
+    signed = _SIGNING_NAME.search(headers.get("Authorization") or "")
+    service = signed.group(1) if signed else "unknown"
+    return service, rest_operation(service, method, urlsplit(path).path)
 
 
 class AwsFaultProxy:
@@ -69,10 +82,10 @@ class AwsFaultProxy:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-            def do_POST(self) -> None:
+            def _relay(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
-                service, operation = _target(self.headers.get("X-Amz-Target"))
+                service, operation = _target(self.headers, self.command, self.path)
                 fault = owner._fault_for(service, operation)
                 owner._record(service, operation, body, refused=fault is not None)
                 if fault is None:
@@ -82,6 +95,8 @@ class AwsFaultProxy:
                     self.connection.close()
                 else:
                     self._refuse(fault)
+
+            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _relay  # noqa: N815
 
             def _forward(self, body: bytes) -> None:
                 upstream = urlsplit(owner.upstream)
@@ -111,6 +126,7 @@ class AwsFaultProxy:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/x-amz-json-1.0")
                 self.send_header("x-amzn-query-error", f"{code};Sender")
+                self.send_header("x-amzn-ErrorType", code)  # how REST services name the error
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -124,7 +140,8 @@ class AwsFaultProxy:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def environment(self, *services: str) -> dict[str, str]:
-        """A function's environment overrides that send `services` ("dynamodb", "sqs") here."""
+        """A function's environment overrides that send `services` ("dynamodb", "sqs",
+        "scheduler") here."""
         return {f"AWS_ENDPOINT_URL_{service.upper()}": self.url for service in services}
 
     def fail(self, service: str, operation: str | None = None, fault: Fault = Fault.UNAVAILABLE) -> None:

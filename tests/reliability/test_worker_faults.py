@@ -39,10 +39,10 @@ from hub.domain.retry import RetryPolicy
 from tests.aws import function_names, local_stack_on_free_ports
 from tests.destinations import HttpDestination
 from tests.pipeline import wait_for_status
+from tests.reliability.faults import AwsFaultProxy
 from tests.reliability.worker_support import (
     KeyedDestination,
     Reply,
-    SchedulerGate,
     expire_lease,
     integration,
     message_item,
@@ -67,17 +67,18 @@ AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,))
 
 
 @pytest.fixture(scope="module")
-def gate() -> Iterator[SchedulerGate]:
-    with SchedulerGate() as scheduler_gate:
+def gate() -> Iterator[AwsFaultProxy]:
+    """The worker's EventBridge Scheduler calls go through this proxy (tests/reliability/faults.py)."""
+    with AwsFaultProxy() as scheduler_gate:
         yield scheduler_gate
 
 
 @pytest.fixture(scope="module")
-def stack(gate: SchedulerGate) -> Iterator[LocalStack]:
+def stack(gate: AwsFaultProxy) -> Iterator[LocalStack]:
     overrides = {**parameter_overrides(), "PipelineMaxReceiveCount": str(MAX_RECEIVES)}
     # No configuration cache: each test's fresh integration is seen at once.
     env = {name: {"HUB_CONFIG_CACHE_SECONDS": "0"} for name in function_names()}
-    env[WORKER]["AWS_ENDPOINT_URL_SCHEDULER"] = gate.url
+    env[WORKER].update(gate.environment("scheduler"))
     with local_stack_on_free_ports(
         stack_name="hub-reliability-worker", parameter_overrides=overrides, env_overrides=env
     ) as running:
@@ -241,8 +242,13 @@ def test_an_answer_lost_to_a_timeout_is_never_applied_twice(
 # --- C. the scheduler is down when a retry is decided ----------------------------------------
 
 
+def refused_creates(gate: AwsFaultProxy) -> int:
+    """CreateSchedule calls the proxy refused so far."""
+    return sum(call.refused for call in gate.seen("scheduler", "CreateSchedule"))
+
+
 def test_scheduler_down_when_a_retry_is_decided_neither_sends_early_nor_loses_the_retry(
-    api: httpx.Client, stack: LocalStack, destination: KeyedDestination, gate: SchedulerGate
+    api: httpx.Client, stack: LocalStack, destination: KeyedDestination, gate: AwsFaultProxy
 ) -> None:
     """The worker writes `retry_pending` (with the retry's time) and then creates the retry's
     schedule; Scheduler answers 503 (the SDK retries, then gives up). The step then fails and SQS
@@ -251,17 +257,17 @@ def test_scheduler_down_when_a_retry_is_decided_neither_sends_early_nor_loses_th
     Scheduler is down nothing calls the destination, even after the retry's time has passed."""
     destination.script(Reply(503), Reply())
     integration_id = integration(stack, destination.url, AUTO)
-    gate.down = True
+    gate.fail("scheduler")
     try:
         message_id = post(api, integration_id)
         pending = wait_for_status(api, message_id, "retry_pending")
         due = datetime.fromisoformat(pending["next_retry_at"])
-        wait_until(lambda: gate.refused_creates() >= 1, "the worker tried to schedule the retry")
+        wait_until(lambda: refused_creates(gate) >= 1, "the worker tried to schedule the retry")
         wait_until(lambda: datetime.now(UTC) > due, "the retry's time passes during the outage")
         assert retry_schedules(stack, message_id) == []
         assert len(destination.requests_for(message_id)) == 1
     finally:
-        gate.down = False
+        gate.heal()
 
     final = wait_for_status(api, message_id, "sent", timeout=40)
 
@@ -269,7 +275,7 @@ def test_scheduler_down_when_a_retry_is_decided_neither_sends_early_nor_loses_th
     first, retry = destination.requests_for(message_id)
     assert retry.at >= due  # never before the retry's time
     assert (first.applied, retry.applied) == (False, True)
-    assert any(call.startswith("POST /schedules/") for call in gate.forwarded)
+    assert any(not call.refused for call in gate.seen("scheduler", "CreateSchedule"))
 
 
 def test_a_scheduler_outage_longer_than_the_steps_receives_waits_in_the_dlq_until_a_redrive(
@@ -277,7 +283,7 @@ def test_a_scheduler_outage_longer_than_the_steps_receives_waits_in_the_dlq_unti
     admin: httpx.Client,
     stack: LocalStack,
     destination: KeyedDestination,
-    gate: SchedulerGate,
+    gate: AwsFaultProxy,
 ) -> None:
     """Scheduler stays down through every receive of the deciding step: the step lands in the
     pipeline DLQ (whose alarm calls an operator) while the message waits in `retry_pending`,
@@ -285,7 +291,7 @@ def test_a_scheduler_outage_longer_than_the_steps_receives_waits_in_the_dlq_unti
     resumes the retry (README, "an outage ... a redrive after the outage resumes the step")."""
     destination.script(Reply(503), Reply())
     integration_id = integration(stack, destination.url, AUTO)
-    gate.down = True
+    gate.fail("scheduler")
     try:
         message_id = post(api, integration_id)
         dead = wait_until(
@@ -297,7 +303,7 @@ def test_a_scheduler_outage_longer_than_the_steps_receives_waits_in_the_dlq_unti
         assert retry_schedules(stack, message_id) == []
         assert len(destination.requests_for(message_id)) == 1
     finally:
-        gate.down = False
+        gate.heal()
 
     redriven = admin.post("/api/admin/dlq/pipeline/redrive")
 

@@ -5,7 +5,6 @@ stack stored (the message item's lease, the table's stream, the retry schedules)
 
 from __future__ import annotations
 
-import http.client
 import json
 import threading
 import time
@@ -16,17 +15,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 
 from devstack.demo import DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, pointed_at
 from devstack.stack import LocalStack
-from devstack.stream_source import lambda_record
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
+from tests.outbox import StreamReader
 
 T = TypeVar("T")
 
@@ -154,100 +152,6 @@ class KeyedDestination:
         self._server.server_close()
 
 
-# --- the scheduler gate -----------------------------------------------------------------------
-
-
-class SchedulerGate:
-    """An HTTP proxy in front of the stack's moto, for the EventBridge Scheduler calls of the
-    functions whose `AWS_ENDPOINT_URL_SCHEDULER` names it. While `down`, every request is answered
-    503 ServiceUnavailableException, as AWS answers when the service is unavailable (the SDK
-    retries it, then gives up), and recorded in `refused`; otherwise it is forwarded unchanged.
-    Started before the stack (its URL goes into the functions' environment); `upstream` is set
-    once the stack's moto has its port."""
-
-    def __init__(self) -> None:
-        self.upstream = ""
-        self.down = False
-        self.refused: list[str] = []
-        self.forwarded: list[str] = []
-        self._lock = threading.Lock()
-        gate = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def _relay(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                call = f"{self.command} {self.path}"
-                if gate.down:
-                    gate._note(gate.refused, call)
-                    self._answer(
-                        503,
-                        [
-                            ("x-amzn-ErrorType", "ServiceUnavailableException"),
-                            ("Content-Type", "application/json"),
-                        ],
-                        b'{"message": "Service Unavailable"}',
-                    )
-                    return
-                gate._note(gate.forwarded, call)
-                target = urlsplit(gate.upstream)
-                connection = http.client.HTTPConnection(
-                    target.hostname or "127.0.0.1", target.port, timeout=30
-                )
-                try:
-                    headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                    connection.request(self.command, self.path, body=body, headers=headers)
-                    answer = connection.getresponse()
-                    payload = answer.read()
-                    passed = [
-                        (k, v)
-                        for k, v in answer.getheaders()
-                        if k.lower() not in ("content-length", "transfer-encoding", "connection")
-                    ]
-                    self._answer(answer.status, passed, payload)
-                finally:
-                    connection.close()
-
-            def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
-                self.send_response(status)
-                for name, value in headers:
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _relay  # noqa: N815
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def _note(self, calls: list[str], call: str) -> None:
-        with self._lock:
-            calls.append(call)
-
-    def refused_creates(self) -> int:
-        """CreateSchedule calls refused so far (REST: POST /schedules/{name})."""
-        with self._lock:
-            return sum(call.startswith("POST /schedules/") for call in self.refused)
-
-    def __enter__(self) -> SchedulerGate:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 # --- the hub's data on the stack --------------------------------------------------------------
 
 
@@ -342,23 +246,10 @@ def retry_schedules(stack: LocalStack, message_id: str) -> list[dict[str, Any]]:
 def stream_records(stack: LocalStack, message_id: str) -> list[dict[str, Any]]:
     """The table stream's records of the message item, oldest first, shaped as Lambda delivers
     them (what a redelivery of the publisher's batch hands it again)."""
-    table = stack.resources["HubTable"]
-    arn = stack.client("dynamodb").describe_table(TableName=table)["Table"]["LatestStreamArn"]
-    streams = stack.client("dynamodbstreams")
     wanted = keys.message_key(message_id)
-    found = []
-    for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-        iterator = streams.get_shard_iterator(
-            StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
-        )["ShardIterator"]
-        while iterator:
-            answer = streams.get_records(ShardIterator=iterator, Limit=1000)
-            for raw in answer["Records"]:
-                record_keys = {name: value["S"] for name, value in raw["dynamodb"]["Keys"].items()}
-                if record_keys == wanted:
-                    found.append(lambda_record(raw, arn, stack.region))
-            iterator = answer.get("NextShardIterator") if answer["Records"] else None
-    return found
+    with pointed_at(stack):
+        records = StreamReader(stack.resources["HubTable"]).new_records()
+    return [r for r in records if {n: v["S"] for n, v in r["dynamodb"]["Keys"].items()} == wanted]
 
 
 def new_status(record: dict[str, Any]) -> str | None:
