@@ -2,7 +2,7 @@
 destination that answers at random, while a chaos loop crashes pipeline-worker processes, then
 checks that nothing was lost, applied twice or announced twice.
 
-    SOAK_N=10000 python -m bench.soak        # the default N is 10,000; SOAK_KILL_EVERY=4 (s)
+    SOAK_N=10000 python -m bench.soak        # the default N is 10,000; SOAK_KILL_EVERY=5 (s)
 
 Set-up (all on this machine): the local stack (devstack) of template.yaml; 8 partner tenants
 seeded over the admin API as an operator would (tenant, connection, integration, API key,
@@ -79,7 +79,7 @@ class SoakConfig:
     n: int = 10_000
     partners: int = PARTNERS
     #: Seconds between two worker crashes; 0: no chaos.
-    kill_every: float = 4.0
+    kill_every: float = 5.0
     #: Share of crashes aimed at a busy instance (mid-batch); the rest crash an idle one.
     kill_busy_share: float = 0.7
     #: The destination's answers: weights of 200 / 503 / 429 / applied-but-too-slow.
@@ -93,11 +93,11 @@ class SoakConfig:
     #: The breakers' first cool-down (HUB_BREAKER_COOLDOWN_SECONDS; doubles per failed probe).
     breaker_cooldown_s: int = 2
     #: The whole run (posting included) gives up waiting after this many seconds.
-    cap_s: float = 3600.0
+    cap_s: float = 10_800.0
     #: Posting stops this long before the cap, so what was posted has time to finish.
-    drain_s: float = 600.0
+    drain_s: float = 1_200.0
     #: Partners wait while this many acknowledged messages are not final yet.
-    max_in_flight: int = 200
+    max_in_flight: int = 600
     #: After the last message is final: how long events may still arrive at the subscriber.
     settle_s: float = 60.0
     seed: int | None = None

@@ -21,21 +21,36 @@ soak's 10,000 messages slowed to ~1 message/s and grew moto's process past 10 GB
 lock above nothing else runs meanwhile, so the backup here is of what the transaction names: a
 copy of each item it targets (or its absence) and the stream's length, put back on
 cancellation. moto's own copy is turned into the table itself, so its rollback is a no-op.
+
+Two more costs grew with what was stored and slowed the soak's pipeline to half a message per
+second after ~2,000 messages (py-spy on moto's process), without changing any answer:
+
+- a Query on an index went through every item of the table, sorted (``Table.all_items``), to
+  find the few of one partition key. DynamoDB reads one partition. An index here keeps, per
+  index and partition-key value, the primary keys of the items written with it (built on the
+  first such Query, then kept up on each put and update); the Query runs moto's own code over
+  those items only (their current version, stale entries dropped), in moto's order;
+- each message a ReceiveMessage returned asked for the queue's ``MessageRetentionPeriod``
+  through ``get_queue_attributes``, which computes every attribute three times, each count
+  going through every message in the queue. The retention check here reads the attribute.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import threading
 import types
 from collections.abc import Callable
 from typing import Any
 
 import moto.dynamodb.models as moto_dynamodb
+from moto.core.utils import unix_time
 from moto.dynamodb.models import DynamoDBBackend
-from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
+from moto.sqs.models import Message, SQSBackend
 
 _LOCK = threading.RLock()
 _ITEM_OPERATIONS = (
@@ -92,6 +107,8 @@ def _put_back(slot: Slot, item: Any) -> None:
             del table.items[hash_value]
     else:
         table.items[hash_value][range_value] = item
+    if item is not None:
+        _indexed(table, item)
 
 
 def _item_backup(transact: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,11 +145,135 @@ def _item_backup(transact: Callable[..., Any]) -> Callable[..., Any]:
 
 def make_dynamodb_atomic() -> None:
     """Idempotent: wraps each item operation of moto's DynamoDB backend once (and keeps the
-    stream of a table a cancelled transaction rolled back)."""
+    stream of a table a cancelled transaction rolled back); index queries read one partition
+    and SQS's retention check one attribute (see the module's docstring)."""
     for name in _ITEM_OPERATIONS:
         operation = getattr(DynamoDBBackend, name)
         if not getattr(operation, "__hub_serialized__", False):
             if name == "transact_write_items":
                 operation = _item_backup(operation)
+            if name == "update_item":
+                operation = _indexing_update(operation)
             setattr(DynamoDBBackend, name, _serialized(operation))
     moto_dynamodb.copy = types.SimpleNamespace(deepcopy=_deepcopy_but_tables)  # type: ignore[assignment]
+    if not getattr(Table.query, "__hub_indexed__", False):
+        Table.put_item = _indexing_put(Table.put_item)  # type: ignore[method-assign]
+        Table.query = _index_query(Table.query)  # type: ignore[method-assign]
+    SQSBackend.is_message_valid_based_on_retention_period = _within_retention  # type: ignore[method-assign,assignment]
+
+
+# --- Index queries: one partition's items, not the whole table --------------------------------
+
+#: Per table (the attribute holding it): index name -> partition-key value -> primary keys.
+_INDEX_ATTRIBUTE = "_hub_index_partitions"
+PrimaryKey = tuple[DynamoType, DynamoType | None]
+Partitions = dict[str, dict[DynamoType, set[PrimaryKey]]]
+
+
+def _partition_attributes(table: Table) -> dict[str, str]:
+    """Each index with one partition-key attribute: its name -> that attribute."""
+    out: dict[str, str] = {}
+    for index in table.all_indexes():
+        hash_keys = [key["AttributeName"] for key in index.schema if key["KeyType"] == "HASH"]
+        if len(hash_keys) == 1:
+            out[index.name] = hash_keys[0]
+    return out
+
+
+def _add(table: Table, partitions: Partitions, item: Item) -> None:
+    for name, attribute in _partition_attributes(table).items():
+        value = item.attrs.get(attribute)
+        if value is not None:
+            partitions.setdefault(name, {}).setdefault(value, set()).add((item.hash_key, item.range_key))
+
+
+def _indexed(table: Table, item: Item | None) -> None:
+    """After a write: the item under its index partitions (once the table's index is built)."""
+    partitions: Partitions | None = getattr(table, _INDEX_ATTRIBUTE, None)
+    if partitions is not None and item is not None:
+        _add(table, partitions, item)
+
+
+def _partitions(table: Table) -> Partitions:
+    partitions: Partitions | None = getattr(table, _INDEX_ATTRIBUTE, None)
+    if partitions is None:
+        partitions = {}
+        for item in table.all_items():
+            _add(table, partitions, item)
+        setattr(table, _INDEX_ATTRIBUTE, partitions)
+    return partitions
+
+
+def _live(table: Table, key: PrimaryKey) -> Item | None:
+    hash_value, range_value = key
+    found: Any = table.items.get(hash_value)
+    if found is None or table.range_key_attr is None:
+        return found
+    return found.get(range_value)
+
+
+def _indexing_put(put: Callable[..., Item]) -> Callable[..., Item]:
+    @functools.wraps(put)
+    def indexing(table: Table, *args: Any, **kwargs: Any) -> Item:
+        item = put(table, *args, **kwargs)
+        _indexed(table, item)
+        return item
+
+    return indexing
+
+
+def _indexing_update(update: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(update)
+    def indexing(
+        backend: DynamoDBBackend, table_name: str, key: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> Any:
+        try:
+            return update(backend, table_name, key, *args, **kwargs)
+        finally:  # an update that failed half-way may still have changed the item
+            table = backend.tables.get(table_name)
+            slot = _slot(backend, {"TableName": table_name, "Key": key}) if table is not None else None
+            if table is not None and slot is not None:
+                _indexed(table, _live(table, (slot[1], slot[2])))
+
+    return indexing
+
+
+def _index_query(query: Callable[..., Any]) -> Callable[..., Any]:
+    """`Table.query` on an index, over the items of the queried partition only."""
+    signature = inspect.signature(query)
+
+    @functools.wraps(query)
+    def partition_query(table: Table, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(table, *args, **kwargs).arguments
+        index_name = str(bound.get("index_name") or "")
+        attribute = _partition_attributes(table).get(index_name) if index_name else None
+        conditions = dict(bound.get("hash_key_conditions") or [])
+        if attribute is None or attribute not in conditions:
+            return query(table, *args, **kwargs)
+        value = conditions[attribute]
+        keys = _partitions(table).get(index_name, {}).get(value, set())
+        items = []
+        for key in list(keys):
+            item = _live(table, key)
+            if item is None or item.attrs.get(attribute) != value:
+                keys.discard(key)  # deleted, or moved to another partition since
+            else:
+                items.append(item)
+        items.sort(key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)
+        table.all_items = lambda: items  # type: ignore[method-assign]
+        try:
+            return query(table, *args, **kwargs)
+        finally:
+            del table.all_items
+
+    partition_query.__hub_indexed__ = True  # type: ignore[attr-defined]
+    return partition_query
+
+
+# --- SQS: the retention check without every queue attribute -----------------------------------
+
+
+def _within_retention(backend: SQSBackend, queue_name: str, message: Message) -> bool:
+    """moto's check, reading the one attribute it needs (same answer)."""
+    retention = int(getattr(backend.get_queue(queue_name), "message_retention_period"))  # noqa: B009
+    return retention + message.sent_timestamp / 1000 > unix_time()  # type: ignore[operator]
