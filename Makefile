@@ -28,7 +28,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)-$(PYTHON_VERSION)
 # prune) .aws-sam/deps and build.toml.
 HOST_BUILD := .aws-sam/host/build
 
-.PHONY: run test lint typecheck unit integration e2e bench soak validate build build-host sam-python openapi install clean chromium screenshots
+.PHONY: run test lint typecheck unit integration e2e bench soak validate build build-host sam-python openapi install tools clean chromium screenshots
 
 $(STAMP): pyproject.toml
 	@# A venv of another Python (an older checkout's) is rebuilt, not patched.
@@ -44,9 +44,10 @@ install: $(STAMP)
 run: $(STAMP) $(if $(filter 1 yes true,$(BUILT)),build-host)
 	$(if $(filter 1 yes true,$(BUILT)),HUB_LOCAL_BUILT_DIR=$(HOST_BUILD)) $(PY) -m devstack
 
-## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it.
+## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it. Three workers on
+## two cores: the local-stack modules spend much of their time waiting on their stack.
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -n 2 --dist loadgroup
+	$(PY) -m pytest -n 3 --dist loadgroup --durations=30
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -91,6 +92,9 @@ validate: $(STAMP) $(CHECKOV_STAMP) $(SAM_STAMP)
 	$(CHECKOV) --config-file .checkov.yaml --skip-download -f .aws-sam/transformed.json
 	$(MAKE) build build-host
 	HUB_BUILT_DIR=$(HOST_BUILD) $(PY) -m pytest tests/built
+
+## The pre-deploy tools' own venvs (checkov, SAM CLI), which `make validate` would install.
+tools: $(CHECKOV_STAMP) $(SAM_STAMP)
 
 $(CHECKOV_STAMP):
 	rm -rf $(CHECKOV_VENV) && $(PYTHON) -m venv $(CHECKOV_VENV)
