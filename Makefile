@@ -44,10 +44,10 @@ install: $(STAMP)
 run: $(STAMP) $(if $(filter 1 yes true,$(BUILT)),build-host)
 	$(if $(filter 1 yes true,$(BUILT)),HUB_LOCAL_BUILT_DIR=$(HOST_BUILD)) $(PY) -m devstack
 
-## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it. Three workers on
-## two cores: the local-stack modules spend much of their time waiting on their stack.
+## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it; the 30 slowest
+## tests last.
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -n 3 --dist loadgroup --durations=30
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=30
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -8,6 +8,7 @@ the resolver only has to understand one shape and JSON templates work the same w
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -95,13 +96,24 @@ for _tag, _function in {
     _TemplateLoader.add_constructor(_tag, _tag_constructor(_function))
 
 
+#: Parsed templates by (path, modification time, size): parsing template.yaml takes a few
+#: hundred milliseconds of pure-Python YAML, and the integration tests provision a stack per test.
+_PARSED: dict[tuple[Path, int, int], dict[str, Any]] = {}
+
+
 def load_template(path: Path) -> dict[str, Any]:
-    """Read a SAM/CloudFormation template (YAML or JSON) into plain long-form dicts."""
-    with path.open(encoding="utf-8") as handle:
-        document = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
-    if not isinstance(document, dict) or "Resources" not in document:
-        raise TemplateError(f"{path} is not a CloudFormation template (no Resources)")
-    return document
+    """Read a SAM/CloudFormation template (YAML or JSON) into plain long-form dicts: a fresh
+    copy per call (callers may change it), parsed once per version of the file."""
+    stat = path.stat()
+    key = (path.resolve(), stat.st_mtime_ns, stat.st_size)
+    document = _PARSED.get(key)
+    if document is None:
+        with path.open(encoding="utf-8") as handle:
+            document = yaml.load(handle, Loader=_TemplateLoader)  # noqa: S506 - SafeLoader subclass
+        if not isinstance(document, dict) or "Resources" not in document:
+            raise TemplateError(f"{path} is not a CloudFormation template (no Resources)")
+        _PARSED[key] = document
+    return copy.deepcopy(document)
 
 
 # --- dependency discovery --------------------------------------------------------------

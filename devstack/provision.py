@@ -372,11 +372,11 @@ class Provisioner:
     def _alarm(self, logical_id: str, props: dict[str, Any]) -> None:
         name = self.physical_name(logical_id, props.get("AlarmName"))
         request = {key: convert(props[key]) for key, convert in _ALARM_FIELDS.items() if key in props}
-        cloudwatch = self.clients["cloudwatch"]
-        cloudwatch.put_metric_alarm(AlarmName=name, **request)
-        (alarm,) = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
+        self.clients["cloudwatch"].put_metric_alarm(AlarmName=name, **request)
         self.result.refs[logical_id] = name
-        self.result.attributes[(logical_id, "Arn")] = alarm["AlarmArn"]
+        # An alarm's ARN is built from its name (as CloudWatch does; no DescribeAlarms per alarm).
+        arn = f"arn:aws:cloudwatch:{self.region}:{ACCOUNT_ID}:alarm:{name}"
+        self.result.attributes[(logical_id, "Arn")] = arn
 
     def _kms_key(self, logical_id: str, props: dict[str, Any]) -> None:
         request: dict[str, Any] = {

@@ -4,6 +4,7 @@ the template names them. Tests never describe a table or queue by hand."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,7 +53,7 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
     stack does, and resolves each function's Environment (Globals merged)."""
     make_dynamodb_atomic()
     clients = {
-        name: boto3.client(name, region_name=REGION)
+        name: _provisioning_client(name)
         for name in ("dynamodb", "sqs", "scheduler", "sns", "cloudwatch", "kms", "secretsmanager", "events")
     }
     provisioner = Provisioner(
@@ -68,6 +69,19 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
         refs=dict(provisioned.refs),
         environments={fid: dict(spec.environment) for fid, spec in model.specs.items()},
     )
+
+
+#: Provisioning clients, one per service and endpoint settings: creating a client takes ~50 ms
+#: and the integration tier provisions a stack per test. moto's mock intercepts a client's
+#: requests whenever a mock is active, whenever the client was created.
+_CLIENTS: dict[tuple[str, str | None, str | None], Any] = {}
+
+
+def _provisioning_client(name: str) -> Any:
+    key = (name, os.environ.get("AWS_ENDPOINT_URL"), os.environ.get(f"AWS_ENDPOINT_URL_{name.upper()}"))
+    if key not in _CLIENTS:
+        _CLIENTS[key] = boto3.client(name, region_name=REGION)
+    return _CLIENTS[key]
 
 
 def load_handler(logical_id: str) -> Callable[[dict[str, Any], Any], Any]:

@@ -138,6 +138,14 @@ def test_the_alert_notifier_is_wired_to_the_stream_and_the_alert_topic(stack: Lo
         "hub-test-ingest-api-throttled",
     } <= names
     assert {tuple(a["AlarmActions"]) for a in alarms} == {(stack.resources["AlertTopic"],)}
+    # Each alarm's Arn attribute (built from its name, not described) is the one CloudWatch gives.
+    arns = {a["AlarmName"]: a["AlarmArn"] for a in alarms}
+    provisioned = {
+        stack.resources[logical_id]: arn
+        for (logical_id, name), arn in stack.attributes.items()
+        if name == "Arn"
+    }
+    assert {name: provisioned[name] for name in arns} == arns
 
 
 def test_the_outbox_publisher_reads_the_stream_and_puts_on_the_stacks_bus(stack: LocalStack) -> None:

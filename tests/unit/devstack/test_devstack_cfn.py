@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,18 @@ def test_template_rules_refuse_parameters_as_cloudformation_does() -> None:
         provisioner(To="a@example.com")
     with pytest.raises(TemplateError, match="rule OnlyInProd: an assertion does not hold"):
         provisioner(To="a@example.com", From="prod@example.com")
+
+
+def test_a_template_is_parsed_once_per_version_and_each_caller_gets_its_own_copy(tmp_path: Path) -> None:
+    path = tmp_path / "template.yaml"
+    path.write_text(TEMPLATE)
+    first = load_template(path)
+    first["Resources"].clear()  # a caller changing its copy
+
+    second = load_template(path)
+    assert second["Resources"]  # untouched by the first caller
+    assert second == load_template(path)
+
+    path.write_text(TEMPLATE.replace("Memory: !FindInMap", "MemoryChanged: !FindInMap"))
+    changed = json.dumps(load_template(path))
+    assert "MemoryChanged" in changed
