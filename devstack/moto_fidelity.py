@@ -252,11 +252,12 @@ def _index_query(query: Callable[..., Any]) -> Callable[..., Any]:
             return query(table, *args, **kwargs)
         value = conditions[attribute]
         keys = _partitions(table).get(index_name, {}).get(value, set())
-        items = []
+        items: list[Item] = []
         for key in list(keys):
             item = _live(table, key)
-            if item is None or item.attrs.get(attribute) != value:
-                keys.discard(key)  # deleted, or moved to another partition since
+            current = item.attrs.get(attribute) if item is not None else None
+            if item is None or current is None or current != value:  # (DynamoType != None raises)
+                keys.discard(key)  # deleted, out of the index, or moved to another partition since
             else:
                 items.append(item)
         items.sort(key=lambda x: (x.hash_key, x.range_key) if x.range_key else x.hash_key)

@@ -195,6 +195,11 @@ def test_an_index_query_follows_puts_updates_moves_deletes_and_rollbacks(
         ExpressionAttributeValues={":a": {"S": "a"}, ":s": {"S": "0"}},
     )
     dynamodb.delete_item(TableName=TABLE, Key={"PK": {"S": "m3"}, "SK": {"S": "m"}})
+    dynamodb.put_item(TableName=TABLE, Item=_item("leaves", "a", "5"))
+    _partition(dynamodb, "a")  # "leaves" is indexed under "a"; then it leaves the index
+    dynamodb.update_item(
+        TableName=TABLE, Key={"PK": {"S": "leaves"}, "SK": {"S": "m"}}, UpdateExpression="REMOVE GSI1PK"
+    )
     # A cancelled transaction that had moved m0 to "a": it stays in "b".
     with pytest.raises(ClientError, match="TransactionCanceled"):
         dynamodb.transact_write_items(
