@@ -107,8 +107,7 @@ def _put_back(slot: Slot, item: Any) -> None:
             del table.items[hash_value]
     else:
         table.items[hash_value][range_value] = item
-    if item is not None:
-        _indexed(table, item)
+    _indexed(table, item)
 
 
 def _item_backup(transact: Callable[..., Any]) -> Callable[..., Any]:
@@ -230,10 +229,10 @@ def _indexing_update(update: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return update(backend, table_name, key, *args, **kwargs)
         finally:  # an update that failed half-way may still have changed the item
-            table = backend.tables.get(table_name)
-            slot = _slot(backend, {"TableName": table_name, "Key": key}) if table is not None else None
-            if table is not None and slot is not None:
-                _indexed(table, _live(table, (slot[1], slot[2])))
+            slot = _slot(backend, {"TableName": table_name, "Key": key})
+            if slot is not None:
+                table, hash_value, range_value = slot
+                _indexed(table, _live(table, (hash_value, range_value)))
 
     return indexing
 
