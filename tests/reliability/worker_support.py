@@ -42,11 +42,12 @@ def wait_until(probe: Callable[[], T], what: str, timeout: float = 30.0, interva
 
 
 def process_gone(pid: int) -> bool:
-    """The process has exited (reaped, or a zombie its parent has yet to reap). Linux."""
+    """The process has exited (reaped, or a zombie its parent has yet to reap). Linux. Reading
+    the stat file of a process reaped after the open fails with ESRCH: gone as well."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return True
 
 

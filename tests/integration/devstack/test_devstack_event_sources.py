@@ -19,6 +19,7 @@ import pytest
 from devstack.stack import LocalStack
 from tests.integration.devstack.test_devstack_stack import wait_for
 from tests.pipeline import expire_visibility
+from tests.reliability.worker_support import process_gone
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "sources.yaml"
 MAX_INSTANCES = 6
@@ -240,15 +241,6 @@ def test_an_sns_invocation_that_fails_once_succeeds_on_the_retry_and_sends_nothi
 # --- Faults the reliability suite injects (tests/reliability) --------------------------------
 
 
-def _gone(pid: int) -> bool:
-    """The process has exited (reaped, or a zombie waiting for its parent)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-
-
 def visible(stack: LocalStack, queue: str) -> int:
     attributes = stack.client("sqs").get_queue_attributes(
         QueueUrl=stack.resources[queue], AttributeNames=["ApproximateNumberOfMessages"]
@@ -266,7 +258,7 @@ def test_crash_kills_the_running_instance_and_its_batch_comes_back(
     killed = stack.crash("ReservedFunction", every=True)
 
     assert len(killed) == 1
-    wait_for(lambda: _gone(killed[0]), timeout=10)
+    wait_for(lambda: process_gone(killed[0]), timeout=10)
     # The invocation failed with its instance, so the batch was not deleted: once its visibility
     # timeout is over (cut short here) the message runs again, on a new instance.
     wait_for(lambda: expire_visibility(stack.resources["ReservedQueue"]) == 1, timeout=10)
