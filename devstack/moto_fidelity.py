@@ -33,6 +33,17 @@ second after ~2,000 messages (py-spy on moto's process), without changing any an
 - each message a ReceiveMessage returned asked for the queue's ``MessageRetentionPeriod``
   through ``get_queue_attributes``, which computes every attribute three times, each count
   going through every message in the queue. The retention check here reads the attribute.
+
+Two more were per request, whatever was stored (py-spy on the soak's moto, ~17 % of its CPU):
+
+- ``Queue.attributes`` computed every attribute (the three message counts among them) on each
+  read, and moto reads it for one value: a SendMessage for ``ContentBasedDeduplication``, a
+  GetQueueAttributes naming attributes three times per name. It is now a read-only mapping
+  whose values are computed when read, with the same keys, order and values;
+- the server resolved each request's service by listing moto's package directory and trying
+  every service's URL pattern (``get_backend_for_host``). The answer depends on the host
+  name only, so it is remembered per host; and each action listed its response class's
+  methods through ``inspect.getmembers``, now listed once per class.
 """
 
 from __future__ import annotations
@@ -40,17 +51,20 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import json
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import moto.core.responses as moto_responses
 import moto.dynamodb.models as moto_dynamodb
-from moto.core.utils import unix_time
+from moto.core.utils import camelcase_to_underscores, unix_time
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
-from moto.sqs.models import Message, SQSBackend
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.sqs.models import Message, Queue, SQSBackend
 
 _LOCK = threading.RLock()
 _ITEM_OPERATIONS = (
@@ -144,8 +158,9 @@ def _item_backup(transact: Callable[..., Any]) -> Callable[..., Any]:
 
 def make_dynamodb_atomic() -> None:
     """Idempotent: wraps each item operation of moto's DynamoDB backend once (and keeps the
-    stream of a table a cancelled transaction rolled back); index queries read one partition
-    and SQS's retention check one attribute (see the module's docstring)."""
+    stream of a table a cancelled transaction rolled back); index queries read one partition,
+    SQS reads the queue attributes it asks for, and the server resolves a host's service once
+    (see the module's docstring)."""
     for name in _ITEM_OPERATIONS:
         operation = getattr(DynamoDBBackend, name)
         if not getattr(operation, "__hub_serialized__", False):
@@ -159,6 +174,13 @@ def make_dynamodb_atomic() -> None:
         Table.put_item = _indexing_put(Table.put_item)  # type: ignore[method-assign]
         Table.query = _index_query(Table.query)  # type: ignore[method-assign]
     SQSBackend.is_message_valid_based_on_retention_period = _within_retention  # type: ignore[method-assign,assignment]
+    if not isinstance(Queue.__dict__["attributes"], _LazyQueueAttributesProperty):
+        Queue.attributes = _LazyQueueAttributesProperty()  # type: ignore[method-assign,assignment]
+    if not hasattr(moto_responses.method_names_from_class, "cache_info"):
+        moto_responses.method_names_from_class = functools.cache(moto_responses.method_names_from_class)
+    lookup = DomainDispatcherApplication.get_backend_for_host
+    if not getattr(lookup, "__hub_remembered__", False):
+        DomainDispatcherApplication.get_backend_for_host = _remembered(lookup)  # type: ignore[method-assign]
 
 
 # --- Index queries: one partition's items, not the whole table --------------------------------
@@ -277,3 +299,63 @@ def _within_retention(backend: SQSBackend, queue_name: str, message: Message) ->
     """moto's check, reading the one attribute it needs (same answer)."""
     retention = int(getattr(backend.get_queue(queue_name), "message_retention_period"))  # noqa: B009
     return retention + message.sent_timestamp / 1000 > unix_time()  # type: ignore[operator]
+
+
+# --- SQS: a queue's attributes, each computed when read ---------------------------------------
+
+
+class QueueAttributes(Mapping[str, Any]):
+    """What moto's ``Queue.attributes`` returns (same keys in the same order, same values), each
+    value computed when it is read: the message counts go through every message."""
+
+    def __init__(self, queue: Queue) -> None:
+        self._queue = queue
+        names = list(queue.BASE_ATTRIBUTES)
+        if queue.fifo_queue:
+            names += queue.FIFO_ATTRIBUTES
+        if queue.kms_master_key_id:  # type: ignore[attr-defined]
+            names += queue.KMS_ATTRIBUTES
+        self._names = dict.fromkeys(names)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
+        queue = self._queue
+        if name == "RedrivePolicy" and queue.redrive_policy:
+            return json.dumps(queue.redrive_policy)
+        value = getattr(queue, camelcase_to_underscores(name))
+        return str(value).lower() if isinstance(value, bool) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+#: moto's own property, for the fidelity test's comparison.
+moto_queue_attributes = Queue.__dict__["attributes"]
+
+
+class _LazyQueueAttributesProperty:
+    def __get__(self, queue: Queue | None, owner: type[Queue]) -> Any:
+        return self if queue is None else QueueAttributes(queue)
+
+
+# --- The server: one service lookup per host name ---------------------------------------------
+
+
+def _remembered(lookup: Callable[[DomainDispatcherApplication, str | None], Any]) -> Callable[..., Any]:
+    known: dict[str | None, Any] = {}
+
+    @functools.wraps(lookup)
+    def get_backend_for_host(dispatcher: DomainDispatcherApplication, host: str | None) -> Any:
+        if host in known:
+            return known[host]
+        backend = lookup(dispatcher, host)
+        if len(known) < 1024:  # a bound: a request's Host header is the caller's to choose
+            known[host] = backend
+        return backend
+
+    get_backend_for_host.__hub_remembered__ = True  # type: ignore[attr-defined]
+    return get_backend_for_host

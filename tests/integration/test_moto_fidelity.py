@@ -252,3 +252,108 @@ def test_a_receive_skips_a_message_past_the_queue_retention(monkeypatch: pytest.
 
         monkeypatch.setattr(fidelity, "unix_time", lambda: 10**12)
         assert sqs.receive_message(QueueUrl=url, VisibilityTimeout=0).get("Messages", []) == []
+
+
+def test_queue_attributes_are_moto_s_own_and_a_send_computes_no_message_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in AWS_TEST_ENV.items():
+        monkeypatch.setenv(name, value)
+    make_dynamodb_atomic()
+    import moto.sqs.models as moto_sqs  # noqa: PLC0415
+
+    from devstack.moto_fidelity import moto_queue_attributes  # noqa: PLC0415
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dlq = sqs.create_queue(QueueName="attributes-dlq")["QueueUrl"]
+        dlq_arn = "arn:aws:sqs:us-east-1:123456789012:attributes-dlq"
+        urls = [
+            dlq,
+            sqs.create_queue(
+                QueueName="attributes-std",
+                Attributes={
+                    "DelaySeconds": "2",
+                    "RedrivePolicy": f'{{"deadLetterTargetArn": "{dlq_arn}", "maxReceiveCount": 3}}',
+                    "Policy": '{"Version": "2012-10-17", "Statement": []}',
+                },
+            )["QueueUrl"],
+            sqs.create_queue(
+                QueueName="attributes.fifo",
+                Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+            )["QueueUrl"],
+            sqs.create_queue(QueueName="attributes-kms", Attributes={"KmsMasterKeyId": "alias/aws/sqs"})[
+                "QueueUrl"
+            ],
+        ]
+        sqs.send_message(QueueUrl=urls[1], MessageBody="delayed")
+        sqs.send_message(QueueUrl=urls[1], MessageBody="visible", DelaySeconds=0)
+        sqs.send_message(QueueUrl=urls[2], MessageBody="one", MessageGroupId="g")
+        sqs.send_message(QueueUrl=urls[2], MessageBody="one", MessageGroupId="g")  # deduplicated
+        sqs.receive_message(QueueUrl=urls[2])  # in flight
+        backend = moto_sqs.sqs_backends["123456789012"]["us-east-1"]
+        for url in urls:
+            queue = backend.get_queue(url.rsplit("/", 1)[1])
+            own = moto_queue_attributes.fget(queue)
+            assert list(queue.attributes.items()) == list(own.items())
+            assert sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"] == {
+                key: str(value) for key, value in own.items() if value is not None
+            }
+        assert backend.get_queue("attributes.fifo").attributes["ApproximateNumberOfMessagesNotVisible"] == 1
+        assert "ContentBasedDeduplication" not in backend.get_queue("attributes-std").attributes
+
+        def counted(queue: Any) -> int:
+            raise AssertionError("a message count was computed")
+
+        monkeypatch.setattr(moto_sqs.Queue, "approximate_number_of_messages", property(counted))
+        sqs.send_message(QueueUrl=urls[1], MessageBody="sent without counting")
+        sqs.send_message(QueueUrl=urls[2], MessageBody="two", MessageGroupId="g")
+        arn = sqs.get_queue_attributes(QueueUrl=urls[1], AttributeNames=["QueueArn"])["Attributes"]
+        assert arn == {"QueueArn": "arn:aws:sqs:us-east-1:123456789012:attributes-std"}
+
+
+def test_the_server_resolves_each_host_s_service_once_with_moto_s_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    make_dynamodb_atomic()
+    import moto.backends as moto_backends  # noqa: PLC0415
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication  # noqa: PLC0415
+
+    dispatcher = DomainDispatcherApplication(create_app=lambda service: None)  # type: ignore[arg-type,return-value]
+    lookup = DomainDispatcherApplication.get_backend_for_host
+    hosts = [
+        "sqs.us-east-1.amazonaws.com",
+        "dynamodb",
+        "dynamodbstreams",
+        "scheduler.us-east-1.amazonaws.com",
+        "monitoring.us-east-1.amazonaws.com",
+        "moto_api",
+        None,
+    ]
+    moto_s = getattr(lookup, "__wrapped__")  # noqa: B009 - moto's own lookup, under the memo
+    assert [lookup(dispatcher, host) for host in hosts] == [moto_s(dispatcher, host) for host in hosts]
+    assert lookup(dispatcher, "sqs.us-east-1.amazonaws.com") == "sqs"
+
+    listed = []
+    modules = moto_backends.list_of_moto_modules
+
+    def counting() -> Any:
+        listed.append(1)
+        return modules()
+
+    monkeypatch.setattr(moto_backends, "list_of_moto_modules", counting)
+    for _ in range(3):
+        assert lookup(dispatcher, "logs.eu-west-1.amazonaws.com") == "logs"
+    assert len(listed) == 1
+
+
+def test_a_response_class_s_actions_are_listed_once_as_moto_lists_them() -> None:
+    make_dynamodb_atomic()
+    import moto.core.responses as moto_responses  # noqa: PLC0415
+    from moto.core.utils import method_names_from_class  # noqa: PLC0415
+    from moto.sqs.responses import SQSResponse  # noqa: PLC0415
+
+    listed = moto_responses.method_names_from_class(SQSResponse)
+    assert listed == method_names_from_class(SQSResponse)
+    assert "receive_message" in listed
+    assert moto_responses.method_names_from_class(SQSResponse) is listed
