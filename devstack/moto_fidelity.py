@@ -44,6 +44,14 @@ Two more were per request, whatever was stored (py-spy on the soak's moto, ~17 %
   every service's URL pattern (``get_backend_for_host``). The answer depends on the host
   name only, so it is remembered per host; and each action listed its response class's
   methods through ``inspect.getmembers``, now listed once per class.
+
+The largest per-request cost left was moto's response serializer (a third of the soak's moto
+CPU, py-spy sampling the thread holding the GIL): for each member of each structure, a
+DynamoDB attribute value's ten among them, it asked six alias providers, new objects each
+time, which names the member may have on the Python object. Those names depend on the
+object's class, the member's name and its botocore shape (with the structure it is in), all
+fixed: they are remembered per (picker, class, member, shape), unless the object carries
+aliases of its own (an instance ``Meta``), which is asked every time as before.
 """
 
 from __future__ import annotations
@@ -54,11 +62,12 @@ import inspect
 import json
 import threading
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import moto.core.responses as moto_responses
 import moto.dynamodb.models as moto_dynamodb
+from moto.core.serialize import AttributePicker, AttributePickerContext, XFormedAttributePicker
 from moto.core.utils import camelcase_to_underscores, unix_time
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
@@ -178,6 +187,9 @@ def make_dynamodb_atomic() -> None:
         Queue.attributes = _LazyQueueAttributesProperty()  # type: ignore[method-assign,assignment]
     if not hasattr(moto_responses.method_names_from_class, "cache_info"):
         moto_responses.method_names_from_class = functools.cache(moto_responses.method_names_from_class)
+    for picker in (AttributePicker, XFormedAttributePicker):
+        if not getattr(picker.__dict__["get_possible_keys"], "__hub_remembered__", False):
+            picker.get_possible_keys = _remembered_keys(picker.__dict__["get_possible_keys"])  # type: ignore[method-assign,assignment]
     lookup = DomainDispatcherApplication.get_backend_for_host
     if not getattr(lookup, "__hub_remembered__", False):
         DomainDispatcherApplication.get_backend_for_host = _remembered(lookup)  # type: ignore[method-assign]
@@ -359,3 +371,40 @@ def _remembered(lookup: Callable[[DomainDispatcherApplication, str | None], Any]
 
     get_backend_for_host.__hub_remembered__ = True  # type: ignore[attr-defined]
     return get_backend_for_host
+
+
+# --- The serializer: a member's possible names, once per class, member and shape -------------
+
+#: Entries kept before the memo starts over (shapes are botocore's cached model objects).
+_KEYS_BOUND = 100_000
+
+
+def _remembered_keys(
+    possible_keys: Callable[[AttributePicker, AttributePickerContext], Iterable[str]],
+) -> Callable[[AttributePicker, AttributePickerContext], tuple[str, ...]]:
+    known: dict[tuple[Any, ...], tuple[str, ...]] = {}
+
+    @functools.wraps(possible_keys)
+    def get_possible_keys(picker: AttributePicker, context: AttributePickerContext) -> tuple[str, ...]:
+        obj = context.obj
+        if "Meta" in getattr(obj, "__dict__", ()):  # aliases of this object's own
+            return tuple(possible_keys(picker, context))
+        shape = context.shape
+        memo = (
+            type(picker),
+            tuple(picker.alias_providers),
+            type(obj),
+            context.key,
+            shape,
+            getattr(shape, "parent", None),
+        )
+        keys = known.get(memo)
+        if keys is None:
+            keys = tuple(possible_keys(picker, context))
+            if len(known) >= _KEYS_BOUND:
+                known.clear()
+            known[memo] = keys
+        return keys
+
+    get_possible_keys.__hub_remembered__ = True  # type: ignore[attr-defined]
+    return get_possible_keys

@@ -357,3 +357,79 @@ def test_a_response_class_s_actions_are_listed_once_as_moto_lists_them() -> None
     assert listed == method_names_from_class(SQSResponse)
     assert "receive_message" in listed
     assert moto_responses.method_names_from_class(SQSResponse) is listed
+
+
+RICH_ITEM = {
+    "PK": {"S": "rich"},
+    "text": {"S": "naïve"},
+    "number": {"N": "12.50"},
+    "blob": {"B": b"\x00\x01"},
+    "texts": {"SS": ["a", "b"]},
+    "numbers": {"NS": ["1", "2"]},
+    "blobs": {"BS": [b"x", b"y"]},
+    "nested": {"M": {"list": {"L": [{"S": "x"}, {"NULL": True}, {"BOOL": False}, {"M": {}}]}}},
+    "flag": {"BOOL": True},
+    "nothing": {"NULL": True},
+}
+
+
+def _answers(dynamodb: Any, streams: Any, arn: str, sqs: Any, queue: str) -> list[Any]:
+    """What the serializer turns into responses: an item of every type, the stream's records
+    with both images, a message with attributes."""
+    item = dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "rich"}})["Item"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    records = streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    sqs.send_message(
+        QueueUrl=queue,
+        MessageBody="body",
+        MessageAttributes={
+            "kind": {"DataType": "String", "StringValue": "order"},
+            "raw": {"DataType": "Binary", "BinaryValue": b"\x01"},
+        },
+    )
+    received = sqs.receive_message(
+        QueueUrl=queue, AttributeNames=["All"], MessageAttributeNames=["All"], VisibilityTimeout=0
+    )["Messages"][0]
+    sqs.delete_message(QueueUrl=queue, ReceiptHandle=received["ReceiptHandle"])
+    for volatile in ("MessageId", "ReceiptHandle", "Attributes"):
+        received.pop(volatile)
+    return [item, [(r["eventName"], r["dynamodb"]) for r in records], received]
+
+
+def test_the_serializer_names_members_as_moto_does_and_asks_the_alias_providers_once(
+    stream: tuple[Any, Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.core import serialize  # noqa: PLC0415
+
+    dynamodb, streams, arn = stream
+    dynamodb.put_item(TableName=TABLE, Item=RICH_ITEM)
+    dynamodb.update_item(
+        TableName=TABLE,
+        Key={"PK": {"S": "rich"}},
+        UpdateExpression="SET #n = :n",
+        ExpressionAttributeNames={"#n": "number"},
+        ExpressionAttributeValues={":n": {"N": "13"}},
+    )
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    queue = sqs.create_queue(QueueName="serialized")["QueueUrl"]
+    remembered = _answers(dynamodb, streams, arn, sqs, queue)
+
+    built = []
+    providers_init = serialize.AttributeAliasProvider.__init__
+
+    def counting(provider: Any, context: Any) -> None:
+        built.append(type(provider).__name__)
+        providers_init(provider, context)
+
+    monkeypatch.setattr(serialize.AttributeAliasProvider, "__init__", counting)
+    assert _answers(dynamodb, streams, arn, sqs, queue) == remembered
+    assert built == []  # every member's names came from the memo
+
+    for picker in (serialize.AttributePicker, serialize.XFormedAttributePicker):
+        monkeypatch.setattr(picker, "get_possible_keys", picker.__dict__["get_possible_keys"].__wrapped__)
+    assert _answers(dynamodb, streams, arn, sqs, queue) == remembered  # moto's own naming
+    assert built != []
+    assert remembered[0]["nested"] == RICH_ITEM["nested"]
+    assert remembered[0]["blob"] == {"B": b"\x00\x01"}
+    assert [name for name, _ in remembered[1]] == ["INSERT", "MODIFY"]
