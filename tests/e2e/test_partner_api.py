@@ -44,16 +44,29 @@ def test_fifty_concurrent_identical_requests_over_http(api: httpx.Client, local_
     body = unique_body()
     headers = {"Idempotency-Key": f"burst-{uuid.uuid4()}"} if with_key else {}
 
-    def post(_: int) -> httpx.Response:
-        # On a loaded 2-core CI machine the local stack took over 30 s (the fixture's timeout) for
-        # the 50. The test is about the answers, not their speed.
-        return api.post("/api/edi-hub/receive-message", json=body, headers=headers, timeout=180)
+    def post(_: int) -> tuple[int | None, httpx.Response]:
+        """One partner request as the README's contract has it: a 5xx means safe to resend, so a
+        5xx is resent (an overloaded 2-core machine can time an ingest out). Returns the 5xx
+        answered first, if any, and the last answer. On a loaded CI machine the 50 took over 30 s
+        (the fixture's timeout): the test is about the answers, not their speed."""
+        failed = None
+        for _attempt in range(5):
+            answer = api.post("/api/edi-hub/receive-message", json=body, headers=headers, timeout=180)
+            if answer.status_code < 500:
+                break
+            failed = answer.status_code
+        return failed, answer
 
     with ThreadPoolExecutor(max_workers=50) as pool:
-        answers = list(pool.map(post, range(50)))
+        results = list(pool.map(post, range(50)))
+    answers = [answer for _, answer in results]
+    resent = [failed for failed, _ in results if failed is not None]
 
-    assert [a.status_code for a in answers].count(202) == 1
-    assert {a.status_code for a in answers} <= {200, 202}
+    codes = [a.status_code for a in answers]
+    assert set(codes) <= {200, 202}
+    # One request stored the message (202). Only if that one's answer was lost to a 5xx does its
+    # resend read the stored message (200), and then no 202 is left.
+    assert codes.count(202) == 1 or (codes.count(202) == 0 and resent)
     ids = {a.json()["message_id"] for a in answers}
     assert len(ids) == 1
     # Exactly one message item exists for that payload (all 50 share it; it is small, so it is
