@@ -154,6 +154,14 @@ class Destination:
                     po_number = str(json.loads(body).get("po_number", ""))
                 except ValueError:
                     po_number = ""
+                if len(body) < length or not po_number:
+                    # A request cut short (its worker was killed while sending it) or not an
+                    # order: a real destination applies nothing of it. The 10,000 run of
+                    # 2026-12-01 counted one such request as applied under no po_number.
+                    self.close_connection = True
+                    with destination._lock:
+                        destination.answered["incomplete"] += 1
+                    return
                 with destination._lock:
                     destination.requests[key] += 1
                     destination.keys_of[po_number].add(key)
