@@ -168,7 +168,8 @@ def _item_backup(transact: Callable[..., Any]) -> Callable[..., Any]:
 def make_dynamodb_atomic() -> None:
     """Idempotent: wraps each item operation of moto's DynamoDB backend once (and keeps the
     stream of a table a cancelled transaction rolled back); index queries read one partition,
-    SQS reads the queue attributes it asks for, and the server resolves a host's service once
+    SQS reads the queue attributes it asks for, the server resolves a host's service and lists a
+    response class's actions once, and the serializer remembers each member's possible names
     (see the module's docstring)."""
     for name in _ITEM_OPERATIONS:
         operation = getattr(DynamoDBBackend, name)
