@@ -26,7 +26,9 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.connection_state import DynamoConnectionStates
 from hub.adapters.dynamo.table import Table
 from hub.config import settings
+from hub.delivery.breaker import release_page_key
 from hub.delivery.gate import ConnectionJob, JobKind
+from hub.delivery.release import RELEASE_PAGE_LEASE
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
 from hub.outbox.events import OutboxEvent
@@ -213,6 +215,37 @@ class TestPause:
         for index, at in enumerate(arrivals):
             assert index + 1 <= RATE * (int(at) + 1), (index, at)
         assert arrivals[-1] >= 100 / RATE - 1
+
+    def test_a_release_page_left_claimed_by_a_dead_run_is_released_when_the_claim_runs_out(
+        self, connected, tenancy, api, ingest_api, worker, destination
+    ):
+        """A release run killed mid-page leaves its claim: the job's next copy (SQS redelivers it,
+        maybe before the claim ends) must come back later, not drop the page (the soak's
+        30-second visibility stranded two held messages that way)."""
+        api("POST", f"/api/admin/connections/{CONNECTION}/pause")
+        ids = [order(ingest_api, tenancy, n) for n in range(3)]
+        worker()
+        assert destination.requests == []
+        states = DynamoConnectionStates(connected.table)
+        generation = states.get(CONNECTION).release_generation + 1
+        # The run that died: it claimed the resume's first page, with 3 s of its claim left.
+        dead_run_at = datetime.now(UTC) - RELEASE_PAGE_LEASE + timedelta(seconds=3)
+
+        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume")
+        assert resumed.status == 200, resumed.body
+        assert states.get(CONNECTION).release_generation == generation
+        page = release_page_key(generation, None)
+        claim = states.claim_release_page(CONNECTION, generation, page, dead_run_at, RELEASE_PAGE_LEASE)
+        assert claim.claimed
+        worker(include_delayed=False, settle=False, max_batches=5)
+        assert destination.requests == []  # the page is the dead run's until its claim ends
+        assert _queued() == 1  # the job waits for it, delayed
+
+        run_in_real_time(worker, destination, 3)
+
+        assert keys_seen(destination) == Counter(dict.fromkeys(ids, 1))
+        assert {status(connected, m)["pipeline_status"] for m in ids} == {"sent"}
+        assert items(connected, f"HELD#{CONNECTION}") == []
 
     def test_a_held_message_cancelled_stops_waiting(
         self, connected, tenancy, api, ingest_api, worker, destination

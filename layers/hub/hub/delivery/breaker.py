@@ -58,6 +58,16 @@ DEFAULT_POLICY = BreakerPolicy()
 
 
 @dataclass(frozen=True)
+class PageClaim:
+    """A release job's claim on its page of the held set: `claimed`, or not; when not, the end
+    of the live claim of the run that holds the page (None: the page is done or a newer release
+    started, so nothing is left to do)."""
+
+    claimed: bool
+    busy_until: datetime | None = None
+
+
+@dataclass(frozen=True)
 class ConnectionState:
     """What the worker reads before a delivery (one item per connection; absent = all clear)."""
 

@@ -23,6 +23,7 @@ from hub.delivery.breaker import (
     RELEASE_DONE,
     Circuit,
     ConnectionState,
+    PageClaim,
     release_page_key,
     release_page_size,
     release_plan,
@@ -36,8 +37,9 @@ logger = logging.getLogger(__name__)
 #: Pointers read to find the probe's message.
 _PROBE_LOOKAHEAD = 10
 _MAX_SQS_DELAY = 900
-#: How long a release job holds its page: longer than a page takes, shorter than the pipeline
-#: queue's visibility timeout (a crashed job's redelivery finds the page free again).
+#: How long a release job holds its page: longer than a page takes. A copy of the job that finds
+#: the page held comes back when this runs out, so a run that died with the page cannot strand it
+#: (whatever the pipeline queue's visibility timeout).
 RELEASE_PAGE_LEASE = timedelta(seconds=120)
 
 
@@ -57,7 +59,7 @@ class HeldSet(Protocol):
     def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
     def claim_release_page(
         self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
-    ) -> bool: ...
+    ) -> PageClaim: ...
     def advance_release(self, connection_id: str, page: str, following: str) -> None: ...
 
 
@@ -85,10 +87,19 @@ class Releaser:
                 logger.info("release stopped", extra={**ids, "held_reason": state.holding})
                 return "stopped"
             page = release_page_key(job.generation, job.cursor)
-            if not self._held.claim_release_page(
-                job.connection_id, job.generation, page, self._clock(), RELEASE_PAGE_LEASE
-            ):
-                logger.info("release page taken or done: duplicate job dropped", extra=ids)
+            now = self._clock()
+            claim = self._held.claim_release_page(
+                job.connection_id, job.generation, page, now, RELEASE_PAGE_LEASE
+            )
+            if claim.busy_until is not None:
+                # Held by another run: if that run died with it, nobody else would release the
+                # page, so this copy comes back once the claim has run out (a done page drops it).
+                wait = int((claim.busy_until - now).total_seconds()) + 1
+                self._queue.publish_job(job, delay_seconds=min(max(wait, 1), _MAX_SQS_DELAY))
+                logger.info("release page busy: job delayed until its claim ends", extra=ids)
+                return "busy"
+            if not claim.claimed:
+                logger.info("release page done: duplicate job dropped", extra=ids)
                 return "duplicate"
             released = self._release_page(job, page)
             logger.info("held messages released", extra={**ids, "released": released})

@@ -23,7 +23,7 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.messages import record_from
 from hub.adapters.dynamo.outbox import event_put
 from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
-from hub.delivery.breaker import BreakerPolicy, Circuit, ConnectionState, release_page_key
+from hub.delivery.breaker import BreakerPolicy, Circuit, ConnectionState, PageClaim, release_page_key
 from hub.domain.message import MessageRecord
 from hub.outbox.events import EventType, OutboxEvent
 
@@ -249,9 +249,10 @@ class DynamoConnectionStates:
 
     def claim_release_page(
         self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
-    ) -> bool:
-        """Claims the release's next page `page` of `generation` for `lease` (False: another
-        copy of the job has it, or it was released already, or a newer release started)."""
+    ) -> PageClaim:
+        """Claims the release's next page `page` of `generation` for `lease`. Not claimed: the
+        page was released already or a newer release started (nothing to do), or a run holds it
+        until `busy_until` (another copy of the job, or a run that died with it)."""
         update = Update().set(release_lease_until=format_ts(now + lease))
         update.where(f"{update.name('release_generation')} = {update.value(generation)}")
         update.where(f"{update.name('release_page')} = {update.value(page)}")
@@ -259,9 +260,13 @@ class DynamoConnectionStates:
         update.where(f"attribute_not_exists({until}) OR {until} < {update.value(format_ts(now))}")
         try:
             self._table.update(keys.connection_state_key(connection_id), update)
-        except ConditionFailed:
-            return False
-        return True
+        except ConditionFailed as failed:
+            old = failed.old or {}
+            held_until = old.get("release_lease_until")
+            if old.get("release_generation") == generation and old.get("release_page") == page and held_until:
+                return PageClaim(claimed=False, busy_until=datetime.fromisoformat(str(held_until)))
+            return PageClaim(claimed=False)
+        return PageClaim(claimed=True)
 
     def advance_release(self, connection_id: str, page: str, following: str) -> None:
         """The page `page` is released: the release goes on with `following`."""

@@ -60,7 +60,10 @@ class DynamoExecutions:
         try:
             item = self._table.update(keys.message_key(step.message_id), update)
         except ConditionFailed as failed:
-            return _refusal(step, failed.old, now)
+            if failed.old is None or failed.old.get("lease_owner") != owner:
+                return _refusal(step, failed.old, now)
+            # Our own take: the SDK resent it after a lost answer (owner is new per run).
+            item = failed.old
         return Taken(
             record=record_from(item),
             owner=owner,
@@ -86,6 +89,8 @@ class DynamoExecutions:
         try:
             return record_from(self._table.update(keys.message_key(record.message_id), update))
         except ConditionFailed as failed:
+            if failed.old is not None and _finished_by_this_run(failed.old, taken, outcome):
+                return record_from(failed.old)
             raise LeaseLost(record_from(failed.old) if failed.old else None) from failed
 
     def release(self, taken: Taken, now: datetime) -> None:
@@ -216,3 +221,19 @@ def _refusal(step: StepMessage, old: dict[str, Any] | None, now: datetime) -> Re
         recent = now - current.completed_at < rules.RECENT_COMPLETION
         return Refusal(Refused.RECENTLY_COMPLETED if recent else Refused.EXECUTION_FINISHED, current)
     return Refusal(Refused.BUSY, current)
+
+
+def _finished_by_this_run(item: dict[str, Any], taken: Taken, outcome: Outcome) -> bool:
+    """Whether the finishing update that failed its condition had already been applied: the SDK
+    resends a request whose answer was lost (a read timeout), and the resend finds the lease it
+    gave back. Exactly one write since the take (the version one on), and it released the lease,
+    moved the sequence on and reached the outcome: ours, since nothing else can move the sequence
+    while our lease is live (5 minutes; the SDK's resends come within seconds). Seen in the
+    10,000-message soak: read as "lease lost", the retry's schedule was never created."""
+    record = taken.record
+    return (
+        "lease_owner" not in item
+        and int(item.get("version", -1)) == record.version + 1
+        and int(item.get("step_seq", -1)) == record.step_seq + 1
+        and (outcome.target is None or item.get("pipeline_status") == outcome.target.value)
+    )
