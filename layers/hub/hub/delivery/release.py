@@ -94,8 +94,7 @@ class Releaser:
             if claim.busy_until is not None:
                 # Held by another run: if that run died with it, nobody else would release the
                 # page, so this copy comes back once the claim has run out (a done page drops it).
-                wait = int((claim.busy_until - now).total_seconds()) + 1
-                self._queue.publish_job(job, delay_seconds=min(max(wait, 1), _MAX_SQS_DELAY))
+                self._again_at(job, claim.busy_until, now)
                 logger.info("release page busy: job delayed until its claim ends", extra=ids)
                 return "busy"
             if not claim.claimed:
@@ -129,13 +128,17 @@ class Releaser:
         self._held.advance_release(job.connection_id, page, following)
         return len(ready)
 
+    def _again_at(self, job: ConnectionJob, at: datetime, now: datetime) -> None:
+        """Sends `job` again, to run just after `at` (SQS delays by at most 15 minutes)."""
+        wait = int((at - now).total_seconds()) + 1
+        self._queue.publish_job(job, delay_seconds=min(max(wait, 1), _MAX_SQS_DELAY))
+
     def _probe(self, job: ConnectionJob, state: ConnectionState, ids: Mapping[str, object]) -> str:
         if state.circuit is not Circuit.OPEN or state.opened_count != job.generation:
             return "stale"
         now = self._clock()
         if state.probe_at is not None and state.probe_at > now:
-            wait = int((state.probe_at - now).total_seconds()) + 1
-            self._queue.publish_job(job, delay_seconds=min(wait, _MAX_SQS_DELAY))
+            self._again_at(job, state.probe_at, now)
             return "early"
         pointers, _ = self._held.held_page(job.connection_id, _PROBE_LOOKAHEAD, None)
         records = self._held.held_messages([p.message_id for p in pointers])
