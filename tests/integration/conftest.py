@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ import pytest
 from moto import mock_aws
 
 from hub import wiring
-from hub.adapters.aws import reset_clients
+from hub.adapters.aws import client, reset_clients
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.adapters.kms import KmsDataKeys
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
@@ -212,3 +212,29 @@ def mtls_server(pki: Pki, tmp_path) -> Iterator[SoapServer]:
     ca, cert, key = pki.write_server_files(tmp_path)
     with SoapServer(ca, cert, key) as running:
         yield running
+
+
+@pytest.fixture
+def resend_once() -> Iterator[Callable[[Callable[[dict[str, Any]], bool]], list[dict[str, Any]]]]:
+    """`resend_once(wanted)`: the first UpdateItem whose request `wanted(body)` is sent twice,
+    the second time after the first was applied. Returns the list of the resent requests."""
+    events = client("dynamodb").meta.events
+    hooks: list[Callable[..., Any]] = []
+
+    def arm(wanted: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        resent: list[dict[str, Any]] = []
+
+        def lose_the_answer(request_dict: dict[str, Any], attempts: int, **_: Any) -> int | None:
+            body = json.loads(request_dict["body"])
+            if resent or attempts > 1 or not wanted(body):
+                return None
+            resent.append(body)
+            return 0  # retry now, as after a read timeout
+
+        events.register("needs-retry.dynamodb.UpdateItem", lose_the_answer)
+        hooks.append(lose_the_answer)
+        return resent
+
+    yield arm
+    for hook in hooks:
+        events.unregister("needs-retry.dynamodb.UpdateItem", hook)

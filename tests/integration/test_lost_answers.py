@@ -13,43 +13,13 @@ The loss is made real on moto: botocore is told, once, that the applied request 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pytest
-
-from hub.adapters.aws import client
 from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer
 from tests.pipeline import configure, schedules, send, status
 
 AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=2)
-
-
-@pytest.fixture
-def resend_once() -> Iterator[Callable[[Callable[[dict[str, Any]], bool]], list[dict[str, Any]]]]:
-    """`resend_once(wanted)`: the first UpdateItem whose request `wanted(body)` is sent twice,
-    the second time after the first was applied. Returns the list of the resent requests."""
-    events = client("dynamodb").meta.events
-    hooks: list[Callable[..., Any]] = []
-
-    def arm(wanted: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
-        resent: list[dict[str, Any]] = []
-
-        def lose_the_answer(request_dict: dict[str, Any], attempts: int, **_: Any) -> int | None:
-            body = json.loads(request_dict["body"])
-            if resent or attempts > 1 or not wanted(body):
-                return None
-            resent.append(body)
-            return 0  # retry now, as after a read timeout
-
-        events.register("needs-retry.dynamodb.UpdateItem", lose_the_answer)
-        hooks.append(lose_the_answer)
-        return resent
-
-    yield arm
-    for hook in hooks:
-        events.unregister("needs-retry.dynamodb.UpdateItem", hook)
 
 
 def _is_take(body: dict[str, Any]) -> bool:

@@ -343,6 +343,42 @@ class TestBreaker:
         assert {status(connected, m)["pipeline_status"] for m in failed} == {"sent"}
         assert len(destination.requests) == 11 + 19 + 11
 
+    def test_a_failed_probe_whose_answer_was_lost_still_schedules_the_next_probe(
+        self, connected, tenancy, ingest_api, worker, destination, resend_once
+    ):
+        destination.script(Answer(status=503))
+        ids = [order(ingest_api, tenancy, n) for n in range(12)]
+        worker()
+        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
+            f"probe-{CONNECTION}-1"
+        ]
+        cooldown_passes(connected)
+        # The probe fails; the update that reopens the breaker is applied, its answer lost and
+        # the SDK sends it again, which finds the probe already given back.
+        resent = resend_once(_is_reopen)
+        assert fire(connected, "probe-") == 1
+        worker()
+
+        assert len(resent) == 1
+        state = DynamoConnectionStates(connected.table).get(CONNECTION)
+        assert (state.circuit.value, state.cooldown_seconds, state.probe_message) == (
+            "open",
+            2 * COOLDOWN,
+            None,
+        )
+        # Not read as another's: the next probe is scheduled, so the held ones are not left waiting.
+        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
+            f"probe-{CONNECTION}-2"
+        ]
+        # Ten attempts opened it, the eleventh was the probe: the twelfth still waits, held.
+        assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 1
+
+
+def _is_reopen(body: dict[str, Any]) -> bool:
+    """The UpdateItem that gives a failed probe back and sets the next probe time."""
+    names = json.dumps(body.get("ExpressionAttributeNames", {}))
+    return "REMOVE" in body.get("UpdateExpression", "") and "probe_message" in names and "cooldown" in names
+
 
 def cooldown_passes(stack) -> None:
     """The open breaker's cool-down is over: its stored `probe_at` moves to a second ago (time

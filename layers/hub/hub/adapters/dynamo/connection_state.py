@@ -188,9 +188,8 @@ class DynamoConnectionStates:
     ) -> ConnectionState | None:
         """The probe `message_id` failed: the breaker stays open, the next probe after the
         longer cool-down (no event: the state did not change)."""
-        update = Update().set(
-            probe_at=format_ts(now + timedelta(seconds=cooldown_seconds)), cooldown_seconds=cooldown_seconds
-        )
+        probe_at = format_ts(now + timedelta(seconds=cooldown_seconds))
+        update = Update().set(probe_at=probe_at, cooldown_seconds=cooldown_seconds)
         update.remove("probe_message", "probe_until").add("opened_count")
         update.where(f"{update.name('circuit')} = {update.value(Circuit.OPEN.value)}")
         update.where(f"{update.name('probe_message')} = {update.value(message_id)}")
@@ -198,7 +197,18 @@ class DynamoConnectionStates:
             return state_from(
                 connection_id, self._table.update(keys.connection_state_key(connection_id), update)
             )
-        except ConditionFailed:
+        except ConditionFailed as failed:
+            # A resend after a lost answer (a read timeout) finds its own write applied: the
+            # probe given back and exactly this next probe time (to the microsecond). Read as
+            # another's, the next probe would never be scheduled and the held messages wait.
+            old = failed.old
+            if (
+                old is not None
+                and old.get("circuit") == Circuit.OPEN.value
+                and "probe_message" not in old
+                and old.get("probe_at") == probe_at
+            ):
+                return state_from(connection_id, old)
             return None
 
     def set_paused(
