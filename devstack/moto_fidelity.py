@@ -52,6 +52,14 @@ time, which names the member may have on the Python object. Those names depend o
 object's class, the member's name and its botocore shape (with the structure it is in), all
 fixed: they are remembered per (picker, class, member, shape), unless the object carries
 aliases of its own (an instance ``Meta``), which is asked every time as before.
+
+One behaviour moto lacks, which the hub relies on after a lost answer: DynamoDB runs a
+TransactWriteItems once per ``ClientRequestToken`` (botocore fills one in and keeps it across
+its resends). A resend within 10 minutes of a successful one answers success and writes
+nothing; one with other parameters is refused (``IdempotentParameterMismatchException``). moto
+ran the resend again, and its conditions, met by the first, cancelled it: the caller read its
+own write as another's (a breaker opened with no probe scheduled). Here successful tokens are
+remembered for those 10 minutes.
 """
 
 from __future__ import annotations
@@ -61,17 +69,21 @@ import functools
 import inspect
 import json
 import threading
+import time
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import moto.core.responses as moto_responses
 import moto.dynamodb.models as moto_dynamodb
+from moto.core.responses import ActionResult
 from moto.core.serialize import AttributePicker, AttributePickerContext, XFormedAttributePicker
 from moto.core.utils import camelcase_to_underscores, unix_time
+from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType, Item
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.sqs.models import Message, Queue, SQSBackend
 
@@ -191,6 +203,9 @@ def make_dynamodb_atomic() -> None:
     for picker in (AttributePicker, XFormedAttributePicker):
         if not getattr(picker.__dict__["get_possible_keys"], "__hub_remembered__", False):
             picker.get_possible_keys = _remembered_keys(picker.__dict__["get_possible_keys"])  # type: ignore[method-assign,assignment]
+    transact = DynamoHandler.transact_write_items
+    if not getattr(transact, "__hub_idempotent__", False):
+        DynamoHandler.transact_write_items = _idempotent_transaction(transact)  # type: ignore[method-assign,assignment]
     lookup = DomainDispatcherApplication.get_backend_for_host
     if not getattr(lookup, "__hub_remembered__", False):
         DomainDispatcherApplication.get_backend_for_host = _remembered(lookup)  # type: ignore[method-assign]
@@ -303,6 +318,51 @@ def _index_query(query: Callable[..., Any]) -> Callable[..., Any]:
 
     partition_query.__hub_indexed__ = True  # type: ignore[attr-defined]
     return partition_query
+
+
+# --- TransactWriteItems: once per ClientRequestToken -----------------------------------------
+
+#: DynamoDB's idempotency window for a transaction's client token.
+TOKEN_WINDOW_SECONDS = 600.0
+#: Token -> (when it succeeded, its TransactItems as JSON), oldest first.
+_TOKENS: dict[str, tuple[float, str]] = {}
+
+
+class IdempotentParameterMismatch(DynamodbException):
+    def __init__(self) -> None:
+        super().__init__(
+            ERROR_TYPE_PREFIX + "IdempotentParameterMismatchException",
+            message="The request uses the same client token as a previous, but non-identical request.",
+        )
+
+
+def _idempotent_transaction(
+    transact: Callable[[DynamoHandler], ActionResult],
+) -> Callable[[DynamoHandler], ActionResult]:
+    @functools.wraps(transact)
+    def once(handler: DynamoHandler) -> ActionResult:
+        token = handler.body.get("ClientRequestToken")
+        if not token:
+            return transact(handler)
+        request = json.dumps(handler.body["TransactItems"], sort_keys=True)
+        with _LOCK:
+            now = time.monotonic()
+            while _TOKENS:
+                oldest = next(iter(_TOKENS))
+                if now - _TOKENS[oldest][0] <= TOKEN_WINDOW_SECONDS:
+                    break
+                del _TOKENS[oldest]
+            seen = _TOKENS.get(token)
+            if seen is not None:
+                if seen[1] != request:
+                    raise IdempotentParameterMismatch()
+                return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+            answer = transact(handler)
+            _TOKENS[token] = (now, request)
+            return answer
+
+    once.__hub_idempotent__ = True  # type: ignore[attr-defined]
+    return once
 
 
 # --- SQS: the retention check without every queue attribute -----------------------------------

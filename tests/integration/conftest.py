@@ -215,13 +215,15 @@ def mtls_server(pki: Pki, tmp_path) -> Iterator[SoapServer]:
 
 
 @pytest.fixture
-def resend_once() -> Iterator[Callable[[Callable[[dict[str, Any]], bool]], list[dict[str, Any]]]]:
-    """`resend_once(wanted)`: the first UpdateItem whose request `wanted(body)` is sent twice,
-    the second time after the first was applied. Returns the list of the resent requests."""
+def resend_once() -> Iterator[Callable[..., list[dict[str, Any]]]]:
+    """`resend_once(wanted, operation="UpdateItem")`: the first DynamoDB request of `operation`
+    for which `wanted(body)` is sent twice, the second time after the first was applied - an
+    answer lost to a read timeout, made real on moto through botocore's `needs-retry` event.
+    Returns the list of the resent requests."""
     events = client("dynamodb").meta.events
-    hooks: list[Callable[..., Any]] = []
+    hooks: list[tuple[str, Callable[..., Any]]] = []
 
-    def arm(wanted: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    def arm(wanted: Callable[[dict[str, Any]], bool], operation: str = "UpdateItem") -> list[dict[str, Any]]:
         resent: list[dict[str, Any]] = []
 
         def lose_the_answer(request_dict: dict[str, Any], attempts: int, **_: Any) -> int | None:
@@ -231,10 +233,11 @@ def resend_once() -> Iterator[Callable[[Callable[[dict[str, Any]], bool]], list[
             resent.append(body)
             return 0  # retry now, as after a read timeout
 
-        events.register("needs-retry.dynamodb.UpdateItem", lose_the_answer)
-        hooks.append(lose_the_answer)
+        event = f"needs-retry.dynamodb.{operation}"
+        events.register(event, lose_the_answer)
+        hooks.append((event, lose_the_answer))
         return resent
 
     yield arm
-    for hook in hooks:
-        events.unregister("needs-retry.dynamodb.UpdateItem", hook)
+    for event, hook in hooks:
+        events.unregister(event, hook)

@@ -172,6 +172,52 @@ def _scanned(dynamodb: Any, partition: str) -> list[str]:
     return [item["PK"]["S"] for item in sorted(chosen, key=lambda item: item["GSI1SK"]["S"])]
 
 
+def test_a_transaction_resent_with_its_client_token_is_applied_once(
+    stream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB's idempotent TransactWriteItems (botocore keeps the token across its resends):
+    the same token and items again succeed and write nothing; other items under it are refused;
+    after the 10-minute window, or with no token, it runs again."""
+    import devstack.moto_fidelity as fidelity  # noqa: PLC0415
+
+    dynamodb, streams, arn = stream
+    dynamodb.put_item(TableName=TABLE, Item={"PK": {"S": "counter"}, "n": {"N": "0"}})
+    iterator = _iterator(streams, arn)
+    counted = [
+        {
+            "Update": {
+                "TableName": TABLE,
+                "Key": {"PK": {"S": "counter"}},
+                "UpdateExpression": "ADD n :one",
+                "ConditionExpression": "n < :two",
+                "ExpressionAttributeValues": {":one": {"N": "1"}, ":two": {"N": "2"}},
+            }
+        }
+    ]
+
+    def count() -> str:
+        return str(dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "counter"}})["Item"]["n"]["N"])
+
+    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-1")
+    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-1")  # a resend
+    assert count() == "1"
+    assert _keys(streams, iterator) == ["counter"]  # one write, one stream record
+
+    other = [{"Put": {"TableName": TABLE, "Item": {"PK": {"S": "other"}}}}]
+    with pytest.raises(ClientError, match="IdempotentParameterMismatch"):
+        dynamodb.transact_write_items(TransactItems=other, ClientRequestToken="token-1")
+    assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "other"}})
+
+    # A new token is a new transaction: it runs (and here, n = 1 < 2, applies).
+    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-2")
+    assert count() == "2"
+    # Past the window the token is forgotten: the transaction runs again, its condition fails.
+    monkeypatch.setattr(fidelity, "TOKEN_WINDOW_SECONDS", -1.0)
+    with pytest.raises(ClientError, match="TransactionCanceled"):
+        dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-1")
+    assert count() == "2"
+
+
 def test_an_index_query_follows_puts_updates_moves_deletes_and_rollbacks(
     indexed, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -343,6 +343,25 @@ class TestBreaker:
         assert {status(connected, m)["pipeline_status"] for m in failed} == {"sent"}
         assert len(destination.requests) == 11 + 19 + 11
 
+    def test_an_opening_whose_answer_was_lost_still_schedules_the_first_probe(
+        self, connected, tenancy, ingest_api, worker, destination, resend_once
+    ):
+        """The transaction that opens the breaker is applied, its answer lost, and the SDK sends
+        it again with the same client token: DynamoDB (and the local stack's moto) answers
+        success and writes nothing, so the opening is not taken for another instance's."""
+        destination.script(Answer(status=503))
+        ids = [order(ingest_api, tenancy, n) for n in range(12)]
+        resent = resend_once(lambda body: "circuit_opened" in json.dumps(body), "TransactWriteItems")
+        worker()
+
+        assert len(resent) == 1
+        assert len(events(connected, "connection.circuit_opened")) == 1
+        assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "open"
+        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
+            f"probe-{CONNECTION}-1"
+        ]
+        assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 2
+
     def test_a_failed_probe_whose_answer_was_lost_still_schedules_the_next_probe(
         self, connected, tenancy, ingest_api, worker, destination, resend_once
     ):
