@@ -324,7 +324,7 @@ def _index_query(query: Callable[..., Any]) -> Callable[..., Any]:
 
 #: DynamoDB's idempotency window for a transaction's client token.
 TOKEN_WINDOW_SECONDS = 600.0
-#: Token -> (when it succeeded, its TransactItems as JSON), oldest first.
+#: Token -> (when it succeeded, its other parameters as JSON), oldest first.
 _TOKENS: dict[str, tuple[float, str]] = {}
 
 
@@ -344,7 +344,9 @@ def _idempotent_transaction(
         token = handler.body.get("ClientRequestToken")
         if not token:
             return transact(handler)
-        request = json.dumps(handler.body["TransactItems"], sort_keys=True)
+        request = json.dumps(
+            {k: v for k, v in handler.body.items() if k != "ClientRequestToken"}, sort_keys=True
+        )
         with _LOCK:
             now = time.monotonic()
             while _TOKENS:
@@ -358,7 +360,7 @@ def _idempotent_transaction(
                     raise IdempotentParameterMismatch()
                 return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
             answer = transact(handler)
-            _TOKENS[token] = (now, request)
+            _TOKENS[token] = (time.monotonic(), request)  # the window runs from its completion
             return answer
 
     once.__hub_idempotent__ = True  # type: ignore[attr-defined]

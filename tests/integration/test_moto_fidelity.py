@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -181,6 +182,7 @@ def test_a_transaction_resent_with_its_client_token_is_applied_once(
     import devstack.moto_fidelity as fidelity  # noqa: PLC0415
 
     dynamodb, streams, arn = stream
+    first, second = f"first-{uuid.uuid4()}", f"second-{uuid.uuid4()}"  # tokens outlive mock_aws
     dynamodb.put_item(TableName=TABLE, Item={"PK": {"S": "counter"}, "n": {"N": "0"}})
     iterator = _iterator(streams, arn)
     counted = [
@@ -198,23 +200,23 @@ def test_a_transaction_resent_with_its_client_token_is_applied_once(
     def count() -> str:
         return str(dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "counter"}})["Item"]["n"]["N"])
 
-    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-1")
-    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-1")  # a resend
+    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken=first)
+    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken=first)  # a resend
     assert count() == "1"
     assert _keys(streams, iterator) == ["counter"]  # one write, one stream record
 
     other = [{"Put": {"TableName": TABLE, "Item": {"PK": {"S": "other"}}}}]
     with pytest.raises(ClientError, match="IdempotentParameterMismatch"):
-        dynamodb.transact_write_items(TransactItems=other, ClientRequestToken="token-1")
+        dynamodb.transact_write_items(TransactItems=other, ClientRequestToken=first)
     assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "other"}})
 
     # A new token is a new transaction: it runs (and here, n = 1 < 2, applies).
-    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-2")
+    dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken=second)
     assert count() == "2"
     # Past the window the token is forgotten: the transaction runs again, its condition fails.
     monkeypatch.setattr(fidelity, "TOKEN_WINDOW_SECONDS", -1.0)
     with pytest.raises(ClientError, match="TransactionCanceled"):
-        dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken="token-1")
+        dynamodb.transact_write_items(TransactItems=counted, ClientRequestToken=first)
     assert count() == "2"
 
 
