@@ -345,7 +345,9 @@ def _idempotent_transaction(
         if not token:
             return transact(handler)
         request = json.dumps(
-            {k: v for k, v in handler.body.items() if k != "ClientRequestToken"}, sort_keys=True
+            {k: v for k, v in handler.body.items() if k != "ClientRequestToken"},
+            sort_keys=True,
+            default=repr,  # binary attribute values arrive as bytes
         )
         with _LOCK:
             now = time.monotonic()

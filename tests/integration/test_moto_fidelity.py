@@ -205,7 +205,7 @@ def test_a_transaction_resent_with_its_client_token_is_applied_once(
     assert count() == "1"
     assert _keys(streams, iterator) == ["counter"]  # one write, one stream record
 
-    other = [{"Put": {"TableName": TABLE, "Item": {"PK": {"S": "other"}}}}]
+    other = [{"Put": {"TableName": TABLE, "Item": {"PK": {"S": "other"}, "blob": {"B": b"\x00\xff"}}}}]
     with pytest.raises(ClientError, match="IdempotentParameterMismatch"):
         dynamodb.transact_write_items(TransactItems=other, ClientRequestToken=first)
     assert "Item" not in dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "other"}})
