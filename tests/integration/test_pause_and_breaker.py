@@ -154,6 +154,11 @@ def _queued() -> int:
     )
 
 
+def probes(stack) -> list[str]:
+    """The names of the breaker's probe schedules."""
+    return [s["Name"] for s in schedules(stack) if s["Name"].startswith("probe-")]
+
+
 def fire(stack, prefix: str) -> int:
     """Fires the schedules named `prefix...` (moto stores schedules, never fires them)."""
     fired = [s for s in schedules(stack) if s["Name"].startswith(prefix)]
@@ -322,9 +327,7 @@ class TestBreaker:
         assert (state.circuit.value, state.cooldown_seconds) == ("open", 2 * COOLDOWN)
         assert events(connected, "connection.circuit_closed") == []
         assert {status(connected, m)["held_reason"] for m in held} == {"circuit_open"}
-        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
-            f"probe-{CONNECTION}-2"
-        ]
+        assert probes(connected) == [f"probe-{CONNECTION}-2"]
 
         # The destination is back: the next probe closes the breaker, the held ones follow.
         destination.script(Answer(status=200))
@@ -357,9 +360,7 @@ class TestBreaker:
         assert len(resent) == 1
         assert len(events(connected, "connection.circuit_opened")) == 1
         assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "open"
-        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
-            f"probe-{CONNECTION}-1"
-        ]
+        assert probes(connected) == [f"probe-{CONNECTION}-1"]
         assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 2
 
     def test_a_failed_probe_whose_answer_was_lost_still_schedules_the_next_probe(
@@ -368,9 +369,7 @@ class TestBreaker:
         destination.script(Answer(status=503))
         ids = [order(ingest_api, tenancy, n) for n in range(12)]
         worker()
-        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
-            f"probe-{CONNECTION}-1"
-        ]
+        assert probes(connected) == [f"probe-{CONNECTION}-1"]
         cooldown_passes(connected)
         # The probe fails; the update that reopens the breaker is applied, its answer lost and
         # the SDK sends it again, which finds the probe already given back.
@@ -386,9 +385,7 @@ class TestBreaker:
             None,
         )
         # Not read as another's: the next probe is scheduled, so the held ones are not left waiting.
-        assert [s["Name"] for s in schedules(connected) if s["Name"].startswith("probe-")] == [
-            f"probe-{CONNECTION}-2"
-        ]
+        assert probes(connected) == [f"probe-{CONNECTION}-2"]
         # Ten attempts opened it, the eleventh was the probe: the twelfth still waits, held.
         assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 1
 
