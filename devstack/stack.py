@@ -44,6 +44,10 @@ _live_stacks_lock = threading.Lock()
 _live_stacks = 0  # moto keeps state per process: reset only when the last stack stops
 
 
+#: What the local stack (and the tests' stacks) set EgressAllowedCidrs to: loopback only.
+LOCAL_EGRESS_ALLOWED_CIDRS = "127.0.0.0/8,::1/128"
+
+
 class LocalStack:
     """The template's stack on moto, with its functions wired to their event sources."""
 
@@ -92,6 +96,9 @@ class LocalStack:
         #: Delays before the retries of a failed asynchronous invocation (AWS: ~1 and ~2 min).
         self.async_retry_delays = tuple(async_retry_delays)
         self._async: AsyncInvoker | None = None
+        #: Destinations, subscribers and moto all listen on this machine: the local stack lets
+        #: its functions reach loopback through the template's own EgressAllowedCidrs, so the
+        #: egress policy is the real one (a caller may set the parameter, "" included).
         self.parameter_overrides = dict(parameter_overrides or {})
         self.env_overrides = {key: dict(value) for key, value in (env_overrides or {}).items()}
         self._ports = {"aws": aws_port, "api": api_port, "url": url_port, "echo": echo_port}
@@ -258,6 +265,8 @@ class LocalStack:
     def _start(self) -> None:
         global _live_stacks
         template = load_template(self.template_path)
+        if "EgressAllowedCidrs" in (template.get("Parameters") or {}):
+            self.parameter_overrides.setdefault("EgressAllowedCidrs", LOCAL_EGRESS_ALLOWED_CIDRS)
         # Fail on bad parameters before anything is started.
         resolve_parameters(template.get("Parameters") or {}, self.parameter_overrides)
         self._start_moto()

@@ -19,7 +19,7 @@ from devstack.cfn import load_template
 from devstack.functions import FunctionBuilder
 from devstack.moto_fidelity import make_dynamodb_atomic
 from devstack.provision import Provisioner
-from devstack.stack import LocalStack
+from devstack.stack import LOCAL_EGRESS_ALLOWED_CIDRS, LocalStack
 from tests.openapi_contract import DOCUMENTED, conforming
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +60,8 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
         load_template(TEMPLATE),
         stack_name=stack_name,
         region=REGION,
-        parameter_overrides=parameter_overrides or {},
+        # As the local stack does: its destinations listen on loopback (devstack.stack).
+        parameter_overrides={"EgressAllowedCidrs": LOCAL_EGRESS_ALLOWED_CIDRS, **(parameter_overrides or {})},
         clients=clients,
     )
     provisioned = provisioner.provision()

@@ -47,6 +47,7 @@ from hub.certificates.model import (
     CertificateRejected,
     decode_pkcs12_base64,
 )
+from hub.delivery.egress import DestinationNotAllowed
 from hub.domain.clock import Rfc3339Time
 from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
 from hub.domain.message import MessageRecord
@@ -698,7 +699,7 @@ def _connection_path(tenant_id: str, connection_id: str) -> TenantConnectionPath
     **answers(
         "Create a connection",
         ok={201: OBJECT},
-        errors=(*ADMIN, *BODY, ConnectionExists, CertificateRequired),
+        errors=(*ADMIN, *BODY, ConnectionExists, CertificateRequired, DestinationNotAllowed),
         tags=["connections"],
         headers={201: ETAG},
     ),
@@ -752,7 +753,7 @@ def get_connection(tenant_id: str, connection_id: str) -> Response:
     **answers(
         "Replace a connection (If-Match: its ETag)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY, *VERSIONED, CertificateRequired),
+        errors=(*ADMIN, *BODY, *VERSIONED, CertificateRequired, DestinationNotAllowed),
         tags=["connections"],
         headers={200: ETAG},
     ),
@@ -1003,7 +1004,7 @@ def _subscription_path(tenant_id: str, subscription_id: str) -> TenantSubscripti
     **answers(
         "Create an outbound webhook subscription (its secret is shown once)",
         ok={201: OBJECT},
-        errors=(*ADMIN, *BODY, SubscriptionExists),
+        errors=(*ADMIN, *BODY, SubscriptionExists, DestinationNotAllowed),
         tags=["subscriptions"],
         headers={201: ETAG},
     ),
@@ -1059,7 +1060,7 @@ def get_subscription(tenant_id: str, subscription_id: str) -> Response:
     **answers(
         "Replace a webhook subscription (If-Match: its ETag; secrets change by rotation)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY, *VERSIONED),
+        errors=(*ADMIN, *BODY, *VERSIONED, DestinationNotAllowed),
         tags=["subscriptions"],
         headers={200: ETAG},
     ),

@@ -478,7 +478,7 @@ def test_roles_viewer_reads_operator_replays_admin_configures(api: Any, lane: La
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
-        ({"url": "http://hooks.example.com/x", "event_types": ["*"]}, "url"),
+        ({"url": "ftp://hooks.example.com/x", "event_types": ["*"]}, "url"),
         ({"url": "https://hooks.example.com/x", "event_types": ["message.nope"]}, "event_types"),
         ({"url": "https://hooks.example.com/x", "event_types": ["*"], "secret": "whsec_short"}, "secret"),
     ],

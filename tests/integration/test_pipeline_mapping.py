@@ -30,6 +30,7 @@ from hub.domain.tenancy import (
 )
 from hub.mapping import MappingSpec
 from hub.pipeline.worker import PipelineWorker
+from tests.egress import LOCAL_EGRESS
 from tests.integration.delivery.test_soap_connector import WSDL, FixedCertificates
 from tests.pipeline import pump, send, status
 from tests.pki import PFX_PASSWORD
@@ -203,8 +204,10 @@ def test_json_is_mapped_to_an_nfe_soap_call_over_mtls(stack, tenancy, ingest_api
         DynamoExecutions(stack.table),
         SqsStepQueue(stack.queue_url),
         {
-            DestinationProtocol.HTTP: HttpConnector(certificates),
-            DestinationProtocol.SOAP: SoapConnector(certificates, ca_pem=pki.ca.cert_pem),
+            DestinationProtocol.HTTP: HttpConnector(certificates, egress=LOCAL_EGRESS),
+            DestinationProtocol.SOAP: SoapConnector(
+                certificates, ca_pem=pki.ca.cert_pem, egress=LOCAL_EGRESS
+            ),
         },
     )
     message_id = send(ingest_api, tenancy, {"environment": 2, "state_code": 35})

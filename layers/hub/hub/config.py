@@ -100,6 +100,9 @@ class Settings(BaseModel):
     #: which it answers 429 without looking at tokens, per instance, until the window passes.
     admin_failed_token_limit: int = Field(default=10, ge=1, le=10_000)
     admin_failed_token_window_seconds: int = Field(default=60, ge=1, le=3600)
+    #: The egress policy's allowed private ranges (template EgressAllowedCidrs, comma-separated
+    #: CIDRs; empty: only public addresses are reached). hub.delivery.egress.
+    egress_allowed_cidrs: str = ""
 
     @field_validator(
         "stage",
@@ -166,6 +169,7 @@ _ENV = {
     "tenant_burst": "HUB_TENANT_BURST",
     "admin_failed_token_limit": "HUB_ADMIN_FAILED_TOKEN_LIMIT",
     "admin_failed_token_window_seconds": "HUB_ADMIN_FAILED_TOKEN_WINDOW_SECONDS",
+    "egress_allowed_cidrs": "HUB_EGRESS_ALLOWED_CIDRS",
 }
 
 _CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"

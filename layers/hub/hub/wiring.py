@@ -40,10 +40,13 @@ if TYPE_CHECKING:
     from hub.certificates.expiry import CertExpiryAlerter
     from hub.certificates.service import CertificateService
     from hub.config_cache import CachedConfig
+    from hub.delivery.egress import EgressPolicy
     from hub.delivery.gate import ConnectionGate
+    from hub.delivery.http import HttpConnector
     from hub.delivery.port import CertificateStore, Connector, Prober
     from hub.delivery.probe import ConnectorTester
     from hub.delivery.release import Releaser
+    from hub.delivery.soap import SoapConnector
     from hub.domain.tenancy import DestinationProtocol
     from hub.ingest.receive import Ingestor
     from hub.ingest.throttle import TenantThrottle
@@ -182,6 +185,15 @@ def releaser() -> Releaser:
     )
 
 
+@lru_cache(maxsize=1)
+def egress_policy() -> EgressPolicy:
+    """The one egress policy of this process (template EgressAllowedCidrs): every outbound
+    client is built from it, and the admin API checks URLs against it when they are saved."""
+    from hub.delivery.egress import EgressPolicy
+
+    return EgressPolicy.from_setting(settings().egress_allowed_cidrs)
+
+
 def delivery_connectors(certificates: CertificateStore) -> Mapping[DestinationProtocol, Connector]:
     """A connector per protocol, each built at its first delivery: httpx loads with the first
     REST delivery, zeep and lxml with the first SOAP one."""
@@ -210,16 +222,16 @@ def _certificate_store(s: Settings) -> CertificateStore:
     return KmsCertificateStore(DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id))
 
 
-def _http_connector(certificates: CertificateStore) -> Connector:
+def _http_connector(certificates: CertificateStore) -> HttpConnector:
     from hub.delivery.http import HttpConnector
 
-    return HttpConnector(certificates)
+    return HttpConnector(certificates, egress=egress_policy())
 
 
-def _soap_connector(certificates: CertificateStore) -> Connector:
+def _soap_connector(certificates: CertificateStore) -> SoapConnector:
     from hub.delivery.soap import SoapConnector
 
-    return SoapConnector(certificates)
+    return SoapConnector(certificates, egress=egress_policy())
 
 
 @lru_cache(maxsize=1)
@@ -304,7 +316,7 @@ def _slack(s: Settings) -> list[AlertChannel]:
 
     from hub.adapters.slack import SlackWebhook
 
-    return [SlackWebhook(lambda: SecretStr(secret_values().get(arn).strip()))]
+    return [SlackWebhook(lambda: SecretStr(secret_values().get(arn).strip()), egress_policy())]
 
 
 @lru_cache(maxsize=1)
@@ -501,7 +513,10 @@ def connection_admin() -> ConnectionAdmin:
     from hub.admin.connections import ConnectionAdmin
 
     return ConnectionAdmin(
-        DynamoConnections(settings().table_name, _data_keys()), _audit(), tester=_connection_tester
+        DynamoConnections(settings().table_name, _data_keys()),
+        _audit(),
+        tester=_connection_tester,
+        egress=egress_policy(),
     )
 
 
@@ -514,14 +529,10 @@ def _connection_tester() -> ConnectorTester:
     certificates = LazyCertificateStore(lambda: _certificate_store(s))
 
     def http() -> Prober:
-        from hub.delivery.http import HttpConnector
-
-        return HttpConnector(certificates)
+        return _http_connector(certificates)
 
     def soap() -> Prober:
-        from hub.delivery.soap import SoapConnector
-
-        return SoapConnector(certificates)
+        return _soap_connector(certificates)
 
     return ConnectorTester({DestinationProtocol.HTTP: http, DestinationProtocol.SOAP: soap})
 
@@ -576,6 +587,7 @@ def reset() -> None:
     status_callbacks.cache_clear()
     callback_token_admin.cache_clear()
     health.cache_clear()
+    egress_policy.cache_clear()
     settings.cache_clear()
 
 
@@ -646,7 +658,7 @@ def webhook_sender() -> WebhookSender:
     source = DynamoSubscriptions(s.table_name, _data_keys(), opens=True)
     return WebhookSender(
         CachedSubscriptions(source, s.config_cache_seconds),
-        HttpWebhookPoster(),
+        HttpWebhookPoster(egress_policy()),
         EventBridgeRetryScheduler(
             s.schedule_group, s.webhooks_queue_arn, s.scheduler_role_arn, dead_letter_arn=s.schedules_dlq_arn
         ),
@@ -666,7 +678,11 @@ def subscription_admin() -> SubscriptionAdmin:
 
     table = settings().table_name
     return SubscriptionAdmin(
-        DynamoSubscriptions(table, _data_keys()), DynamoWebhookFailures(table), queue, _audit()
+        DynamoSubscriptions(table, _data_keys()),
+        DynamoWebhookFailures(table),
+        queue,
+        _audit(),
+        egress=egress_policy(),
     )
 
 

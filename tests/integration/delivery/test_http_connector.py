@@ -13,6 +13,7 @@ from hub.delivery.port import ClientCertificate, DeliveryFailed, OutboundRequest
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import AuthKind, Destination, HttpAuth, Platform
 from tests.destinations import Answer, HttpDestination
+from tests.egress import LOCAL_EGRESS
 from tests.integration.delivery.test_soap_connector import FixedCertificates
 from tests.pki import PFX_PASSWORD
 
@@ -26,7 +27,7 @@ REQUEST = OutboundRequest(
 
 
 def connector() -> HttpConnector:
-    return HttpConnector(FixedCertificates(None))
+    return HttpConnector(FixedCertificates(None), egress=LOCAL_EGRESS)
 
 
 @pytest.mark.parametrize(
@@ -108,7 +109,7 @@ def test_retry_after_is_read_in_seconds_and_as_a_date(destination):
 
 def test_mtls_with_a_pkcs12_client_certificate(pki, mtls_server):
     certificates = FixedCertificates(ClientCertificate(pfx=pki.client_pfx, password=PFX_PASSWORD))
-    http = HttpConnector(certificates, ca_pem=pki.ca.cert_pem)
+    http = HttpConnector(certificates, ca_pem=pki.ca.cert_pem, egress=LOCAL_EGRESS)
 
     outcome = http.deliver(Destination(url=mtls_server.url, client_certificate_id="cert_1"), REQUEST)
 
@@ -117,7 +118,7 @@ def test_mtls_with_a_pkcs12_client_certificate(pki, mtls_server):
 
 
 def test_mtls_without_a_client_certificate_is_tls(pki, mtls_server):
-    http = HttpConnector(FixedCertificates(None), ca_pem=pki.ca.cert_pem)
+    http = HttpConnector(FixedCertificates(None), ca_pem=pki.ca.cert_pem, egress=LOCAL_EGRESS)
     with pytest.raises(DeliveryFailed) as refused:
         http.deliver(Destination(url=mtls_server.url), REQUEST)
     assert refused.value.error_class is ErrorClass.TLS

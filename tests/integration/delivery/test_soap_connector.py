@@ -14,6 +14,7 @@ from hub.delivery.soap import SoapConnector
 from hub.delivery.tls import CertificateInvalid
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination, DestinationProtocol, Platform, SoapSettings
+from tests.egress import LOCAL_EGRESS
 from tests.pki import PFX_PASSWORD, Pki
 from tests.soap_server import Behaviour, SoapServer
 
@@ -78,7 +79,7 @@ def status_request() -> OutboundRequest:
 
 def connector(pki: Pki, pfx: bytes | None, password: bytes = PFX_PASSWORD) -> SoapConnector:
     certificate = ClientCertificate(pfx=pfx, password=password) if pfx is not None else None
-    return SoapConnector(FixedCertificates(certificate), ca_pem=pki.ca.cert_pem)
+    return SoapConnector(FixedCertificates(certificate), ca_pem=pki.ca.cert_pem, egress=LOCAL_EGRESS)
 
 
 def failure_of(soap: SoapConnector, destination: Destination) -> DeliveryFailed:
@@ -171,7 +172,9 @@ def test_rejected_client_certificate_is_tls(pki: Pki, server: SoapServer, which:
 
 
 def test_untrusted_server_is_tls(pki: Pki, server: SoapServer) -> None:
-    soap = SoapConnector(FixedCertificates(ClientCertificate(pki.client_pfx, PFX_PASSWORD)))
+    soap = SoapConnector(
+        FixedCertificates(ClientCertificate(pki.client_pfx, PFX_PASSWORD)), egress=LOCAL_EGRESS
+    )
 
     failed = failure_of(soap, sefaz(server.url))
 

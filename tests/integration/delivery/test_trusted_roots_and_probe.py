@@ -16,6 +16,7 @@ from hub.delivery.soap import SoapConnector
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import AuthKind, Destination, DestinationProtocol, HttpAuth, Platform, SoapSettings
 from tests.destinations import Answer, HttpDestination
+from tests.egress import LOCAL_EGRESS
 from tests.integration.delivery.test_soap_connector import CONS_STAT_SERV, WSDL, FixedCertificates
 from tests.pki import PFX_PASSWORD, Pki
 from tests.soap_server import SoapServer
@@ -68,7 +69,7 @@ class TestRest:
     def test_a_server_trusted_only_through_the_connections_bundle_is_delivered_to(
         self, pki, https_destination
     ):
-        http = HttpConnector(FixedCertificates(None))
+        http = HttpConnector(FixedCertificates(None), egress=LOCAL_EGRESS)
 
         outcome = http.deliver(
             Destination(url=https_destination.url, trusted_ca_pem=roots(pki.ca.cert_pem)), REQUEST
@@ -79,14 +80,16 @@ class TestRest:
 
     def test_without_the_bundle_the_same_server_is_tls(self, https_destination):
         with pytest.raises(DeliveryFailed) as refused:
-            HttpConnector(FixedCertificates(None)).deliver(Destination(url=https_destination.url), REQUEST)
+            HttpConnector(FixedCertificates(None), egress=LOCAL_EGRESS).deliver(
+                Destination(url=https_destination.url), REQUEST
+            )
 
         assert refused.value.error_class is ErrorClass.TLS
         assert https_destination.requests == []
 
     def test_the_bundle_replaces_the_default_trust_so_another_ca_is_tls(self, pki, https_destination):
         # The process trusts the test CA (ca_pem), but this connection pins another CA only.
-        http = HttpConnector(FixedCertificates(None), ca_pem=pki.ca.cert_pem)
+        http = HttpConnector(FixedCertificates(None), ca_pem=pki.ca.cert_pem, egress=LOCAL_EGRESS)
 
         with pytest.raises(DeliveryFailed) as refused:
             http.deliver(
@@ -97,7 +100,7 @@ class TestRest:
         assert http.deliver(Destination(url=https_destination.url), REQUEST).dest_status == "200"
 
     def test_mtls_with_the_bundle_and_a_client_certificate(self, pki, soap_server):
-        http = HttpConnector(client_certificate(pki))
+        http = HttpConnector(client_certificate(pki), egress=LOCAL_EGRESS)
         destination = Destination(
             url=soap_server.url, client_certificate_id="con_1", trusted_ca_pem=roots(pki.ca.cert_pem)
         )
@@ -108,7 +111,7 @@ class TestRest:
 
 class TestSoap:
     def test_a_sefaz_server_trusted_only_through_the_bundle_answers(self, pki, soap_server):
-        soap = SoapConnector(client_certificate(pki))
+        soap = SoapConnector(client_certificate(pki), egress=LOCAL_EGRESS)
         request = OutboundRequest("msg_1", "msg_1", CONS_STAT_SERV, "application/xml", "c1")
 
         outcome = soap.deliver(sefaz(soap_server.url, trusted_ca_pem=roots(pki.ca.cert_pem)), request)
@@ -117,7 +120,7 @@ class TestSoap:
         assert "<cStat>107</cStat>" in outcome.dest_status_text
 
     def test_without_the_bundle_it_is_tls_and_nothing_is_sent(self, pki, soap_server):
-        soap = SoapConnector(client_certificate(pki))
+        soap = SoapConnector(client_certificate(pki), egress=LOCAL_EGRESS)
         request = OutboundRequest("msg_1", "msg_1", CONS_STAT_SERV, "application/xml", "c1")
 
         with pytest.raises(DeliveryFailed) as refused:
@@ -131,8 +134,8 @@ class TestSoap:
 def connection_tester(certificates: FixedCertificates) -> ConnectorTester:
     return ConnectorTester(
         {
-            DestinationProtocol.HTTP: lambda: HttpConnector(certificates),
-            DestinationProtocol.SOAP: lambda: SoapConnector(certificates),
+            DestinationProtocol.HTTP: lambda: HttpConnector(certificates, egress=LOCAL_EGRESS),
+            DestinationProtocol.SOAP: lambda: SoapConnector(certificates, egress=LOCAL_EGRESS),
         }
     )
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hub.delivery.egress import DestinationNotAllowed
 from hub.errors import AlertChannelUnavailable
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
 
     from hub.alerts.model import Alert
+    from hub.delivery.egress import EgressPolicy
 
 #: Slack's short error codes ("no_service", "invalid_payload"); anything else is not echoed.
 _SLACK_ERROR = re.compile(r"^[a-z_]{1,64}$")
@@ -34,9 +36,15 @@ def slack_text(alert: Alert) -> str:
 class SlackWebhook:
     name = "slack"
 
-    def __init__(self, url: SecretStr | Callable[[], SecretStr], http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        url: SecretStr | Callable[[], SecretStr],
+        egress: EgressPolicy,
+        http: httpx.Client | None = None,
+    ) -> None:
         #: The URL, or where to read it at each alert (a cached secret: a rotation takes effect).
         self._url = url
+        self._egress = egress
         #: Made at the first alert, and httpx imported then: an HTTPS client loads the CA
         #: bundle, and most runs of the daily expiry check (and grouped dead letters) send nothing.
         self._http = http
@@ -49,11 +57,11 @@ class SlackWebhook:
         payload = {"text": slack_text(alert), "mrkdwn": False, "unfurl_links": False}
         if self._http is None:
             timeout = httpx.Timeout(10.0, connect=5.0)
-            self._http = httpx.Client(timeout=timeout, trust_env=False, follow_redirects=False)
+            self._http = self._egress.http_client(timeout=timeout)
         try:
             url = self._url() if callable(self._url) else self._url
             response = self._http.post(url.get_secret_value(), json=payload)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, DestinationNotAllowed) as exc:
             raise AlertChannelUnavailable(
                 "Slack did not take the alert", details={"channel": self.name, "error": type(exc).__name__}
             ) from None  # the cause names the URL

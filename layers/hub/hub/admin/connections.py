@@ -26,13 +26,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
+from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.tenancy import (
+    NFELIB_PREFIX,
     AuthKind,
     Connection,
     Destination,
@@ -123,13 +125,6 @@ class ConnectionSpec(BaseModel):
             data["soap"] = {"soap_version": "1.2", **data["soap"]}
         return data
 
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, url: str) -> str:
-        if not url.startswith(("https://", "http://")):
-            raise ValueError("url must be an http(s) URL")
-        return url
-
 
 class ConnectionTester(Protocol):
     def probe(self, destination: Destination, tenant_id: str) -> dict[str, Any]:
@@ -219,11 +214,15 @@ class ConnectionAdmin:
         audit: Audit,
         tester: Callable[[], ConnectionTester] | None = None,
         clock: Callable[[], datetime] = utcnow,
+        *,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self._store = store
         self._audit = audit
         self._tester = tester
         self._clock = clock
+        #: The URL rules of the deployment (absent: public addresses only).
+        self._egress = egress or EgressPolicy()
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -359,6 +358,7 @@ class ConnectionAdmin:
         self, tenant_id: str, connection_id: str, spec: ConnectionSpec, stored: Destination | None
     ) -> Destination:
         """The pipeline's model of the connection, or the 400/422 that says why not."""
+        self._check_destination(spec)
         auth = kept_secrets(spec.auth, stored.auth if stored else None)
         _check_auth(auth)
         if spec.platform is Platform.SEFAZ and not spec.use_client_certificate:
@@ -398,6 +398,15 @@ class ConnectionAdmin:
                 for err in exc.errors(include_input=False, include_url=False)
             ]
             raise ValidationFailed("connection failed validation", details=details) from None
+
+    def _check_destination(self, spec: ConnectionSpec) -> None:
+        """422 `destination_not_allowed` (naming the field and the rule) for a URL the egress
+        policy can never let through; delivery still checks the address it connects to."""
+        self._egress.check_url(spec.url, "url")
+        if spec.auth.token_url:
+            self._egress.check_url(spec.auth.token_url, "auth.token_url")
+        if spec.soap is not None and not spec.soap.wsdl.startswith(NFELIB_PREFIX):
+            self._egress.check_url(spec.soap.wsdl, "soap.wsdl")
 
     def _check_bundle(self, pem: str) -> None:
         from hub.delivery.tls import parse_ca_bundle  # noqa: PLC0415 - cryptography only when given

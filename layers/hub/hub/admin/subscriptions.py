@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
+from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
@@ -147,12 +148,16 @@ class SubscriptionAdmin:
         queue: Callable[[], WebhookQueue],
         audit: Audit,
         clock: Callable[[], datetime] = utcnow,
+        *,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self._store = store
         self._failures = failures
         self._queue = queue
         self._audit = audit
         self._clock = clock
+        #: The URL rules of the deployment (absent: public https receivers only).
+        self._egress = egress or EgressPolicy()
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -176,6 +181,7 @@ class SubscriptionAdmin:
         """A new subscription (version 1) with one secret, returned once as `secret`."""
         if not self._store.tenant_exists(tenant_id):
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
+        self._egress.check_url(spec.url, "url", https_only=True)
         now = self._clock()
         secret = spec.secret or new_secret()
         subscription = Subscription(
@@ -218,6 +224,7 @@ class SubscriptionAdmin:
         if spec.secret is not None:
             raise _invalid("secret", "secrets change by rotation (POST .../rotate-secret), not by PUT")
         stored = self._stored(tenant_id, subscription_id)
+        self._egress.check_url(spec.url, "url", https_only=True)
         self._check_version(stored, if_match)
         changes: dict[str, Any] = {
             "url": spec.url,

@@ -13,6 +13,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from hub.delivery.egress import EgressPolicy
 from hub.delivery.port import (
     CertificateStore,
     ClientCertificate,
@@ -20,7 +21,7 @@ from hub.delivery.port import (
     DeliveryOutcome,
     OutboundRequest,
     ProbeResult,
-    excerpt,
+    answer_text,
     pinned_roots,
 )
 from hub.domain.failure import ErrorClass, classify_http_status
@@ -143,10 +144,12 @@ class HttpConnector:
         self,
         certificates: CertificateStore,
         *,
+        egress: EgressPolicy,
         ca_pem: bytes | None = None,
         tokens: TokenCache | None = None,
     ) -> None:
         self._certificates = certificates
+        self._egress = egress
         self._ca_pem = ca_pem
         self._tokens = tokens or TokenCache()
         #: Per (certificate id, pinned roots): (the certificate's fingerprint, its client). A
@@ -167,7 +170,7 @@ class HttpConnector:
             found = self._clients.get(key)
             if found is not None and found[0] == fingerprint:
                 return found[1]
-        fresh = httpx.Client(verify=self._verify(certificate, roots), trust_env=False, follow_redirects=False)
+        fresh = self._egress.http_client(verify=self._verify(certificate, roots))
         with self._lock:
             # The replaced client is not closed: a delivery on another thread may still use it.
             self._clients[key] = (fingerprint, fresh)
@@ -221,7 +224,7 @@ class HttpConnector:
         # string and a fetched token), configured header values, and the raw secrets.
         secrets = [*_secrets_of(destination.auth), *auth_headers.values(), *destination.headers.values()]
         secrets += [value.split(" ", 1)[1] for value in auth_headers.values() if " " in value]
-        text = excerpt(_scrub(response.text, [s for s in secrets if len(s) >= 4]))
+        text = answer_text(response.status_code, _scrub(response.text, [s for s in secrets if len(s) >= 4]))
         error_class = classify_http_status(response.status_code)
         if error_class is None:
             return DeliveryOutcome(str(response.status_code), text, elapsed())

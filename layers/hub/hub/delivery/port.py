@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hub.delivery.egress import DESTINATION_NOT_ALLOWED
 from hub.domain.failure import ErrorClass, classify_http_status
 from hub.domain.redaction import redact_text
 from hub.domain.tenancy import Destination
@@ -128,9 +129,12 @@ TLS_MATERIAL_ERRORS = frozenset({"certificate_invalid", "trusted_roots_invalid"}
 
 def unusable_destination_class(error_code: str) -> ErrorClass:
     """The class of a destination a connector refused to call (a HubError with `error_code`):
-    `tls` for its TLS material, else `syntax` (an unknown WSDL, binding or operation). Never
-    retried: an operator must change the connection."""
-    return ErrorClass.TLS if error_code in TLS_MATERIAL_ERRORS else ErrorClass.SYNTAX
+    `tls` for its TLS material, `network` for an address the egress policy denies, else
+    `syntax` (an unknown WSDL, binding or operation). Never retried: an operator must change
+    the connection (or the deployment its allow-list)."""
+    if error_code in TLS_MATERIAL_ERRORS:
+        return ErrorClass.TLS
+    return ErrorClass.NETWORK if error_code == DESTINATION_NOT_ALLOWED else ErrorClass.SYNTAX
 
 
 def pinned_roots(destination: Destination) -> bytes | None:
@@ -148,6 +152,17 @@ class Connector(Protocol):
     def deliver(self, destination: Destination, request: OutboundRequest) -> DeliveryOutcome:
         """Sends `request`; raises DeliveryFailed with its class when not accepted."""
         ...
+
+
+def answer_text(status: int, text: str) -> str:
+    """What a failed attempt keeps of an HTTP answer: for a redirect, why nothing was delivered
+    (no client of the hub follows one, hub.delivery.egress); otherwise an excerpt of the body."""
+    if 300 <= status < 400:
+        return (
+            f"the destination answered {status}, a redirect: redirects are never followed "
+            "(point the connection at the final URL)"
+        )
+    return excerpt(text)
 
 
 def excerpt(text: str, limit: int = STATUS_TEXT_LIMIT) -> str:

@@ -26,14 +26,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import requests
 import urllib3
 import zeep
 import zeep.exceptions
 from lxml import etree  # type: ignore[import-untyped]
-from requests.adapters import HTTPAdapter
 
+from hub.delivery.egress import DestinationNotAllowed, EgressPolicy
 from hub.delivery.port import (
     CertificateStore,
     ClientCertificate,
@@ -41,16 +42,14 @@ from hub.delivery.port import (
     DeliveryOutcome,
     OutboundRequest,
     ProbeResult,
+    answer_text,
     excerpt,
     pinned_roots,
 )
 from hub.delivery.tls import certificate_fingerprint, client_ssl_context
 from hub.domain.failure import ErrorClass, classify_http_status
-from hub.domain.tenancy import Destination, SoapSettings
+from hub.domain.tenancy import NFELIB_PREFIX, Destination, SoapSettings
 from hub.errors import ConfigurationError
-
-#: `soap.wsdl` prefix for a WSDL shipped inside the nfelib package (the NF-e 4.00 services).
-NFELIB_PREFIX = "nfelib:"
 
 _SOAP11_BINDING = "Soap11Binding"
 _SOAP12_BINDING = "Soap12Binding"
@@ -59,34 +58,38 @@ _SOAP12_BINDING = "Soap12Binding"
 _BODY_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False)
 
 
-class _TlsAdapter(HTTPAdapter):
-    """Connections use exactly our SSLContext (trust, client certificate, TLS 1.2+)."""
-
-    def __init__(self, context: ssl.SSLContext) -> None:
-        self._context = context
-        super().__init__()
-
-    def init_poolmanager(
-        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
-    ) -> None:
-        pool_kwargs["ssl_context"] = self._context
-        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
-
-    def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
-        # requests would point every connection at certifi's bundle, and urllib3 would then load it
-        # into our shared context: verification is the context's job alone.
-        conn.cert_reqs = "CERT_REQUIRED"
-        conn.ca_certs = None
-        conn.ca_cert_dir = None
-
-
 class _RecordingTransport(zeep.Transport):
     """Keeps the last HTTP answer per thread: zeep's Fault does not carry the status, and the
-    answer text is what we excerpt."""
+    answer text is what we excerpt.
 
-    def __init__(self, session: requests.Session, timeout: tuple[float, float]) -> None:
+    Loads a WSDL and what it imports only over http(s) through the session (the egress policy,
+    no redirects) or from the files of the nfelib package: never another local file."""
+
+    def __init__(self, session: requests.Session, timeout: tuple[float, float], egress: EgressPolicy) -> None:
         super().__init__(session=session, timeout=timeout, operation_timeout=timeout)
         self._last = threading.local()
+        self._egress = egress
+
+    def load(self, url: str) -> bytes:
+        scheme = urlsplit(url).scheme.lower()
+        if scheme in ("http", "https"):
+            self._egress.check_url(url, "soap.wsdl")
+            response = self.session.get(url, timeout=self.load_timeout)
+            if 300 <= response.status_code < 400:
+                raise ConfigurationError(
+                    f"the WSDL answered {response.status_code}: redirects are never followed"
+                )
+            response.raise_for_status()
+            return bytes(response.content)
+        path = Path(unquote(url.removeprefix("file://")) if scheme == "file" else url)
+        if scheme not in ("", "file") or not _inside_nfelib(path):
+            raise DestinationNotAllowed(
+                "a WSDL and what it imports load over http(s), or from the nfelib package (nfelib:...)",
+                details=[
+                    {"field": "soap.wsdl", "problem": "destination_not_allowed", "message": "local file"}
+                ],
+            )
+        return path.read_bytes()
 
     def post(self, address: str, message: Any, headers: dict[str, str]) -> requests.Response:
         response: requests.Response = super().post(address, message, headers)
@@ -115,8 +118,11 @@ class SoapConnector:
     ConfigurationError for an unknown WSDL file, binding or operation.
     """
 
-    def __init__(self, certificates: CertificateStore, *, ca_pem: bytes | None = None) -> None:
+    def __init__(
+        self, certificates: CertificateStore, *, egress: EgressPolicy, ca_pem: bytes | None = None
+    ) -> None:
         self._certificates = certificates
+        self._egress = egress
         self._ca_pem = ca_pem
         self._endpoints: dict[tuple[object, ...], _Endpoint] = {}
         self._lock = threading.Lock()
@@ -187,12 +193,11 @@ class SoapConnector:
             cached = self._endpoints.get(key)
         if cached is not None:
             return cached
-        session = requests.Session()
-        session.trust_env = False  # REQUESTS_CA_BUNDLE and proxy variables must not change trust
-        session.verify = True
         context = client_ssl_context(certificate, ca_pem=self._ca_pem, pinned_roots=roots)
-        session.mount("https://", _TlsAdapter(context))
-        transport = _RecordingTransport(session, timeout)
+        # Trust, client certificate and TLS 1.2+ are exactly this context's; the address is the
+        # egress policy's; redirects are never followed (a SOAP post or a WSDL load alike).
+        session = self._egress.requests_session(context)
+        transport = _RecordingTransport(session, timeout, self._egress)
         try:
             client = zeep.Client(_wsdl_location(settings.wsdl), transport=transport)
         except FileNotFoundError:
@@ -206,11 +211,20 @@ class SoapConnector:
         return endpoint
 
 
+def _nfelib_root() -> Path:
+    return Path(str(resources.files("nfelib"))).resolve()
+
+
+def _inside_nfelib(path: Path) -> bool:
+    return path.resolve().is_relative_to(_nfelib_root())
+
+
 def _wsdl_location(wsdl: str) -> str:
-    """A URL or path zeep can load; `nfelib:<path>` resolves inside the installed nfelib package."""
+    """A URL or path zeep can load; `nfelib:<path>` resolves inside the installed nfelib package
+    (any other path is refused when zeep loads it: _RecordingTransport.load)."""
     if not wsdl.startswith(NFELIB_PREFIX):
         return wsdl
-    root = Path(str(resources.files("nfelib"))).resolve()
+    root = _nfelib_root()
     path = (root / wsdl.removeprefix(NFELIB_PREFIX)).resolve()
     if not path.is_relative_to(root) or not path.is_file():
         raise ConfigurationError(f"no WSDL {wsdl!r} in the nfelib package")
@@ -254,9 +268,8 @@ def _answer_failure(
         )
     if http_class is not None:
         # An error status without a SOAP Fault: zeep calls it a TransportError or an "unknown fault".
-        return DeliveryFailed(
-            http_class, _body_excerpt(response), dest_status=dest_status, duration_ms=duration_ms
-        )
+        text = answer_text(status, _body_text(response)) if status is not None else ""
+        return DeliveryFailed(http_class, text, dest_status=dest_status, duration_ms=duration_ms)
     # A 2xx answer that is not the expected SOAP envelope: the destination may have acted on it.
     sent = response is not None
     text = "answer is not a SOAP envelope" if sent else "request does not fit the WSDL operation"
@@ -324,10 +337,10 @@ def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def _body_excerpt(response: requests.Response | None) -> str:
+def _body_text(response: requests.Response | None) -> str:
     if response is None:
         return ""
-    return excerpt(response.content.decode(response.encoding or "utf-8", errors="replace"))
+    return response.content.decode(response.encoding or "utf-8", errors="replace")
 
 
 def _answer_excerpt(content: bytes) -> str:

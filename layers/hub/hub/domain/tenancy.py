@@ -100,10 +100,14 @@ class HttpAuth(BaseModel):
     scope: str | None = None
 
 
+#: `soap.wsdl` prefix for a WSDL shipped inside the nfelib package (the NF-e 4.00 services).
+NFELIB_PREFIX = "nfelib:"
+
+
 class SoapSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: A WSDL file path (e.g. one shipped by nfelib) or URL.
+    #: A WSDL shipped by nfelib (`nfelib:<path>`) or an http(s) URL (no other local file).
     wsdl: str
     #: Qualified binding name, e.g. "{http://...}NFeStatusServico4Soap12"; None = the WSDL's first.
     binding: str | None = None

@@ -2,8 +2,9 @@
 with which secrets. Pure: the admin use cases, the subscription sink and the sender decide with
 these rules; storage is hub.adapters.dynamo.subscriptions.
 
-- `url`: https, or plain http to 127.0.0.1 / localhost only (a receiver on the same machine, for
-  local stacks and tests). Redirects are never followed, as for deliveries.
+- `url`: http(s) with a host. The admin API then checks it against the egress policy
+  (hub.delivery.egress: https to a public address, plain http only to a private range the
+  deployment allows, such as loopback on the local stack); redirects are never followed.
 - `event_types`: exact types (`message.sent`), a family wildcard (`message.*`, `connection.*`) or
   `*` (everything). A pattern that can never match (an unknown type or family) is refused.
 - `integration_ids`: when set, only events of those integrations; an event naming no
@@ -34,8 +35,6 @@ SECRET_BYTES = 24
 _SECRET_MIN_BYTES, _SECRET_MAX_BYTES = 24, 64
 #: Most secrets one subscription signs with at once (rotations in flight).
 MAX_SECRETS = 5
-#: Hosts a plain-http URL may name: a receiver on the same machine (local stack, tests).
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 SUBSCRIPTION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 
 #: The families a wildcard may name (`message.*` ...).
@@ -61,13 +60,16 @@ def secret_key(secret: str) -> bytes:
 
 
 def check_url(url: str) -> str:
-    """`url` when a subscription may call it: https, or http to this machine only."""
-    parts = urlsplit(url)
-    if parts.scheme == "https" and parts.hostname:
+    """`url` when it has the shape of a receiver's URL: http(s) with a host. Which addresses
+    may be reached is the egress policy's to say (hub.delivery.egress)."""
+    try:
+        parts = urlsplit(url)
+        shaped = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        shaped = False
+    if shaped:
         return url
-    if parts.scheme == "http" and parts.hostname in LOCAL_HOSTS:
-        return url
-    raise ValueError("url must be https (plain http only to 127.0.0.1 or localhost)")
+    raise ValueError("url must be an http(s) URL with a host")
 
 
 def check_pattern(pattern: str) -> str:
