@@ -15,11 +15,7 @@ from hub.domain.mapping_spec import MAX_BODY_BYTES, MAX_EXPRESSION_LENGTH, MAX_E
 from hub.domain.tenancy import MessageTypeConfig
 from hub.mapping import MappingSpec, MappingTooLarge, apply_mapping
 from hub.mapping.limits import MappingLimits
-
-#: The issue's probe: 172 characters that doubled a document twenty times, then wrote it out.
-BOMB = " | ".join(["[@,@]"] * 20 + ["to_string(@)"])
-#: A payload the unbounded bomb turns into a 120 MB body (2**20 copies of ~115 bytes).
-BOMB_PAYLOAD = {"po_number": "PO-1", "note": "x" * 90}
+from tests.mapping_bomb import BOMB, BOMB_PAYLOAD
 
 
 def spec_of(path: str, **settings: Any) -> MappingSpec:
