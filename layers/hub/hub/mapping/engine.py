@@ -138,7 +138,7 @@ def _render(node: Any, document: Any, field: str, budget: Budget) -> Any:
     for key, child in node.items():
         value = _render(child, document, _join(field, key), budget)
         if value is not _OMIT:
-            budget.add_to_body(None, field, overhead=len(key))  # the key, its quotes and a comma
+            budget.add_bytes(len(key) + 4, field)  # the key, its quotes, a colon and a comma
             rendered[key] = value
     return rendered
 

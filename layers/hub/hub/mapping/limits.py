@@ -122,10 +122,15 @@ class Budget:
         if size > self.limits.max_body_bytes:
             self._too_big()
 
-    def add_to_body(self, value: Any, field: str, overhead: int = 0) -> None:
-        """Counts `value` (plus `overhead` bytes of keys and punctuation) into the mapped body."""
-        self._body += self.size_of(value) + overhead
-        self._sizes.clear()
+    def add_to_body(self, value: Any, field: str) -> None:
+        """Counts `value` into the mapped body."""
+        self.add_bytes(self.size_of(value), field)
+        if self._sizes:
+            self._sizes.clear()
+
+    def add_bytes(self, size: int, field: str) -> None:
+        """Counts `size` bytes (keys, punctuation) into the mapped body."""
+        self._body += size
         if self._body > self.limits.max_body_bytes:
             self._body_over(field)
 
