@@ -75,6 +75,7 @@ from hub.errors import (
     ValidationFailed,
 )
 from hub.logs import configure as configure_logging
+from hub.mapping import MappingTooLarge
 from hub.observability import gc_after_first_invocation, traced
 from hub.outbox.subscriptions import SubscriptionSpec, secret_key
 from hub.ports import QueueFilter
@@ -932,7 +933,7 @@ def delete_integration(tenant_id: str, integration_id: str) -> Response:
     **answers(
         "Run a message type's mapping on a sample payload (no side effects)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY, UnknownMessageType),
+        errors=(*ADMIN, *BODY, UnknownMessageType, MappingTooLarge),
         tags=["integrations"],
     ),
 )
@@ -1450,7 +1451,7 @@ class UnsavedPreviewRequest(BaseModel):
     **answers(
         "Run an unsaved message type's mapping on a sample payload (the create form; no side effects)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY),
+        errors=(*ADMIN, *BODY, MappingTooLarge),
         tags=["integrations"],
         description=(
             "Viewer role. For an integration not saved yet; a saved one previews at "

@@ -24,6 +24,7 @@ from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer
 from tests.events import admin_event, http_event
 from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer, opening_config
+from tests.mapping_bomb import BOMB, BOMB_TYPE, SMALL_PAYLOAD
 from tests.outbox import StreamReader
 
 INTEGRATIONS = "/api/admin/tenants/{tenant}/integrations"
@@ -433,6 +434,47 @@ class TestPreview:
         assert (undefined.status, undefined.body["error"]["code"]) == (422, "unknown_message_type")
         assert (invalid.status, invalid.body["error"]["code"]) == (400, "validation_error")
         assert invalid.body["error"]["details"][0]["field"] == "config.duplicate_key_fields"
+
+    def test_the_mapping_bomb_is_422_mapping_too_large_naming_the_expression(self, stack, tenants, admin):
+        # Short and shallow enough to be saved: what stops it is the size of what it builds.
+        saved = admin("POST", url(), body=body(message_types={"purchase_order": BOMB_TYPE}))
+        assert saved.status == 201, saved.body
+        before = stack.scan()
+
+        of_saved_type = self.preview(admin, payload=SMALL_PAYLOAD)
+        unsaved = admin(
+            "POST",
+            "/api/admin/tenants/t1/mapping-preview",
+            body={"payload": SMALL_PAYLOAD, "config": BOMB_TYPE},
+        )
+
+        for answer in (of_saved_type, unsaved):
+            assert answer.status == 422, answer.body
+            assert answer.body["error"]["code"] == "mapping_too_large"
+            assert answer.body["error"]["details"] == {
+                "field": "order",
+                "expression": BOMB,
+                "limit": "intermediate_bytes",
+                "maximum": 256 * 1024,
+            }
+            assert "PO-B" not in answer.body["error"]["message"]  # never the payload
+        assert stack.scan() == before
+
+    def test_an_expression_over_the_length_or_nesting_limit_is_not_saved(self, stack, tenants, admin):
+        too_long = {"mapping": {"output": {"order": {"path": "a" * 1001}}}}
+        too_deep = {"duplicate_key_fields": ["!" * 40 + "a"]}
+
+        refused = [
+            admin("POST", url(), body=body(message_types={"purchase_order": message_type}))
+            for message_type in (too_long, too_deep)
+        ]
+
+        assert [(r.status, r.body["error"]["code"]) for r in refused] == [(400, "validation_error")] * 2
+        assert [(d["field"], d["problem"]) for r in refused for d in r.body["error"]["details"]] == [
+            ("message_types.purchase_order.mapping.output.order.path.path", "mapping_too_large"),
+            ("message_types.purchase_order.duplicate_key_fields", "mapping_too_large"),
+        ]
+        assert admin("GET", url()).body["items"] == []
 
 
 def created_integration_and_key(admin, destination_url: str) -> str:

@@ -30,8 +30,10 @@ from hub.domain.tenancy import (
 )
 from hub.mapping import MappingSpec
 from hub.pipeline.worker import PipelineWorker
+from tests.aws import load_handler
 from tests.egress import LOCAL_EGRESS
 from tests.integration.delivery.test_soap_connector import WSDL, FixedCertificates
+from tests.mapping_bomb import BOMB_TYPE, SMALL_PAYLOAD
 from tests.pipeline import pump, send, status
 from tests.pki import PFX_PASSWORD
 
@@ -183,6 +185,48 @@ def test_a_missing_required_field_names_the_field(stack, tenancy, ingest_api, de
     assert "order_number" in final["dest_status_text"]
     log = DynamoMessageRepository(stack.table).message_log(message_id)
     assert log[-1]["field"] == "order_number"
+
+
+def test_the_mapping_bomb_ends_its_message_in_syntax_and_the_rest_of_its_batch_is_delivered(
+    stack, tenancy, ingest_api, destination
+):
+    """Issue 27: the shared worker no longer dies with the other tenants' messages of its batch."""
+    DynamoConfigRepository(stack.table).put_integration(
+        Integration(
+            integration_id=tenancy.integration_id,
+            tenant_id="t1",
+            name="bombed",
+            mode=IntegrationMode.ORCHESTRATION,
+            destination=Destination(url=destination.url),
+            message_types={
+                "purchase_order": MessageTypeConfig(
+                    mapping=MappingSpec.model_validate({"output": {"order": {"path": "po_number"}}})
+                ),
+                "bomb": MessageTypeConfig.model_validate(BOMB_TYPE),
+            },
+        )
+    )
+    first = send(ingest_api, tenancy, {"po_number": "PO-1"})
+    bomb = send(ingest_api, tenancy, SMALL_PAYLOAD, message_type="bomb")
+    last = send(ingest_api, tenancy, {"po_number": "PO-2"})
+    handler = load_handler("PipelineWorkerFunction")
+    batches: list[list[str]] = []
+
+    def one_batch(event: dict[str, Any], context: Any) -> Any:
+        batches.append([json.loads(r["body"])["message_id"] for r in event["Records"]])
+        return handler(event, context)
+
+    pump(stack.queue_url, stack.env["HUB_PIPELINE_QUEUE_ARN"], one_batch)
+
+    assert sorted(batches[0]) == sorted([first, bomb, last])  # one SQS batch held all three
+    assert [status(stack, m)["pipeline_status"] for m in (first, last)] == ["sent", "sent"]
+    assert sorted(json.loads(r.body)["order"] for r in destination.requests) == ["PO-1", "PO-2"]
+    bombed = status(stack, bomb)
+    assert (bombed["pipeline_status"], bombed["last_retry_error_class"]) == ("error", "syntax")
+    assert bombed["dest_status_text"].startswith("field 'order': path '[@,@] | [@,@]")
+    assert bombed["dest_status_text"].endswith(f"builds a value over {256 * 1024} bytes")
+    [failed] = [e for e in DynamoMessageRepository(stack.table).message_log(bomb) if e["status"] == "failure"]
+    assert (failed["step"], failed["error_class"], failed["field"]) == ("process", "syntax", "order")
 
 
 def test_json_is_mapped_to_an_nfe_soap_call_over_mtls(stack, tenancy, ingest_api, pki, mtls_server):

@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOMAIN = ROOT / "layers" / "hub" / "hub" / "domain"
 
 #: Besides the standard library: pydantic (the models), typing_extensions (pydantic's own
-#: dependency, for TypeAliasType on 3.11) and jmespath (the expression language of duplicate keys
-#: and mapping specs; pure, and loaded by botocore in every function anyway).
-THIRD_PARTY = frozenset({"pydantic", "typing_extensions", "jmespath"})
+#: dependency, for TypeAliasType on 3.11), pydantic_core (pydantic's core, for an error type of
+#: our own: PydanticCustomError) and jmespath (the expression language of duplicate keys and
+#: mapping specs; pure, and loaded by botocore in every function anyway).
+THIRD_PARTY = frozenset({"pydantic", "pydantic_core", "typing_extensions", "jmespath"})
 #: The only hub modules outside the domain it may use.
 HUB = frozenset({"hub.errors"})
 

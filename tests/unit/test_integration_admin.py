@@ -26,10 +26,12 @@ from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import IntegrationMode, MessageTypeConfig, Tenant
 from hub.errors import NotFound, PreconditionFailed, UnknownMessageType, ValidationFailed
 from hub.ingest.receptions import MARK_EVERY, Receptions
+from hub.mapping import MappingTooLarge
 from tests.contract.scenario import new_message
 from tests.fakes import FakeClock, FakeConfig, FakeMessages, FakeTable
 from tests.fakes.audit import FakeAuditTrail
 from tests.fakes.integrations import FakeIntegrations
+from tests.mapping_bomb import BOMB, BOMB_TYPE, SMALL_PAYLOAD
 
 WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 PO = {
@@ -278,6 +280,22 @@ class TestPreview:
         shown = admin.preview("t1", "int_po", "invoice", {"n": 1}, MessageTypeConfig())
 
         assert (shown["message_type"], shown["ok"], shown["body"]) == ("invoice", True, '{"n":1}')
+
+    def test_a_mapping_over_the_limits_is_raised_by_the_previews_and_shown_by_the_message_view(self, admin):
+        # The message view (hub.admin.operations) shows what the worker made of a message; the
+        # preview routes answer 422: the spec must change, the sample is not at fault.
+        bomb = MessageTypeConfig.model_validate(BOMB_TYPE)
+        admin.create(BOOTSTRAP, "t1", body(message_types={"po": BOMB_TYPE}))
+
+        shown = preview_message(bomb, SMALL_PAYLOAD)
+        with pytest.raises(MappingTooLarge) as saved:
+            admin.preview("t1", "int_po", "po", SMALL_PAYLOAD)
+        with pytest.raises(MappingTooLarge) as unsaved:
+            admin.preview_unsaved("t1", bomb, SMALL_PAYLOAD)
+
+        assert (shown["ok"], shown["error"]["code"]) == (False, "mapping_too_large")
+        assert shown["error"]["details"]["expression"] == BOMB
+        assert saved.value.details == unsaved.value.details == shown["error"]["details"]
 
 
 class TestValidators:

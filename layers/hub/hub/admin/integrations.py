@@ -45,7 +45,7 @@ from hub.errors import (
     ValidationFailed,
 )
 from hub.ingest.receptions import MARK_EVERY
-from hub.mapping import MappingError
+from hub.mapping import MappingError, MappingTooLarge
 from hub.mapping.engine import apply_mapping, looks_like_xml, passthrough, read_payload
 from hub.pipeline.rules import LONGEST_IN_FLIGHT
 from hub.ports import IntegrationStore, StoredIntegration
@@ -148,11 +148,14 @@ def _recognized(integration: Integration, current: StoredIntegration) -> Integra
     return Integration.model_validate_json(json.dumps(data))
 
 
-def preview_message(config: MessageTypeConfig, payload: dict[str, Any] | str) -> dict[str, Any]:
+def preview_message(
+    config: MessageTypeConfig, payload: dict[str, Any] | str, *, refuse_too_large: bool = False
+) -> dict[str, Any]:
     """What the worker would make of `payload` under `config`, computed as it does (parse the
     payload, business-key values, mapping or passthrough) with no side effect: the body and its
     content type, or the error the message would fail with (`ok: false`, the one error shape's
-    inner object)."""
+    inner object). With `refuse_too_large`, a mapping over the engine's limits raises
+    MappingTooLarge instead (the preview routes answer 422: the spec must change)."""
     duplicate_key: dict[str, Any] | None = None
     try:
         # As the worker reads a message: XML text parsed once; JSON as given; other text as is.
@@ -167,6 +170,8 @@ def preview_message(config: MessageTypeConfig, payload: dict[str, Any] | str) ->
         }
         mapped = apply_mapping(config.mapping, document) if config.mapping else passthrough(payload)
     except MappingError as failed:
+        if refuse_too_large and isinstance(failed, MappingTooLarge):
+            raise
         error: dict[str, Any] = {"code": failed.code, "message": failed.message}
         if failed.details is not None:
             error["details"] = failed.details
@@ -220,7 +225,7 @@ class IntegrationAdmin:
                     details={"field": "message_type", "known_types": sorted(integration.message_types)},
                 )
             config = integration.message_type_config(message_type)
-        return {"message_type": message_type, **preview_message(config, payload)}
+        return {"message_type": message_type, **preview_message(config, payload, refuse_too_large=True)}
 
     def preview_unsaved(
         self, tenant_id: str, config: MessageTypeConfig, payload: dict[str, Any] | str
@@ -228,7 +233,7 @@ class IntegrationAdmin:
         """`preview_message` under `config` alone, for a form whose integration is not saved
         yet (the create form). Nothing is read but the tenant; nothing is written or sent."""
         self._tenant(tenant_id)
-        return preview_message(config, payload)
+        return preview_message(config, payload, refuse_too_large=True)
 
     # --- writes ----------------------------------------------------------------------------
 

@@ -16,7 +16,9 @@ a scalar; any other dict is a nested object. Template values are never text or s
 output field may itself be called "path", "const" or "each".
 
 Transforms are ``"name"`` or ``{"name": ..., <args>}``: see `hub.domain.mapping_transforms`.
-Every JMESPath expression is compiled and its function names checked at construction.
+Every JMESPath expression is compiled and its function names checked at construction, and must
+stay within MAX_EXPRESSION_LENGTH and MAX_EXPRESSION_NESTING (issue 27); what an expression may
+build while it runs is bounded by the engine (`hub.mapping.limits`).
 """
 
 from __future__ import annotations
@@ -34,15 +36,30 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Discriminator,
+    Field,
     SerializerFunctionWrapHandler,
     Tag,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from hub.domain.mapping_transforms import JsonScalar, Transform
+
+#: The longest JMESPath expression a spec (or a business key, or a webhook path) may hold.
+#: Real ones are under 100 characters; the bound keeps parsing and each evaluation small.
+MAX_EXPRESSION_LENGTH = 1000
+#: How deep an expression's parse tree may nest (every bracket, function call, operator and
+#: pipe stage is a level). Real ones nest under 6; the bound keeps the recursive parser and
+#: interpreter far from Python's recursion limit.
+MAX_EXPRESSION_NESTING = 32
+#: The largest mapped body, and the largest value any expression may build on the way: the
+#: 256 KiB an SQS message (and the hub's default `MaxBodyBytes`) can carry.
+MAX_BODY_BYTES = 256 * 1024
+#: The error type (pydantic's `details[].problem`) of an expression over a limit.
+TOO_LARGE = "mapping_too_large"
 
 _XML_NAME = re.compile(r"[^\W\d][\w.-]*")
 _SCALARS = (str, int, float, bool, type(None))
@@ -74,11 +91,37 @@ def _function_problems(node: Any) -> list[str]:
     return problems
 
 
+def _nests_deeper_than(tree: dict[str, Any], limit: int) -> bool:
+    """True when the parse tree has more than `limit` levels (level by level, no recursion)."""
+    level, depth = [tree], 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [child for node in level for child in node.get("children", ()) if isinstance(child, dict)]
+    return False
+
+
+def _too_large(expression: str, problem: str) -> PydanticCustomError:
+    # The expression's first characters only: the message must stay readable.
+    shown = expression if len(expression) <= 60 else f"{expression[:60]}..."
+    # The text goes in through the context: an expression's braces are no template fields.
+    return PydanticCustomError(
+        TOO_LARGE, "{message}", {"message": f"JMESPath expression {shown!r} {problem}"}
+    )
+
+
 def _check_expression(expression: str) -> str:
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise _too_large(expression, f"is longer than {MAX_EXPRESSION_LENGTH} characters")
     try:
         parsed = compiled(expression)
     except JMESPathError as error:
         raise ValueError(f"invalid JMESPath expression {expression!r}: {error}") from None
+    except RecursionError:  # jmespath parses prefix operators ("!!!...") recursively
+        raise _too_large(expression, f"nests deeper than {MAX_EXPRESSION_NESTING} levels") from None
+    if _nests_deeper_than(parsed.parsed, MAX_EXPRESSION_NESTING):
+        raise _too_large(expression, f"nests deeper than {MAX_EXPRESSION_NESTING} levels")
     problems = _function_problems(parsed.parsed)
     if problems:
         raise ValueError(f"{problems[0]} in {expression!r}")
@@ -86,7 +129,9 @@ def _check_expression(expression: str) -> str:
 
 
 def check_expression(expression: str) -> str:
-    """`expression` when it is a valid JMESPath expression; ValueError naming the problem."""
+    """`expression` when it is a valid JMESPath expression within MAX_EXPRESSION_LENGTH and
+    MAX_EXPRESSION_NESTING; else ValueError naming the problem, or (over a limit) a pydantic
+    error of type TOO_LARGE. Meant for validators."""
     return _check_expression(expression)
 
 
@@ -184,6 +229,17 @@ class MappingSpec(_Frozen):
     xml_root: str | None = None
     #: The default namespace declared on the root; children inherit it.
     xml_namespace: str | None = None
+    #: A smaller bound than MAX_BODY_BYTES for this type's mapped body (a destination that takes
+    #: less); also bounds every value its expressions build.
+    max_body_bytes: int | None = Field(default=None, ge=1, le=MAX_BODY_BYTES)
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_maximum(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Specs saved before the field existed read and dump as they did.
+        data = handler(self)
+        if self.max_body_bytes is None:
+            data.pop("max_body_bytes", None)
+        return data
 
     @model_validator(mode="after")
     def _xml_settings(self) -> MappingSpec:

@@ -4,7 +4,7 @@ Pure domain code: no I/O."""
 
 from hub.domain.mapping_spec import MappingSpec
 from hub.mapping.engine import MappedOutput, apply_mapping, passthrough
-from hub.mapping.errors import MappingError
+from hub.mapping.errors import MappingError, MappingTooLarge
 from hub.mapping.xml_input import parse_xml
 from hub.mapping.xml_output import to_xml
 
@@ -12,6 +12,7 @@ __all__ = [
     "MappedOutput",
     "MappingError",
     "MappingSpec",
+    "MappingTooLarge",
     "apply_mapping",
     "parse_xml",
     "passthrough",

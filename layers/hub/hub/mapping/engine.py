@@ -1,14 +1,16 @@
 """Apply a mapping spec to a message payload: pure, no I/O.
 
 `apply_mapping` reads the payload (a JSON object, or text: XML when it starts with "<", else
-JSON), fills the spec's output template and serializes it as JSON or XML. `passthrough` is
-what a message type without a spec sends. Every failure is a MappingError (class syntax).
+JSON), fills the spec's output template and serializes it as JSON or XML, within the limits of
+`hub.mapping.limits` (the admin preview and the worker both run it). `passthrough` is what a
+message type without a spec sends. Every failure is a MappingError (class syntax).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -20,6 +22,7 @@ from hub.domain.mapping_transforms import TransformFailed, kind_of
 from hub.domain.strict_json import parse_json
 from hub.errors import MalformedBody
 from hub.mapping.errors import MappingError
+from hub.mapping.limits import DEFAULT_LIMITS, Budget, MappingLimits
 from hub.mapping.xml_input import parse_xml
 from hub.mapping.xml_output import to_xml
 
@@ -70,9 +73,9 @@ def _join(field: str, key: str) -> str:
     return f"{field}.{key}" if field else key
 
 
-def _search(expression: str, document: Any, field: str) -> Any:
+def _search(expression: str, document: Any, field: str, budget: Budget) -> Any:
     try:
-        return compiled(expression).search(document)
+        return budget.search(compiled(expression), expression, document, field)
     except JMESPathTypeError as error:
         # str(error) quotes the offending value; keep only names and types.
         raise MappingError(
@@ -84,8 +87,8 @@ def _search(expression: str, document: Any, field: str) -> Any:
         raise MappingError(f"path {expression!r} cannot be evaluated on this input", field=field) from None
 
 
-def _path_value(rule: PathRule, document: Any, field: str) -> Any:
-    value = _search(rule.path, document, field)
+def _path_value(rule: PathRule, document: Any, field: str, budget: Budget) -> Any:
+    value = _search(rule.path, document, field, budget)
     if value is None and rule.has_default:
         return rule.default
     for transform in rule.transforms:
@@ -100,8 +103,8 @@ def _path_value(rule: PathRule, document: Any, field: str) -> Any:
     return value
 
 
-def _each_value(rule: EachRule, document: Any, field: str) -> Any:
-    items = _search(rule.each, document, field)
+def _each_value(rule: EachRule, document: Any, field: str, budget: Budget) -> Any:
+    items = _search(rule.each, document, field, budget)
     if items is None:
         if rule.required:
             raise MappingError(f"required list is missing (path {rule.each!r})", field=field)
@@ -110,22 +113,34 @@ def _each_value(rule: EachRule, document: Any, field: str) -> Any:
         items = [items]  # a line item that occurs once in XML
     if not isinstance(items, list):
         raise MappingError(f"path {rule.each!r} should give a list, found {kind_of(items)}", field=field)
-    rendered = (_render(rule.template, item, f"{field}[{index}]") for index, item in enumerate(items))
+    rendered = (_render(rule.template, item, f"{field}[{index}]", budget) for index, item in enumerate(items))
     return [value for value in rendered if value is not _OMIT]
 
 
-def _render(node: Any, document: Any, field: str) -> Any:
+def _leaf(value: Any, field: str, budget: Budget) -> Any:
+    if value is not _OMIT:
+        budget.add_to_body(value, field)
+    return value
+
+
+def _render(node: Any, document: Any, field: str, budget: Budget) -> Any:
+    budget.tick(field)
     if isinstance(node, PathRule):
-        return _path_value(node, document, field)
+        return _leaf(_path_value(node, document, field, budget), field, budget)
     if isinstance(node, ConstRule):
-        return node.const
+        return _leaf(node.const, field, budget)
     if isinstance(node, EachRule):
-        return _each_value(node, document, field)
+        return _each_value(node, document, field, budget)
     if isinstance(node, list):
-        items = (_render(child, document, f"{field}[{index}]") for index, child in enumerate(node))
+        items = (_render(child, document, f"{field}[{index}]", budget) for index, child in enumerate(node))
         return [value for value in items if value is not _OMIT]
-    rendered = {key: _render(child, document, _join(field, key)) for key, child in node.items()}
-    return {key: value for key, value in rendered.items() if value is not _OMIT}
+    rendered = {}
+    for key, child in node.items():
+        value = _render(child, document, _join(field, key), budget)
+        if value is not _OMIT:
+            budget.add_bytes(len(key) + 4, field)  # the key, its quotes, a colon and a comma
+            rendered[key] = value
+    return rendered
 
 
 def _json_text(value: Any) -> str:
@@ -144,15 +159,27 @@ def to_json(data: Any) -> bytes:
     return _json_text(data).encode()
 
 
-def apply_mapping(spec: MappingSpec, payload: Mapping[str, Any] | str) -> MappedOutput:
-    """The payload mapped by `spec`. Deterministic; raises MappingError (class syntax)
-    naming the output field, never quoting payload values."""
+def apply_mapping(
+    spec: MappingSpec,
+    payload: Mapping[str, Any] | str,
+    *,
+    limits: MappingLimits = DEFAULT_LIMITS,
+    timer: Callable[[], float] = time.monotonic,
+) -> MappedOutput:
+    """The payload mapped by `spec`, within `limits` (the body bound lowered to the spec's own
+    `max_body_bytes`). Deterministic; raises MappingError (class syntax) naming the output
+    field, never quoting payload values: MappingTooLarge, naming the expression too, when a
+    value built on the way, the body or the run time goes over its limit."""
+    budget = Budget(limits.lowered_to(spec.max_body_bytes), timer)
     document = read_payload(payload)
-    data = _render(spec.output, document, "")
+    data = _render(spec.output, document, "", budget)
     if spec.output_format == "xml":
         assert spec.xml_root is not None  # guaranteed by MappingSpec's validation
-        return MappedOutput(to_xml(data, spec.xml_root, spec.xml_namespace), XML, data)
-    return MappedOutput(to_json(data), JSON, data)
+        output = MappedOutput(to_xml(data, spec.xml_root, spec.xml_namespace), XML, data)
+    else:
+        output = MappedOutput(to_json(data), JSON, data)
+    budget.check_body(output.body)
+    return output
 
 
 def passthrough(payload: Mapping[str, Any] | str) -> MappedOutput:

@@ -27,3 +27,22 @@ class MappingError(HubError):
         super().__init__(message, details={"field": field} if field else None)
         self.field = field
         self.problem = problem
+
+
+class MappingTooLarge(MappingError):
+    """A mapping over one of the engine's limits (issue 27): an expression too long or nested
+    too deep, a value an expression builds or the mapped body over the size limit, or an
+    evaluation over the time limit. Still `syntax` (the same message fails the same way);
+    `details` names the `expression` (None when the body as a whole is at fault), the output
+    `field`, the `limit` crossed and its `maximum`. The preview routes answer it as 422 rather
+    than as a preview of a failing message, since the spec itself is what must change."""
+
+    code = "mapping_too_large"
+
+    def __init__(
+        self, problem: str, *, limit: str, maximum: float, field: str | None, expression: str | None
+    ) -> None:
+        super().__init__(problem, field=field)
+        self.details = {"field": field, "expression": expression, "limit": limit, "maximum": maximum}
+        self.expression = expression
+        self.limit = limit
