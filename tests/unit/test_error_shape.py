@@ -15,6 +15,7 @@ from hub.api.http import error_response, install_error_handlers
 from hub.domain.rate_limit import Rate
 from hub.errors import ClaimTaken, ConfigurationError, HubError, MethodNotAllowed, RateLimited
 from hub.ingest.throttle import TenantRateLimited
+from hub.mapping.errors import MappingTooLarge
 from tests.events import http_event
 
 
@@ -34,6 +35,8 @@ def instance(cls: type[HubError]) -> HubError:
         return cls("t1", Rate(per_second=1, burst=1), 1.5)
     if issubclass(cls, RateLimited):
         return cls("slow down", retry_after_seconds=3)
+    if issubclass(cls, MappingTooLarge):
+        return cls("too large", limit="body_bytes", maximum=262144, field="po", expression="[@,@]")
     return cls("something went wrong")
 
 
