@@ -220,32 +220,30 @@ class EgressPolicy:
             parts = urlsplit(url)
             port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
         except ValueError:
-            raise self._refused(field_name, "not a valid URL", url) from None
+            raise self._refused(field_name, "not a valid URL") from None
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:
-            raise self._refused(field_name, "the scheme must be http or https", url)
+            raise self._refused(field_name, "the scheme must be http or https")
         if "@" in parts.netloc or parts.username is not None:
-            raise self._refused(field_name, "user-info in the URL (user:password@) is not allowed", url)
+            raise self._refused(field_name, "user-info in the URL (user:password@) is not allowed")
         if any(ch.isspace() or ord(ch) < 32 or ch == "\\" for ch in url):
-            raise self._refused(field_name, "whitespace, control characters or backslashes", url)
+            raise self._refused(field_name, "whitespace, control characters or backslashes")
         host = (parts.hostname or "").rstrip(".")
         if not host:
-            raise self._refused(field_name, "the URL has no host", url)
+            raise self._refused(field_name, "the URL has no host")
         literal = _literal_address(host)
         if literal is not None:
             rule = self.refusal(literal, port)
             if rule is not None:
-                raise self._refused(field_name, f"{host} is {rule}", url)
+                raise self._refused(field_name, f"{host} is {rule}")
         # A literal that passed the check but has a rule is inside an allowed private range.
         private = literal is not None and denied_rule(ipaddress.ip_address(literal)) is not None
         if https_only and scheme != "https" and not private:
-            raise self._refused(
-                field_name, "https is required (plain http only to an allowed private range)", url
-            )
+            raise self._refused(field_name, "https is required (plain http only to an allowed private range)")
 
     @staticmethod
-    def _refused(field_name: str, rule: str, url: str) -> DestinationNotAllowed:
-        del url  # never echoed: it may carry a credential in its user-info or query
+    def _refused(field_name: str, rule: str) -> DestinationNotAllowed:
+        # Never the URL itself: it may carry a credential in its user-info or query.
         return DestinationNotAllowed(
             f"{field_name}: destination not allowed: {rule}",
             details=[{"field": field_name, "problem": "destination_not_allowed", "message": rule}],
