@@ -33,6 +33,7 @@ from tests.aws import function_names, local_stack_on_free_ports
 from tests.destinations import HttpDestination
 from tests.hubctl_process import SCRIPT, Hubctl
 from tests.pipeline import wait_for_status
+from tests.pki import PFX_PASSWORD, build_pki
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-onboarding")]
 
@@ -343,3 +344,34 @@ def test_the_demo_data_is_the_admin_apis_own_made_by_the_seed_principal_and_seed
     }
     assert audit_again == audit
     assert again["version"] == 1
+
+
+def test_every_file_in_examples_applies_then_applies_again_unchanged(applied, hubctl, erp, tmp_path):
+    """The examples a newcomer copies are what the hub accepts end to end: each file through
+    `hubctl apply` on the real admin API (egress check, secret binding, tenant-scoped ids), then
+    again, unchanged. The SEFAZ connection needs its A1 certificate uploaded first, as its file says."""
+    pfx = tmp_path / "a1.pfx"
+    pfx.write_bytes(build_pki().client_pfx)
+    upload = ("certificates", "upload", "conn_sefaz_sp_status", "--tenant", TENANT, "--pfx", str(pfx))
+    hubctl(*upload, "--password-stdin", stdin=PFX_PASSWORD.decode() + "\n")
+    hubctl.env.update(
+        WMS_URL=erp.url,
+        WMS_CLIENT_SECRET="wms-client-secret-value",
+        ACME_HOOK_URL=f"{erp.url}/hub-events",
+        SHOP_WEBHOOK_SECRET="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    )
+    files = sorted(EXAMPLES.glob("*.yaml"))
+
+    first = {path.name: hubctl("apply", "-f", str(path), check=False) for path in files}
+    second = {path.name: hubctl("apply", "-f", str(path), check=False) for path in files}
+
+    assert {"rest.yaml", "sap_idoc_to_rest.yaml", "sefaz_nfe_status.yaml", "signed_webhook.yaml"} <= set(
+        first
+    )
+    for name, done in first.items():
+        assert done.returncode == 0, (name, done.stdout, done.stderr)
+    for name, again in second.items():
+        lines = again.stdout.splitlines()
+        assert again.returncode == 0, (name, again.stdout, again.stderr)
+        assert lines, name
+        assert all(line.endswith("(unchanged)") for line in lines), (name, lines)
