@@ -4,6 +4,7 @@ import pytest
 
 from hub.domain import idempotency as idem
 from hub.errors import InvalidIdempotencyKey
+from tests.mapping_bomb import BOMB, SMALL_PAYLOAD
 
 
 @pytest.mark.parametrize("key", ["a", "order-123", "x" * 255, "with space and ~!@#"])
@@ -82,3 +83,10 @@ def test_request_hash_covers_every_field_of_the_request():
         idem.request_hash("order", "h1", "PO-1", None),
     ]
     assert base not in variants
+
+
+def test_a_business_key_path_that_builds_past_the_bounds_finds_no_key():
+    """Issue 27: duplicate-key paths run in the bounded engine (the shared ingest and worker
+    never build the bomb's 22 MB); a key that cannot be read is no key, as for a failing path."""
+    assert idem.duplicate_key_values(SMALL_PAYLOAD, (BOMB,)) == []
+    assert idem.duplicate_key_values(SMALL_PAYLOAD, (BOMB, "po_number")) == ["null", '"PO-B"']

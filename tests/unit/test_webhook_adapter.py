@@ -11,7 +11,9 @@ from pydantic import ValidationError
 from hub.domain.tenancy import Integration
 from hub.domain.webhook_config import WebhookAdapter
 from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
+from hub.mapping import MappingTooLarge
 from hub.webhooks.adapter import adapt
+from tests.mapping_bomb import BOMB, SMALL_PAYLOAD
 
 PAYLOAD = {
     "type": "order.created",
@@ -194,3 +196,17 @@ def test_the_deepest_accepted_webhook_body_is_adapted():
     text = b'{"type": "order.created", "id": "e1", "data": {"d": ' + b"[" * 62 + b"]" * 62 + b"}}"
     event = adapt(WebhookAdapter(message_type_path="type", event_id_path="id", data_path="data"), text)
     assert event.event_id == "e1"
+
+
+@pytest.mark.parametrize("path_field", ["event_id_path", "data_path"])
+def test_a_webhook_path_that_builds_past_the_bounds_is_422_mapping_too_large(path_field):
+    """Issue 27: the adapter's paths run in the bounded engine, like a mapping's."""
+    adapter = WebhookAdapter(message_type="partner_event", **{path_field: BOMB})
+
+    with pytest.raises(MappingTooLarge) as refused:
+        adapt(adapter, json.dumps(SMALL_PAYLOAD).encode())
+
+    assert refused.value.http_status == 422
+    assert refused.value.code == "mapping_too_large"
+    assert refused.value.details["field"] == f"inbound_webhook.{path_field}"
+    assert refused.value.details["expression"] == BOMB

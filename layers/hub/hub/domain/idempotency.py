@@ -10,10 +10,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-import jmespath
 from jmespath.exceptions import JMESPathError
 
 from hub.errors import InvalidIdempotencyKey
+from hub.mapping.errors import MappingTooLarge
+from hub.mapping.limits import bounded_search
 
 _KEY_RE = re.compile(r"[\x20-\x7e]{1,255}")
 
@@ -55,14 +56,16 @@ def sha256_hex(data: bytes) -> str:
 def duplicate_key_values(payload: dict[str, Any] | str, fields: tuple[str, ...]) -> list[str]:
     """The normalized business-key values found at `fields` (JMESPath) in a JSON payload; none
     when the payload has none of them. Text payloads (XML) yield none: duplicate rules and the
-    entity lock then work per message."""
+    entity lock then work per message. A path that fails, or builds past the bounds of
+    hub.mapping.limits, finds no value (the bound keeps one tenant's expression from exhausting a
+    shared worker; the save-time check refuses what can never parse)."""
     if isinstance(payload, str) or not fields:
         return []
     found = []
     for path in fields:
         try:
-            found.append(jmespath.search(path, payload))
-        except JMESPathError:
+            found.append(bounded_search(path, payload, "duplicate_key_fields"))
+        except (JMESPathError, MappingTooLarge):
             found.append(None)
     if all(value is None for value in found):
         return []  # no business key at all: not one shared "null" entity

@@ -24,7 +24,7 @@ from jmespath.functions import Functions, signature
 from jmespath.parser import ParsedResult
 from jmespath.visitor import Options, TreeInterpreter
 
-from hub.domain.mapping_spec import MAX_BODY_BYTES
+from hub.domain.mapping_spec import MAX_BODY_BYTES, compiled
 from hub.mapping.errors import MappingTooLarge
 
 #: How long one message's mapping may run. Real ones take milliseconds; a 5,000-line order
@@ -223,3 +223,15 @@ class _GuardedInterpreter(TreeInterpreter):
         if node["type"] in _BUILDERS:
             self._budget.built(result)
         return result
+
+
+#: Bounds on the short expressions outside a mapping that run on a partner's payload (business
+#: keys, inbound webhook paths): what they build is a key or a header-sized value.
+KEY_LIMITS = MappingLimits(max_body_bytes=16 * 1024, max_seconds=0.5)
+
+
+def bounded_search(expression: str, document: Any, field: str, limits: MappingLimits = KEY_LIMITS) -> Any:
+    """`expression` evaluated on `document` by the same guarded interpreter as a mapping: raises
+    MappingTooLarge (naming `field` and the expression) past a size or time bound; jmespath's
+    own errors as jmespath raises them."""
+    return Budget(limits).search(compiled(expression), expression, document, field)

@@ -12,11 +12,11 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from hub.domain.clock import within_utc
-from hub.domain.mapping_spec import compiled
 from hub.domain.strict_json import parse_json
 from hub.domain.webhook_config import WebhookAdapter
 from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
 from hub.mapping.errors import MappingError
+from hub.mapping.limits import MappingLimits, bounded_search
 from hub.mapping.xml_input import parse_xml
 
 _TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
@@ -31,15 +31,23 @@ class AdaptedEvent:
     occurred_at: datetime | None
 
 
-def _search(path: str, document: Any) -> Any:
+#: The business data may be most of the body; the other paths select short values.
+DATA_LIMITS = MappingLimits()
+
+
+def _search(field: str, path: str, document: Any) -> Any:
+    """The value at `path`, None where it fails; past the bounds of hub.mapping.limits,
+    MappingTooLarge (422 `mapping_too_large`, naming the adapter's field and path)."""
     try:
-        return compiled(path).search(document)
+        if field == "data":
+            return bounded_search(path, document, "inbound_webhook.data_path", DATA_LIMITS)
+        return bounded_search(path, document, f"inbound_webhook.{field}_path")
     except JMESPathError:
         return None
 
 
 def _required(field: str, path: str, document: Any) -> Any:
-    value = _search(path, document)
+    value = _search(field, path, document)
     if value is None or value == "":
         raise UnprocessableEvent(
             f"the payload has no {field} at {path!r}", details={"field": field, "path": path}
