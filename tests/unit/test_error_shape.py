@@ -12,10 +12,10 @@ import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from hub.api.http import error_response, install_error_handlers
+from hub.domain.mapping_errors import MappingTooLarge
 from hub.domain.rate_limit import Rate
 from hub.errors import ClaimTaken, ConfigurationError, HubError, MethodNotAllowed, RateLimited
 from hub.ingest.throttle import TenantRateLimited
-from hub.mapping.errors import MappingTooLarge
 from tests.events import http_event
 
 

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hub.domain.mapping_errors import MappingError
 from hub.domain.strict_json import MAX_NESTING_DEPTH, parse_json
 from hub.errors import MalformedBody
 from hub.mapping.engine import passthrough, read_payload, to_json
-from hub.mapping.errors import MappingError
 from hub.mapping.xml_input import MAX_XML_DEPTH
 
 

@@ -210,3 +210,14 @@ def test_a_webhook_path_that_builds_past_the_bounds_is_422_mapping_too_large(pat
     assert refused.value.code == "mapping_too_large"
     assert refused.value.details["field"] == f"inbound_webhook.{path_field}"
     assert refused.value.details["expression"] == BOMB
+
+
+def test_known_types_are_shown_sorted_whatever_order_they_were_given_in():
+    # A set has no order; a stored copy and `hubctl apply`'s plan are dumped by different
+    # processes (other hash seeds), so both must read the same list.
+    given = ["order.updated", "order.created", "order.cancelled"]
+    for order in (given, list(reversed(given))):
+        dumped = WebhookAdapter(message_type_path="type", known_types=frozenset(order)).model_dump(
+            mode="json"
+        )
+        assert dumped["known_types"] == ["order.cancelled", "order.created", "order.updated"]

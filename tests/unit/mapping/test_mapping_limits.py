@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from hub.domain.expression_limits import MappingLimits
 from hub.domain.failure import ErrorClass
 from hub.domain.mapping_spec import MAX_BODY_BYTES, MAX_EXPRESSION_LENGTH, MAX_EXPRESSION_NESTING
 from hub.domain.tenancy import MessageTypeConfig
 from hub.mapping import MappingSpec, MappingTooLarge, apply_mapping
-from hub.mapping.limits import MappingLimits
 from tests.mapping_bomb import BOMB, BOMB_PAYLOAD
 
 

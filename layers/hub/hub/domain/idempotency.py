@@ -12,9 +12,9 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from hub.domain.expression_limits import bounded_search
+from hub.domain.mapping_errors import MappingTooLarge
 from hub.errors import InvalidIdempotencyKey
-from hub.mapping.errors import MappingTooLarge
-from hub.mapping.limits import bounded_search
 
 _KEY_RE = re.compile(r"[\x20-\x7e]{1,255}")
 
@@ -57,7 +57,7 @@ def duplicate_key_values(payload: dict[str, Any] | str, fields: tuple[str, ...])
     """The normalized business-key values found at `fields` (JMESPath) in a JSON payload; none
     when the payload has none of them. Text payloads (XML) yield none: duplicate rules and the
     entity lock then work per message. A path that fails, or builds past the bounds of
-    hub.mapping.limits, finds no value (the bound keeps one tenant's expression from exhausting a
+    hub.domain.expression_limits, finds no value (the bound keeps one tenant's expression from exhausting a
     shared worker; the save-time check refuses what can never parse)."""
     if isinstance(payload, str) or not fields:
         return []

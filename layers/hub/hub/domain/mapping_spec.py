@@ -18,7 +18,7 @@ output field may itself be called "path", "const" or "each".
 Transforms are ``"name"`` or ``{"name": ..., <args>}``: see `hub.domain.mapping_transforms`.
 Every JMESPath expression is compiled and its function names checked at construction, and must
 stay within MAX_EXPRESSION_LENGTH and MAX_EXPRESSION_NESTING (issue 27); what an expression may
-build while it runs is bounded by the engine (`hub.mapping.limits`).
+build while it runs is bounded by the engine (`hub.domain.expression_limits`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,15 @@ import binascii
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 
 from hub.domain.mapping_spec import check_expression
 from hub.domain.media_type import WEBHOOK_DEFAULTS, check_range
@@ -139,8 +147,9 @@ class WebhookAdapter(_Frozen):
     message_type: str | None = Field(default=None, pattern=_TYPE)
     #: ...where the payload names it (e.g. "type").
     message_type_path: str | None = None
-    #: When set, any other type is refused (422).
-    known_types: frozenset[str] | None = None
+    #: When set, any other type is refused (422). Shown sorted: a set has no order of its own,
+    #: and a stored or planned copy must read the same in every process.
+    known_types: Annotated[frozenset[str], PlainSerializer(sorted, return_type=list[str])] | None = None
     #: The partner's event id: the idempotency key and external id (Standard Webhooks: the
     #: `webhook-id` header is the idempotency key; this path then only sets the external id).
     event_id_path: str | None = None

@@ -2,7 +2,7 @@
 
 `apply_mapping` reads the payload (a JSON object, or text: XML when it starts with "<", else
 JSON), fills the spec's output template and serializes it as JSON or XML, within the limits of
-`hub.mapping.limits` (the admin preview and the worker both run it). `passthrough` is what a
+`hub.domain.expression_limits` (the admin preview and the worker both run it). `passthrough` is what a
 message type without a spec sends. Every failure is a MappingError (class syntax).
 """
 
@@ -17,12 +17,12 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError, JMESPathTypeError
 
+from hub.domain.expression_limits import DEFAULT_LIMITS, Budget, MappingLimits
+from hub.domain.mapping_errors import MappingError
 from hub.domain.mapping_spec import ConstRule, EachRule, MappingSpec, PathRule, compiled
 from hub.domain.mapping_transforms import TransformFailed, kind_of
 from hub.domain.strict_json import parse_json
 from hub.errors import MalformedBody
-from hub.mapping.errors import MappingError
-from hub.mapping.limits import DEFAULT_LIMITS, Budget, MappingLimits
 from hub.mapping.xml_input import parse_xml
 from hub.mapping.xml_output import to_xml
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.parsers import expat
 
+from hub.domain.mapping_errors import MappingError
 from hub.domain.strict_json import MAX_NESTING_DEPTH
-from hub.mapping.errors import MappingError
 
 #: Above the partner API's body limit (256 KiB by default): the limit guards the parser, not the API.
 MAX_XML_BYTES = 1024 * 1024

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from hub.domain.mapping_errors import MappingError
 from hub.domain.mapping_transforms import kind_of
-from hub.mapping.errors import MappingError
 
 _NAME = re.compile(r"[^\W\d][\w.-]*")
 # Characters XML 1.0 cannot carry at all, even escaped.

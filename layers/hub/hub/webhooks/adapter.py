@@ -12,11 +12,11 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from hub.domain.clock import within_utc
+from hub.domain.expression_limits import MappingLimits, bounded_search
+from hub.domain.mapping_errors import MappingError
 from hub.domain.strict_json import parse_json
 from hub.domain.webhook_config import WebhookAdapter
 from hub.errors import MalformedBody, MalformedXml, UnknownEventType, UnprocessableEvent
-from hub.mapping.errors import MappingError
-from hub.mapping.limits import MappingLimits, bounded_search
 from hub.mapping.xml_input import parse_xml
 
 _TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
@@ -36,7 +36,7 @@ DATA_LIMITS = MappingLimits()
 
 
 def _search(field: str, path: str, document: Any) -> Any:
-    """The value at `path`, None where it fails; past the bounds of hub.mapping.limits,
+    """The value at `path`, None where it fails; past the bounds of hub.domain.expression_limits,
     MappingTooLarge (422 `mapping_too_large`, naming the adapter's field and path)."""
     try:
         if field == "data":

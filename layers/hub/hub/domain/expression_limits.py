@@ -24,8 +24,8 @@ from jmespath.functions import Functions, signature
 from jmespath.parser import ParsedResult
 from jmespath.visitor import Options, TreeInterpreter
 
+from hub.domain.mapping_errors import MappingTooLarge
 from hub.domain.mapping_spec import MAX_BODY_BYTES, compiled
-from hub.mapping.errors import MappingTooLarge
 
 #: How long one message's mapping may run. Real ones take milliseconds; a 5,000-line order
 #: takes well under a second. The worker's Lambda timeout stays far away.
