@@ -99,12 +99,14 @@ def test_a_step_raising_on_every_receive_ends_in_error_internal_in_the_error_tab
     assert answer.status_code == 202, answer.text
     message_id = answer.json()["message_id"]
 
-    failed = wait_for_status(api, message_id, "error", timeout=60)
+    # Two receives 2 s apart take seconds; the bound only stops a hung run (a loaded machine
+    # slows the local stack's pollers, it must not fail the test).
+    failed = wait_for_status(api, message_id, "error", timeout=240)
 
     # The partner's view tells the truth: the hub failed, not the destination.
     assert failed["last_retry_error_class"] == "internal"
     assert failed["dest_status"] is None
-    assert failed["dest_status_text"] == "internal error (KeyError)"
+    assert "dest_status_text" not in failed  # issue 27: the partner sees no answer text
     assert failed["retry_count"] == 0
     assert failed["next_retry_at"] is None
     # The admin error tab lists it.
@@ -115,10 +117,11 @@ def test_a_step_raising_on_every_receive_ends_in_error_internal_in_the_error_tab
     assert row["uncertain"] is True  # it raised inside the connector: the hub cannot tell
     # The message's log says which step failed, and how, once.
     view = admin.get(f"/api/admin/messages/{message_id}").json()
+    assert view["dest_status_text"] == "internal error (KeyError)"
     failures = [e for e in view["log"] if e.get("status") == "failure"]
     assert [(e["step"], e["error_class"]) for e in failures] == [("process", "internal")]
     # The step still failed its last receive: SQS moves it to the DLQ (the alarm's queue).
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while dlq_depth(local_stack) == 0 and time.monotonic() < deadline:
         time.sleep(0.5)
     assert dlq_depth(local_stack) == 1

@@ -10,7 +10,7 @@ from hub.delivery.port import DeliveryOutcome, OutboundRequest
 from hub.domain.tenancy import Destination
 
 Answer = DeliveryOutcome | Exception
-OK = DeliveryOutcome(dest_status="200", dest_status_text="ok", duration_ms=3)
+OK = DeliveryOutcome(dest_status="200", duration_ms=3)
 
 
 class FakeConnector:

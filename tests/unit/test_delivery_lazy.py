@@ -11,7 +11,7 @@ from hub.domain.tenancy import Destination, DestinationProtocol
 
 class StubConnector:
     def deliver(self, destination: Destination, request: OutboundRequest) -> DeliveryOutcome:
-        return DeliveryOutcome(dest_status="200", dest_status_text="ok", duration_ms=1)
+        return DeliveryOutcome(dest_status="200", duration_ms=1)
 
 
 class CountingFactory:

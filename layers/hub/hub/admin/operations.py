@@ -305,6 +305,7 @@ class Operations:
         log = [_shown(entry) for entry in self._messages.message_log(message_id)]
         view = {
             **record.public_view(),
+            "dest_status_text": record.shown_status_text(),
             "tenant_id": record.tenant_id,
             "execution_id": record.execution_id,
             # Waiting on its connection (issue 12): paused / circuit_open, and which connection.
@@ -316,8 +317,6 @@ class Operations:
             "mapped": _mapped_view(config, payload, fields) if config and payload is not None else None,
             "log": log,
         }
-        if isinstance(view.get("dest_status_text"), str):
-            view["dest_status_text"] = redact_text(view["dest_status_text"])
         callbacks: list[dict[str, Any]] = []
         if self._callbacks is not None:
             page = self._callbacks.callbacks(message_id, CALLBACKS_IN_VIEW, None)

@@ -224,10 +224,10 @@ class HttpConnector:
         # string and a fetched token), configured header values, and the raw secrets.
         secrets = [*_secrets_of(destination.auth), *auth_headers.values(), *destination.headers.values()]
         secrets += [value.split(" ", 1)[1] for value in auth_headers.values() if " " in value]
-        text = answer_text(response.status_code, _scrub(response.text, [s for s in secrets if len(s) >= 4]))
         error_class = classify_http_status(response.status_code)
         if error_class is None:
-            return DeliveryOutcome(str(response.status_code), text, elapsed())
+            return DeliveryOutcome(str(response.status_code), elapsed())
+        text = answer_text(response.status_code, _scrub(response.text, [s for s in secrets if len(s) >= 4]))
         if error_class is ErrorClass.HTTP_401 and destination.auth.kind is AuthKind.OAUTH2_CLIENT_CREDENTIALS:
             self._tokens.forget(destination.auth)
         raise DeliveryFailed(

@@ -12,11 +12,8 @@ from typing import Protocol
 
 from hub.delivery.egress import DESTINATION_NOT_ALLOWED
 from hub.domain.failure import ErrorClass, classify_http_status
-from hub.domain.redaction import redact_text
+from hub.domain.redaction import STATUS_TEXT_LIMIT, status_text
 from hub.domain.tenancy import Destination
-
-#: Longest excerpt of a destination's answer we keep (dest_status_text).
-STATUS_TEXT_LIMIT = 300
 
 
 @dataclass(frozen=True)
@@ -34,8 +31,11 @@ class OutboundRequest:
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
+    """An accepted delivery. It carries no text of the destination's answer: a 2xx body is
+    never kept or shown (issue 27: an answer read back is a channel to whatever the hub can
+    reach); failures keep a bounded excerpt (DeliveryFailed)."""
+
     dest_status: str
-    dest_status_text: str
     duration_ms: int
 
 
@@ -56,7 +56,7 @@ class DeliveryFailed(Exception):
         super().__init__(f"{error_class.value}: {dest_status_text}")
         self.error_class = error_class
         self.dest_status = dest_status
-        self.dest_status_text = dest_status_text[:STATUS_TEXT_LIMIT]
+        self.dest_status_text = status_text(dest_status_text)
         self.retry_after_seconds = retry_after_seconds
         self.uncertain = uncertain
         self.duration_ms = duration_ms
@@ -166,7 +166,6 @@ def answer_text(status: int, text: str) -> str:
 
 
 def excerpt(text: str, limit: int = STATUS_TEXT_LIMIT) -> str:
-    """A short, single-line excerpt of a destination's answer for dest_status_text, with personal
-    data it may quote back (CPF, CNPJ, e-mail, phone) masked: it is stored, logged and shown."""
-    flat = redact_text(" ".join(text.split()))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+    """A short, single-line excerpt of a destination's failing answer for dest_status_text
+    (hub.domain.redaction.status_text): it is stored, logged and shown."""
+    return status_text(text, limit)

@@ -147,10 +147,7 @@ class SoapConnector:
             raise _failure(exc, response, _elapsed_ms(started)) from None
         response = endpoint.transport.take_response()
         status = response.status_code if response is not None else 200
-        text = _answer_excerpt(response.content) if response is not None else ""
-        return DeliveryOutcome(
-            dest_status=str(status), dest_status_text=text, duration_ms=_elapsed_ms(started)
-        )
+        return DeliveryOutcome(dest_status=str(status), duration_ms=_elapsed_ms(started))
 
     def probe(self, destination: Destination, tenant_id: str | None) -> ProbeResult:
         """The connection test: loads the WSDL and checks its binding and operation (a WSDL URL is
@@ -341,22 +338,3 @@ def _body_text(response: requests.Response | None) -> str:
     if response is None:
         return ""
     return response.content.decode(response.encoding or "utf-8", errors="replace")
-
-
-def _answer_excerpt(content: bytes) -> str:
-    """The payload of a SOAP answer without envelope, wrappers or namespace declarations, e.g.
-    `<retConsStatServ versao="4.00"><tpAmb>2</tpAmb>...<cStat>107</cStat>...`."""
-    try:
-        root = etree.fromstring(content, parser=_BODY_PARSER)
-    except etree.XMLSyntaxError:
-        return excerpt(content.decode("utf-8", errors="replace"))
-    body = next((child for child in root if etree.QName(child).localname == "Body"), root)
-    node = body
-    # Descend through single-child wrappers (soap:Body, nfeResultMsg) to the business document.
-    while len(node) == 1 and not node.attrib and not (node.text or "").strip():
-        node = node[0]
-    node = etree.fromstring(etree.tostring(node))
-    for element in node.iter(tag=etree.Element):
-        element.tag = etree.QName(element).localname
-    etree.cleanup_namespaces(node)
-    return excerpt(etree.tostring(node, encoding="unicode"))

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hub.domain.clock import StorableTime
 from hub.domain.delivery_status import DeliveryStatus
+from hub.domain.redaction import status_text
 from hub.domain.status import PipelineStatus
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
@@ -106,12 +107,22 @@ class MessageRecord(BaseModel):
         """What the partner API shows its owner: status and timestamps, no internals."""
         return self.model_dump(mode="json", include=set(PUBLIC_FIELDS))
 
+    def shown_status_text(self) -> str | None:
+        """`dest_status_text` as admin views show it: bounded and control-free
+        (hub.domain.redaction.status_text), and never for a `sent` message (a 2xx body is not
+        kept; an item written before that rule may still hold one)."""
+        if self.dest_status_text is None or self.pipeline_status is PipelineStatus.SENT:
+            return None
+        return status_text(self.dest_status_text)
+
 
 #: The last log entries kept on the message item (older ones drop off).
 MAX_LOG_ENTRIES = 20
 
 
-#: The fields of a message the partner API shows (public_view; its OpenAPI document too).
+#: The fields of a message the partner API shows (public_view; its OpenAPI document too). Never
+#: `dest_status_text` (issue 27): a destination's answer read back through the partner API would
+#: be a channel to whatever the hub can reach; partners get `dest_status` and the status.
 PUBLIC_FIELDS = (
     "message_id",
     "integration_id",
@@ -119,7 +130,6 @@ PUBLIC_FIELDS = (
     "external_id",
     "pipeline_status",
     "dest_status",
-    "dest_status_text",
     "retry_count",
     "next_retry_at",
     "last_retry_error_class",

@@ -12,6 +12,7 @@ The stored payload stays intact for delivery: redaction is applied to copies, fo
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -104,6 +105,25 @@ def redact_text(text: str) -> str:
     for pattern in _TEXT_PATTERNS:
         text = pattern.sub(MASK, text)
     return text
+
+
+#: Longest text of a destination's answer the hub keeps and shows (dest_status_text).
+STATUS_TEXT_LIMIT = 300
+
+
+def status_text(text: str, limit: int = STATUS_TEXT_LIMIT) -> str:
+    """A destination's answer (or an error about it) as the hub keeps and shows it: one line,
+    without control or format characters (no terminal escapes, NULs or bidi overrides reach a
+    view, a log or a CSV), personal data masked, at most `limit` characters. Idempotent."""
+    flat = " ".join("".join(" " if _is_control(c) else c for c in text).split())
+    flat = redact_text(flat)
+    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+
+
+def _is_control(char: str) -> bool:
+    # Cc (C0/C1 controls, DEL) and Cf (bidi overrides, zero-width characters); not Cs/Co/Cn,
+    # which cannot steer a display.
+    return unicodedata.category(char) in {"Cc", "Cf"}
 
 
 def redact_credentials(config: Mapping[str, Any]) -> dict[str, Any]:

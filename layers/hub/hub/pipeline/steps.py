@@ -346,7 +346,8 @@ class Steps:
                 PipelineStatus.SENT,
                 {
                     "dest_status": outcome.dest_status,
-                    "dest_status_text": outcome.dest_status_text,
+                    # Never a 2xx body (issue 27); clears an earlier attempt's failure text.
+                    "dest_status_text": None,
                     "uncertain": None,
                 },
                 [entry],
