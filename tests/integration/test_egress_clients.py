@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from devstack.cfn import load_template
+from hub import wiring
 from hub.adapters.slack import SlackWebhook
 from hub.alerts.model import Alert, AlertGroup, AlertKind
 from hub.delivery.egress import DestinationNotAllowed, EgressPolicy
@@ -25,11 +27,12 @@ from hub.delivery.webhook import HttpWebhookPoster
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import AuthKind, Destination, DestinationProtocol, HttpAuth, SoapSettings
 from hub.errors import AlertChannelUnavailable, HubError
+from tests.aws import TEMPLATE
 from tests.destinations import Answer
 from tests.egress import LOCAL_EGRESS, FakeDns, fake_dns, non_loopback, recorded_connects
 from tests.integration.delivery.test_soap_connector import CONS_STAT_SERV, WSDL, FixedCertificates
 from tests.integration.test_connections import api, path, put_integration_item, rest, tenants
-from tests.pipeline import send, status
+from tests.pipeline import configure, send, status
 
 __all__ = ["api", "fake_dns", "tenants"]  # fixtures used by name
 
@@ -163,6 +166,45 @@ class TestEveryClientRefusesBeforeConnecting:
             )
 
 
+class TestTheUrlRulesHoldWhenConnecting:
+    """A connection stored before the save-time check (or built another way) still never reaches
+    a local file nor sends user-info."""
+
+    @pytest.mark.parametrize("url", ["file:///etc/hostname", "file:///proc/self/environ"])
+    def test_the_soap_session_never_reads_a_local_file(self, url):
+        session = LOCAL_EGRESS.requests_session()
+
+        assert sorted(session.adapters) == ["http://", "https://"]  # zeep's file:// mount ignored
+        with pytest.raises(DestinationNotAllowed):
+            session.get(url)
+        settings = SoapSettings(wsdl=WSDL, operation="nfeStatusServicoNF", soap_version="1.2")
+        with pytest.raises(DestinationNotAllowed):  # the test tool answers it as `network`
+            SoapConnector(FixedCertificates(None), egress=LOCAL_EGRESS).probe(
+                Destination(protocol=DestinationProtocol.SOAP, url=url, soap=settings), "t1"
+            )
+
+    def test_user_info_is_refused_before_anything_is_sent(self, destination):
+        with_user = destination.url.replace("http://", "http://ops:pw@")
+
+        with pytest.raises(DestinationNotAllowed, match="user-info"):
+            http().deliver(Destination(url=with_user), REQUEST)
+        with pytest.raises(DestinationNotAllowed, match="user-info"):
+            LOCAL_EGRESS.requests_session().post(with_user, data=b"<x/>")
+
+        assert destination.requests == []
+
+    def test_the_runtime_api_is_refused_in_its_ipv6_forms_too(self, monkeypatch, destination):
+        port = int(destination.url.rsplit(":", 1)[1].split("/", 1)[0])
+        monkeypatch.setenv("AWS_LAMBDA_RUNTIME_API", f"127.0.0.1:{port}")
+        policy = EgressPolicy.from_setting("127.0.0.0/8,::1/128")  # the local stack's allow-list
+
+        for host in ("127.0.0.1", "[::ffff:127.0.0.1]", "[::127.0.0.1]"):
+            with pytest.raises(DestinationNotAllowed, match="Runtime API"):
+                http(policy).deliver(Destination(url=f"http://{host}:{port}/2018-06-01/runtime"), REQUEST)
+
+        assert destination.requests == []
+
+
 class Redirecting:
     """Answers every request with 307 to `target` (a second server that must see nothing)."""
 
@@ -232,6 +274,31 @@ class TestRedirectsAreNeverFollowed:
                 Destination(protocol=DestinationProtocol.SOAP, url=destination.url, soap=settings),
                 OutboundRequest("m", "m", CONS_STAT_SERV, "application/soap+xml", "c", "t1"),
             )
+
+        assert destination.requests == []
+
+    def test_oauth_token_endpoint(self, redirect, destination):
+        auth = HttpAuth(
+            kind=AuthKind.OAUTH2_CLIENT_CREDENTIALS, token_url=redirect.url, client_id="c", client_secret="s"
+        )
+        with pytest.raises(DeliveryFailed) as failed:
+            http().deliver(Destination(url=destination.url, auth=auth), REQUEST)
+
+        assert (failed.value.error_class, failed.value.dest_status) == (ErrorClass.HTTP_4XX, "307")
+        assert "redirects are never followed" in failed.value.dest_status_text
+        assert destination.requests == []
+
+    def test_the_connection_test_tool(self, redirect, destination):
+        probe = http().probe(Destination(url=redirect.url), "t1")
+
+        assert (probe.ok, probe.error_class, probe.dest_status) == (False, ErrorClass.HTTP_4XX, "307")
+        assert "redirects are never followed" in probe.detail
+        assert destination.requests == []
+
+    def test_slack_alerts(self, redirect, destination):
+        alert = Alert(group=AlertGroup(AlertKind.ALARM, "a", "2024-05-01T13"), title="t", lines=("l",))
+        with pytest.raises(AlertChannelUnavailable):
+            SlackWebhook(SecretStr(redirect.url), LOCAL_EGRESS).send(alert)
 
         assert destination.requests == []
 
@@ -327,6 +394,30 @@ class TestThroughTheRealHandlers:
         assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "network")
         assert "does not allow" in final["dest_status_text"]
         assert non_loopback(connects) == []
+
+    def test_a_stack_with_the_templates_default_refuses_127_0_0_1_through_the_worker(
+        self, stack, tenancy, api, ingest_api, worker, destination, monkeypatch
+    ):
+        # What a deployment without the parameter gets: the template's default, through Globals.
+        template = load_template(TEMPLATE)
+        allowed = template["Parameters"]["EgressAllowedCidrs"]["Default"]
+        variables = template["Globals"]["Function"]["Environment"]["Variables"]
+        assert (allowed, variables["HUB_EGRESS_ALLOWED_CIDRS"]) == ("", {"Ref": "EgressAllowedCidrs"})
+        monkeypatch.setenv("HUB_EGRESS_ALLOWED_CIDRS", allowed)
+        wiring.reset()
+        # Refused at save; a destination written without the check is refused when connecting.
+        assert api("POST", path(), body=rest(connection_id="local", url=destination.url)).status == 422
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-LOCAL"})
+
+        with recorded_connects() as connects:
+            worker()
+
+        final = status(stack, message_id)
+        assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "network")
+        assert "loopback" in final["dest_status_text"]
+        assert connects == []
+        assert destination.requests == []
 
     def test_the_local_stacks_allow_list_is_the_templates_parameter(self, stack):
         assert stack.env["HUB_EGRESS_ALLOWED_CIDRS"] == "127.0.0.0/8,::1/128"

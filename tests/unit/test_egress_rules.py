@@ -53,6 +53,10 @@ STRICT = EgressPolicy(denied_endpoints=frozenset())
         ("64:ff9b::a9fe:a9fe", "link-local (cloud metadata)"),
         ("2002:a9fe:a9fe::1", "link-local (cloud metadata)"),
         ("2002:0a00:0005::1", "private (RFC 1918)"),
+        # IPv4-translated (SIIT) and local-use NAT64 forms, which `is_global` misses on 3.12.
+        ("::ffff:0:a9fe:a9fe", "link-local (cloud metadata)"),
+        ("::ffff:0:a00:5", "private (RFC 1918)"),
+        ("64:ff9b:1::a9fe:a9fe", "not a public address"),
         # Not public for other reasons (documentation, benchmarking, IETF, Teredo).
         ("192.0.2.1", "not a public address"),
         ("198.18.0.1", "not a public address"),
@@ -96,6 +100,10 @@ def test_no_allow_list_lifts_metadata_multicast_or_the_runtime_api() -> None:
         allowed=parse_cidrs("127.0.0.0/8"), denied_endpoints=frozenset({("127.0.0.1", 9321)})
     )
     assert runtime.refusal("127.0.0.1", 9321) == "the Lambda Runtime API"
+    # Every IPv6 form of the Runtime API's address is the Runtime API.
+    for form in ("::ffff:127.0.0.1", "::127.0.0.1", "::ffff:0:7f00:1"):
+        assert loopback.refusal(form, 9001) == "the Lambda Runtime API"
+        assert runtime.refusal(form, 9321) == "the Lambda Runtime API"
     for never in ("169.254.0.0/16", "169.254.169.254/32", "224.0.0.0/8", "0.0.0.0/0", "fe80::/64", "::/0"):
         with pytest.raises(ConfigurationError, match="never allowed"):
             parse_cidrs(never)
@@ -106,6 +114,7 @@ def test_the_runtime_api_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     policy = EgressPolicy.from_setting("127.0.0.0/8")
 
     assert policy.refusal("127.0.0.1", 9555) == "the Lambda Runtime API"
+    assert policy.refusal("::ffff:127.0.0.1", 9555) == "the Lambda Runtime API"
     assert policy.allows_address("127.0.0.1", 9556)
 
 

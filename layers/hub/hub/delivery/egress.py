@@ -77,6 +77,8 @@ _RULES: tuple[tuple[str, tuple[IPNetwork, ...]], ...] = (
             "203.0.113.0/24",
             "2001::/23",
             "2001:db8::/32",
+            # Local-use NAT64 (RFC 8215): whatever the operator's translator maps it to.
+            "64:ff9b:1::/48",
         ),
     ),
 )
@@ -87,6 +89,8 @@ _NEVER_ALLOWED = frozenset(
 _NOT_PUBLIC = _RULES[-1][0]
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+#: IPv4-translated addresses (RFC 2765, SIIT): ::ffff:0:a.b.c.d.
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 
 
 class DestinationNotAllowed(HubError):
@@ -98,12 +102,14 @@ class DestinationNotAllowed(HubError):
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 form carries (mapped, compatible, NAT64, 6to4), if any."""
+    """The IPv4 address an IPv6 form carries (mapped, translated, compatible, NAT64, 6to4), if
+    any."""
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
     if address.sixtofour is not None:
         return address.sixtofour
-    if address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
+    in_nat64 = address in _NAT64 or address in _IPV4_TRANSLATED
+    if in_nat64 or (address in _IPV4_COMPATIBLE and int(address) > 1):
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return None
 
@@ -180,15 +186,18 @@ class EgressPolicy:
             ip = ipaddress.ip_address(address)
         except ValueError:
             return "not an IP address"
-        plain = ip.compressed.split("%", 1)[0]
-        if (plain, port) in self.denied_endpoints or (ip.is_loopback and port == LAMBDA_RUNTIME_PORT):
+        if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id:
+            ip = ipaddress.IPv6Address(ip.compressed.split("%", 1)[0])
+        # An IPv6 form carrying an IPv4 address is that address, for the Runtime API and the
+        # allow-list alike (::ffff:127.0.0.1:9001 is the Runtime API too).
+        carried = _embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
+        subject: IPAddress = carried or ip
+        endpoints = {(ip.compressed, port), (subject.compressed, port)}
+        if endpoints & self.denied_endpoints or (subject.is_loopback and port == LAMBDA_RUNTIME_PORT):
             return "the Lambda Runtime API"
         rule = denied_rule(ip)
         if rule is None:
             return None
-        # An IPv6 form carrying an IPv4 address is that address for the allow-list too.
-        carried = _embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) else None
-        subject: IPAddress = carried or ip
         allowed = any(subject in net for net in self.allowed if net.version == subject.version)
         return None if allowed and rule not in _NEVER_ALLOWED else rule
 
@@ -241,6 +250,19 @@ class EgressPolicy:
         if https_only and scheme != "https" and not private:
             raise self._refused(field_name, "https is required (plain http only to an allowed private range)")
 
+    def check_request_url(self, url: str) -> None:
+        """The URL rules again when a request is made (a connection saved before the save-time
+        check, or built another way, must still never reach `file:` or carry user-info):
+        DestinationNotAllowed, the same refusal a denied address gets."""
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            raise self._refused("url", "not a valid URL") from None
+        if parts.scheme.lower() not in SCHEMES:
+            raise self._refused("url", "the scheme must be http or https")
+        if "@" in parts.netloc:
+            raise self._refused("url", "user-info in the URL (user:password@) is not allowed")
+
     @staticmethod
     def _refused(field_name: str, rule: str) -> DestinationNotAllowed:
         # Never the URL itself: it may carry a credential in its user-info or query.
@@ -256,12 +278,22 @@ class EgressPolicy:
         ignores proxy and CA environment variables."""
         import httpx  # noqa: PLC0415 - only functions that call out load it
 
-        transport = httpx.HTTPTransport(verify=verify)
+        transport = httpx.HTTPTransport(verify=verify, trust_env=False)
         pool = getattr(transport, "_pool", None)
         if pool is None or not hasattr(pool, "_network_backend"):  # an httpx/httpcore upgrade
             raise ConfigurationError("httpx transport without a network backend to check egress")
         pool._network_backend = _checked_httpcore_backend(self)
-        return httpx.Client(transport=transport, trust_env=False, follow_redirects=False, **options)
+
+        def checked(request: httpx.Request) -> None:
+            self.check_request_url(str(request.url))
+
+        return httpx.Client(
+            transport=transport,
+            trust_env=False,
+            follow_redirects=False,
+            event_hooks={"request": [checked]},
+            **options,
+        )
 
     def requests_session(self, ssl_context: ssl.SSLContext | None = None) -> requests.Session:
         """A requests session (zeep's transport) that connects through this policy, with
@@ -376,9 +408,18 @@ def _checked_requests_session(policy: EgressPolicy, ssl_context: ssl.SSLContext 
             conn.ca_cert_dir = None
 
     class NoRedirectSession(requests.Session):
-        def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        """Never follows a redirect; speaks http(s) only (zeep's Transport mounts a `file://`
+        adapter on the session it is given: that mount is ignored)."""
+
+        def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> requests.Response:
+            policy.check_request_url(url.decode() if isinstance(url, bytes) else str(url))
             kwargs["allow_redirects"] = False
-            return super().request(*args, **kwargs)
+            return super().request(method, url, *args, **kwargs)
+
+        def mount(self, prefix: str | bytes, adapter: Any) -> None:
+            text = prefix.decode() if isinstance(prefix, bytes) else prefix
+            if text.lower().startswith(("http://", "https://")):
+                super().mount(text, adapter)
 
     session = NoRedirectSession()
     session.trust_env = False  # REQUESTS_CA_BUNDLE and proxy variables must not change trust

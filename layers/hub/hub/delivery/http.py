@@ -114,11 +114,10 @@ class TokenCache:
             raise DeliveryFailed(ErrorClass.NETWORK, "token endpoint unreachable") from exc
         if answer.status_code != 200:
             error_class = classify_http_status(answer.status_code) or ErrorClass.HTTP_4XX
-            raise DeliveryFailed(
-                error_class,
-                f"token endpoint answered {answer.status_code}",
-                dest_status=str(answer.status_code),
-            )
+            said = f"token endpoint answered {answer.status_code}"
+            if 300 <= answer.status_code < 400:
+                said += ", a redirect: redirects are never followed (point auth.token_url at the final URL)"
+            raise DeliveryFailed(error_class, said, dest_status=str(answer.status_code))
         try:
             body = answer.json()
             token = str(body["access_token"])

@@ -117,6 +117,8 @@ class ProbeResult:
                 duration_ms,
             )
         detail = f"the destination answered {status} to the test's GET (it is reachable and TLS works)"
+        if 300 <= status < 400:
+            detail = f"{answer_text(status, '')}; nothing was sent to where it points"
         return cls(False, error_class, str(status), detail, duration_ms)
 
 
