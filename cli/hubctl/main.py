@@ -495,7 +495,9 @@ def apply_one(ctx: Context, resource: Resource) -> dict[str, Any]:
         answer = ctx.client.call("PATCH", own, json=resource.spec)
     else:
         body = resource.spec
-        if resource.kind is Kind.SUBSCRIPTION:  # its secret changes by rotation only
+        if resource.kind is Kind.SUBSCRIPTION and not _receiver_moves(view, body):
+            # Its secret changes by rotation, or with a url on another host (the file's secret
+            # is then sent: the hub binds the signing secret to the receiver).
             body = {key: value for key, value in body.items() if key != "secret"}
         answer = ctx.client.call("PUT", own, json=body, if_match=result.version)
     report["version"] = answer.version
@@ -510,6 +512,14 @@ def apply_one(ctx: Context, resource: Resource) -> dict[str, Any]:
             ctx.say(f"  secret: {secret}")
             ctx.note(f"warning: this is the only time the signing secret is shown. {SHOWN_ONCE}")
     return report
+
+
+def _receiver_moves(view: dict[str, Any] | None, spec: dict[str, Any]) -> bool:
+    """Whether the file points a subscription at another scheme, host or port than the hub's."""
+    from hub.domain.destination_binding import subscription_moved  # noqa: PLC0415
+
+    before, after = (view or {}).get("url"), spec.get("url")
+    return isinstance(before, str) and isinstance(after, str) and subscription_moved(before, after)
 
 
 def _jsonable(value: Any) -> Any:
@@ -533,6 +543,13 @@ def cmd_apply(ctx: Context) -> int:
         except ApiError as error:
             if error.code == "precondition_failed":
                 error.message += f" ({resource.name} changed since hubctl read it: run apply again)"
+            elif error.code == "secret_required":
+                fields = ", ".join(str(d.get("field")) for d in error.details or [] if isinstance(d, dict))
+                error.message += (
+                    f" ({resource.name}, {resource.origin}: the file moves it to another host; "
+                    f"put {fields or 'the secret'} in the file, the hub keeps a secret only for "
+                    "the host it was given for)"
+                )
             else:
                 error.message += f" ({resource.name}, {resource.origin})"
             raise

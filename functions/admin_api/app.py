@@ -68,6 +68,7 @@ from hub.errors import (
     NotFound,
     PreconditionFailed,
     QueueUnavailable,
+    SecretRequired,
     StorageUnavailable,
     TooManyFailedTokens,
     Unauthorized,
@@ -754,7 +755,7 @@ def get_connection(tenant_id: str, connection_id: str) -> Response:
     **answers(
         "Replace a connection (If-Match: its ETag)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY, *VERSIONED, CertificateRequired, DestinationNotAllowed),
+        errors=(*ADMIN, *BODY, *VERSIONED, CertificateRequired, DestinationNotAllowed, SecretRequired),
         tags=["connections"],
         headers={200: ETAG},
     ),
@@ -800,7 +801,7 @@ def delete_connection(tenant_id: str, connection_id: str) -> Response:
 def test_connection(tenant_id: str, connection_id: str) -> Response:
     path = _connection_path(tenant_id, connection_id)
     _principal().require(Role.OPERATOR, path.tenant_id, what="connection")
-    return json_response(200, connection_admin().test(path.tenant_id, path.connection_id))
+    return json_response(200, connection_admin().test(_principal(), path.tenant_id, path.connection_id))
 
 
 # --- Issue 11: integrations (integrations helper) ---------------------------------------------
@@ -1061,7 +1062,7 @@ def get_subscription(tenant_id: str, subscription_id: str) -> Response:
     **answers(
         "Replace a webhook subscription (If-Match: its ETag; secrets change by rotation)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY, *VERSIONED, DestinationNotAllowed),
+        errors=(*ADMIN, *BODY, *VERSIONED, DestinationNotAllowed, SecretRequired),
         tags=["subscriptions"],
         headers={200: ETAG},
     ),

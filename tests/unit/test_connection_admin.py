@@ -307,7 +307,7 @@ class TestVersions:
             lambda: world.admin.get("t1", "theirs"),
             lambda: world.admin.update(BOOTSTRAP, "t1", "theirs", spec(), None),
             lambda: world.admin.delete(BOOTSTRAP, "t1", "theirs", None),
-            lambda: world.admin.test("t1", "theirs"),
+            lambda: world.admin.test(BOOTSTRAP, "t1", "theirs"),
         ):
             with pytest.raises(NotFound):
                 call()
@@ -407,15 +407,38 @@ def _expired_ca_pem() -> str:
 
 
 class TestTestTool:
-    def test_it_probes_the_stored_destination_for_the_tenant_and_writes_nothing(self, world):
+    def test_it_probes_the_stored_destination_and_writes_only_its_audit_entry(self, world):
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c", auth={"kind": "bearer", "token": "tok"}))
         writes, entries = world.table.writes, len(world.audit.entries)
 
-        assert world.admin.test("t1", "c")["ok"] is True
+        assert world.admin.test(BOOTSTRAP, "t1", "c")["ok"] is True
 
         [(destination, tenant_id)] = world.probed
         assert (destination.connection_id, destination.auth.token, tenant_id) == ("c", "tok", "t1")
-        assert (world.table.writes, len(world.audit.entries)) == (writes, entries)
+        assert world.table.writes == writes
+        assert len(world.audit.entries) == entries + 1
+        tested = world.audit.entries[-1]
+        assert (tested.action, dict(tested.target), tested.actor_token_id) == (
+            "connection.tested",
+            {"connection_id": "c"},
+            BOOTSTRAP.token_id,
+        )
+        assert tested.after == {"host": "erp.example.com", "outcome": "ok", "dest_status": "200"}
+        assert "tok" not in json.dumps([tested.before, tested.after])
+
+    def test_a_failed_test_is_audited_with_its_error_class_only(self, world):
+        world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c", url="https://erp.example.com/p?k=v"))
+        world.probe = lambda d, t: {
+            "ok": False,
+            "error_class": "http_4xx",
+            "dest_status": "403",
+            "detail": "body: the server said something secret",
+        }
+
+        world.admin.test(BOOTSTRAP, "t1", "c")
+
+        tested = world.audit.entries[-1]
+        assert tested.after == {"host": "erp.example.com", "outcome": "http_4xx", "dest_status": "403"}
 
 
 class TestResolution:

@@ -207,7 +207,7 @@ class TestConnections:
         assert update({"kind": "bearer"})["version"] == 1  # left out: kept, nothing changed
         assert (world.keys.generated, world.keys.decrypts) == (1, 0)
 
-        world.connection_admin.test("t1", "c")
+        world.connection_admin.test(BOOTSTRAP, "t1", "c")
 
         [probed] = world.probed
         assert probed.auth.token == TOKEN

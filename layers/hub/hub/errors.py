@@ -261,3 +261,12 @@ class SecretUndecryptable(HubError):
 
     code = "secret_undecryptable"
     http_status = 500
+
+
+class SecretRequired(HubError):
+    """A save moves a stored credential to another destination (a URL's scheme, host or port:
+    hub.domain.destination_binding) without sending it again. `details`: one entry per credential
+    to send again, `{"field", "problem": "secret_required", "message", "moved"}`."""
+
+    code = "secret_required"
+    http_status = 400

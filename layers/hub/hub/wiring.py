@@ -517,6 +517,8 @@ def connection_admin() -> ConnectionAdmin:
         _audit(),
         tester=_connection_tester,
         egress=egress_policy(),
+        # Built at the first save that carries a certificate (KMS and cryptography only then).
+        certificates=certificate_service,
     )
 
 

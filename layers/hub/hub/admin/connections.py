@@ -17,6 +17,12 @@ which integrations name by `connection_id`.
   nothing (same version, no audit entry). A save clears `connection_gone_at` on the
   integrations using the connection (the operator has looked at the connection the 410 was about).
 - Deleting a connection an integration still uses is 409 `connection_in_use`.
+- Credentials are bound to where they go (issue 27, point 4; hub.domain.destination_binding): a
+  PUT that moves `url`, `auth.token_url` or an http(s) `soap.wsdl` to another scheme, host or
+  port must send the kept secret again (and, for mTLS, the client certificate as
+  `client_certificate`, uploaded with the save), else 400 `secret_required` naming them.
+- The connection test is audited (`connection.tested`): who, which connection, the host only
+  and the outcome class; never the URL's path or query, a credential or a response body.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
 from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
+from hub.domain.destination_binding import CLIENT_CERTIFICATE, credentials_to_resend, origin
 from hub.domain.ids import new_id
 from hub.domain.tenancy import (
     NFELIB_PREFIX,
@@ -43,7 +50,7 @@ from hub.domain.tenancy import (
     Platform,
     SoapSettings,
 )
-from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
+from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, SecretRequired, ValidationFailed
 from hub.ports import ConnectionStore, VersionConflict
 from hub.sealed_config import DESTINATION_PATHS, in_clear, recognize
 
@@ -87,6 +94,17 @@ class CertificateRequired(HubError):
     http_status = 422
 
 
+class ClientCertificateUpload(BaseModel):
+    """A client certificate sent with a connection save (the body of the certificate route,
+    without the tenant): what a save that moves an mTLS connection must carry."""
+
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+    #: A PKCS#12 (.pfx/.p12) file, base64.
+    pkcs12_base64: str = Field(min_length=4, max_length=200_000, repr=False)
+    password: SecretStr = Field(max_length=1024)
+
+
 class ConnectionSpec(BaseModel):
     """A connection as the admin API takes it (create and PUT)."""
 
@@ -110,6 +128,9 @@ class ConnectionSpec(BaseModel):
     #: Present the client certificate uploaded under this connection's id (mTLS). Default false;
     #: platform sefaz forces it.
     use_client_certificate: bool = False
+    #: The client certificate again, uploaded with this save (under the connection's id): needed
+    #: when a save moves an mTLS connection to another origin or turns mTLS on.
+    client_certificate: ClientCertificateUpload | None = Field(default=None, repr=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -124,6 +145,15 @@ class ConnectionSpec(BaseModel):
         if isinstance(data.get("soap"), dict):
             data["soap"] = {"soap_version": "1.2", **data["soap"]}
         return data
+
+
+class CertificateUploader(Protocol):
+    def upload(
+        self, tenant_id: str, connection_id: str, pfx: bytes, password: bytes, actor: Principal
+    ) -> dict[str, Any]:
+        """Checks, seals and stores the certificate (hub.certificates.service); a
+        CertificateRejected subtype when it is unusable."""
+        ...
 
 
 class ConnectionTester(Protocol):
@@ -216,11 +246,13 @@ class ConnectionAdmin:
         clock: Callable[[], datetime] = utcnow,
         *,
         egress: EgressPolicy | None = None,
+        certificates: Callable[[], CertificateUploader] | None = None,
     ) -> None:
         self._store = store
         self._audit = audit
         self._tester = tester
         self._clock = clock
+        self._certificates = certificates
         #: The URL rules of the deployment (absent: public addresses only).
         self._egress = egress or EgressPolicy()
 
@@ -241,12 +273,14 @@ class ConnectionAdmin:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
         connection_id = spec.connection_id or new_id("con")
         now = self._clock()
+        destination = self._destination(tenant_id, connection_id, spec, None)
+        self._upload_certificate(principal, tenant_id, connection_id, spec)
         connection = Connection(
             connection_id=connection_id,
             tenant_id=tenant_id,
             name=spec.name,
             version=1,
-            destination=self._destination(tenant_id, connection_id, spec, None),
+            destination=destination,
             created_at=now,
             updated_at=now,
         )
@@ -269,7 +303,8 @@ class ConnectionAdmin:
         if_match: int | None,
     ) -> dict[str, Any]:
         """Replaces the connection's content (secrets left out are kept). Stale `if_match` →
-        412; equal content → the stored view, unchanged."""
+        412; equal content → the stored view, unchanged. A kept credential whose destination
+        moves (another scheme, host or port) must be sent again: SecretRequired (400)."""
         if spec.connection_id not in (None, connection_id):
             raise _invalid("connection_id", "differs from the connection in the path")
         stored = self._stored(tenant_id, connection_id)
@@ -277,6 +312,8 @@ class ConnectionAdmin:
         destination = _recognized(
             self._destination(tenant_id, connection_id, spec, stored.destination), stored
         )
+        _check_bound(stored.destination, destination, spec)
+        self._upload_certificate(principal, tenant_id, connection_id, spec)
         before = connection_view(stored)
         if (
             destination == stored.destination
@@ -331,14 +368,31 @@ class ConnectionAdmin:
 
     # --- the test tool ------------------------------------------------------------------------
 
-    def test(self, tenant_id: str, connection_id: str) -> dict[str, Any]:
+    def test(self, principal: Principal, tenant_id: str, connection_id: str) -> dict[str, Any]:
         """One harmless call to the connection (no message, no writes): what a delivery would
-        get, as {"ok", "error_class", "dest_status", "detail"}."""
+        get, as {"ok", "error_class", "dest_status", "detail"}. Audited as `connection.tested`
+        (who, which connection, the host and the outcome class), whatever the outcome."""
         stored = self._stored(tenant_id, connection_id)
         if self._tester is None:
             raise HubError("the connection test is not configured")
-        # The one place the admin API opens a secret: the test authenticates as a delivery does.
-        return self._tester().probe(self._store.with_credentials(stored), tenant_id)
+        try:
+            # The one place the admin API opens a secret: the test authenticates as a delivery does.
+            result = self._tester().probe(self._store.with_credentials(stored), tenant_id)
+        except HubError as failed:
+            # Our storage or KMS did not answer (503): the attempt is still on the record.
+            self._record_test(principal, stored, {"ok": False, "error_class": failed.code})
+            raise
+        self._record_test(principal, stored, result)
+        logger.info(
+            "connection tested",
+            extra={
+                "tenant_id": tenant_id,
+                "connection_id": connection_id,
+                "actor": principal.token_id,
+                "outcome": outcome_class(result),
+            },
+        )
+        return result
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -363,7 +417,11 @@ class ConnectionAdmin:
         _check_auth(auth)
         if spec.platform is Platform.SEFAZ and not spec.use_client_certificate:
             raise _invalid("use_client_certificate", "platform sefaz requires mTLS with a client certificate")
-        if spec.use_client_certificate and self._store.certificate_tenant(connection_id) != tenant_id:
+        if (
+            spec.use_client_certificate
+            and spec.client_certificate is None
+            and self._store.certificate_tenant(connection_id) != tenant_id
+        ):
             raise CertificateRequired(
                 "upload the connection's client certificate first "
                 "(POST /api/admin/connections/{connection_id}/certificate)",
@@ -398,6 +456,36 @@ class ConnectionAdmin:
                 for err in exc.errors(include_input=False, include_url=False)
             ]
             raise ValidationFailed("connection failed validation", details=details) from None
+
+    def _record_test(self, principal: Principal, stored: Connection, result: Mapping[str, Any]) -> None:
+        self._audit.record(
+            principal,
+            stored.tenant_id,
+            "connection.tested",
+            {"connection_id": stored.connection_id},
+            self._clock(),
+            after=probe_record(stored.destination, result),
+        )
+
+    def _upload_certificate(
+        self, principal: Principal, tenant_id: str, connection_id: str, spec: ConnectionSpec
+    ) -> None:
+        """Stores the certificate the save carries (after the save validated, before it is
+        written: a refused save uploads nothing)."""
+        upload = spec.client_certificate
+        if upload is None:
+            return
+        if self._certificates is None:
+            raise HubError("client certificates are not configured")
+        from hub.certificates.model import decode_pkcs12_base64  # noqa: PLC0415 - cryptography
+
+        self._certificates().upload(
+            tenant_id,
+            connection_id,
+            decode_pkcs12_base64(upload.pkcs12_base64),
+            upload.password.get_secret_value().encode("utf-8"),
+            principal,
+        )
 
     def _check_destination(self, spec: ConnectionSpec) -> None:
         """422 `destination_not_allowed` (naming the field and the rule) for a URL the egress
@@ -443,6 +531,62 @@ class ConnectionAdmin:
                 "actor": principal.token_id,
             },
         )
+
+
+def _sent(spec: ConnectionSpec) -> set[str]:
+    """The credentials the request itself carries (a secret left out or masked is not sent)."""
+    sent = {f"auth.{name}" for name in SECRET_FIELDS if getattr(spec.auth, name) not in (None, MASK)}
+    if spec.client_certificate is not None:
+        sent.add(CLIENT_CERTIFICATE)
+    return sent
+
+
+def _check_bound(stored: Destination, saved: Destination, spec: ConnectionSpec) -> None:
+    """SecretRequired when the save moves a kept credential to another origin."""
+    fields, missing = credentials_to_resend(stored, saved, sent=_sent(spec))
+    if not missing:
+        return
+    moved = ", ".join(fields)
+    raise SecretRequired(
+        f"{moved} changes where the connection's credentials go: send them again in the same request",
+        details=[
+            {
+                "field": name,
+                "problem": "secret_required",
+                "message": (
+                    "upload the client certificate with the save (client_certificate: "
+                    "{pkcs12_base64, password})"
+                    if name == CLIENT_CERTIFICATE
+                    else "send the secret again (it is kept only while the destination stays)"
+                ),
+                "moved": fields,
+            }
+            for name in missing
+        ],
+    )
+
+
+#: The outcome classes of the connection test's audit entry.
+OUTCOME_OK = "ok"
+
+
+def outcome_class(result: Mapping[str, Any]) -> str:
+    """`ok`, or the delivery error class the test met (`http_4xx`, `network`, `tls`,
+    `destination_not_allowed`...): never a detail text (it may quote the server)."""
+    if result.get("ok"):
+        return OUTCOME_OK
+    return str(result.get("error_class") or "unknown")
+
+
+def probe_record(destination: Destination, result: Mapping[str, Any]) -> dict[str, Any]:
+    """What the audit log keeps of a connection test: the host called (no scheme, path, query
+    or user-info), the outcome class and the destination's status code."""
+    where = origin(destination.url)
+    return {
+        "host": where.host if where is not None else None,
+        "outcome": outcome_class(result),
+        "dest_status": result.get("dest_status"),
+    }
 
 
 def _recognized(destination: Destination, stored: Connection) -> Destination:

@@ -4,7 +4,12 @@
   create answer and never again (views mask every secret); sealed at rest, opened only by the
   webhook sender.
 - Versioned like connections: `If-Match` with a stale version is 412; a PUT equal to the
-  stored content changes nothing. Secrets are not part of a PUT: a rotation adds a new one
+  stored content changes nothing.
+- The signing secrets are bound to the receiver (issue 27, point 4): a PUT whose `url` moves to
+  another scheme, host or port must carry a new secret (`secret`, or `rotate_secret: true` for
+  a generated one, returned once), else 400 `secret_required`. The new secret replaces every
+  current one at once: the new receiver never sees a signature the old receiver would accept.
+- Otherwise secrets are not part of a PUT: a rotation adds a new one
   (shown once) and gives the current ones an expiry after a grace period (0: at once), so
   receivers can switch without a gap; `retire-secrets` drops every secret but the newest.
 - Disabling (an operator, or the sender on `410 Gone`) writes a `subscription.disabled` event
@@ -25,8 +30,9 @@ from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
 from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
+from hub.domain.destination_binding import subscription_moved
 from hub.domain.ids import new_id
-from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
+from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, SecretRequired, ValidationFailed
 from hub.outbox.events import OutboxEvent
 from hub.outbox.subscriptions import (
     MAX_SECRETS,
@@ -179,6 +185,10 @@ class SubscriptionAdmin:
 
     def create(self, principal: Principal, tenant_id: str, spec: SubscriptionSpec) -> dict[str, Any]:
         """A new subscription (version 1) with one secret, returned once as `secret`."""
+        if spec.rotate_secret:
+            raise _invalid(
+                "rotate_secret", "a new subscription gets its secret: give one as `secret`, or none"
+            )
         if not self._store.tenant_exists(tenant_id):
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
         self._egress.check_url(spec.url, "url", https_only=True)
@@ -218,14 +228,34 @@ class SubscriptionAdmin:
         if_match: int | None,
     ) -> dict[str, Any]:
         """Replaces url, event types, integration filter, description and enabled. Stale
-        `if_match` → 412; equal content → the stored view, unchanged."""
+        `if_match` → 412; equal content → the stored view, unchanged. A `url` on another
+        origin needs a new secret in the same request (SecretRequired, 400): it then signs
+        alone, and the answer shows it once as `secret`."""
         if spec.subscription_id not in (None, subscription_id):
             raise _invalid("subscription_id", "differs from the subscription in the path")
-        if spec.secret is not None:
-            raise _invalid("secret", "secrets change by rotation (POST .../rotate-secret), not by PUT")
+        if spec.secret is not None and spec.rotate_secret:
+            raise _invalid("rotate_secret", "give a secret or ask for one, not both")
         stored = self._stored(tenant_id, subscription_id)
+        moved = subscription_moved(stored.url, spec.url)
+        renewing = spec.secret is not None or spec.rotate_secret
+        if renewing and not moved:
+            field = "secret" if spec.secret is not None else "rotate_secret"
+            raise _invalid(field, "secrets change by rotation (POST .../rotate-secret), not by PUT")
         self._egress.check_url(spec.url, "url", https_only=True)
         self._check_version(stored, if_match)
+        if moved and not renewing:
+            raise SecretRequired(
+                "url moves the subscription to another receiver (scheme, host or port): send a new "
+                "signing secret in the same request",
+                details=[
+                    {
+                        "field": "secret",
+                        "problem": "secret_required",
+                        "message": "give the new receiver's secret as `secret`, or set `rotate_secret: true`",
+                        "moved": ["url"],
+                    }
+                ],
+            )
         changes: dict[str, Any] = {
             "url": spec.url,
             "event_types": tuple(spec.event_types),
@@ -239,7 +269,14 @@ class SubscriptionAdmin:
             changes["disabled_reason"] = None
         elif not spec.enabled and stored.enabled:
             changes["disabled_reason"] = f"disabled by {principal.label or principal.token_id}"
-        return self._save(principal, stored, "subscription.updated", changes)
+        if not moved:
+            return self._save(principal, stored, "subscription.updated", changes)
+        # Every current secret stops at once: a signature the old receiver trusts never goes to
+        # the new one (which could replay it there).
+        value = spec.secret or new_secret()
+        changes["secrets"] = (SigningSecret(secret_id=new_id("whs"), created_at=self._clock(), value=value),)
+        view = self._save(principal, stored, "subscription.updated", changes)
+        return {**view, "secret": value}
 
     def set_enabled(
         self, principal: Principal, tenant_id: str, subscription_id: str, enabled: bool, reason: str | None

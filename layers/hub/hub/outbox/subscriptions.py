@@ -165,8 +165,9 @@ class Subscription(BaseModel):
 
 
 class SubscriptionSpec(BaseModel):
-    """A subscription as the admin API takes it (create and PUT). Secrets are not part of a
-    PUT: they change by rotation only (`/rotate-secret`)."""
+    """A subscription as the admin API takes it (create and PUT). Secrets change by rotation
+    (`/rotate-secret`), except when a PUT moves the receiver to another origin: the signing
+    secret is bound to it, so that PUT carries a new one (`secret`, or `rotate_secret`)."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
@@ -178,8 +179,11 @@ class SubscriptionSpec(BaseModel):
     integration_ids: list[str] | None = Field(default=None, min_length=1, max_length=50)
     description: str | None = Field(default=None, min_length=1, max_length=500)
     enabled: bool = True
-    #: Create only: the first secret (absent: the hub generates one, shown once).
+    #: Create: the first secret (absent: the hub generates one, shown once). PUT: only with a
+    #: `url` that moves to another scheme, host or port, as the one secret that then signs.
     secret: str | None = Field(default=None, repr=False)
+    #: PUT only, with a `url` that moves: the hub generates the new secret (shown once).
+    rotate_secret: bool = False
 
     @field_validator("url")
     @classmethod
