@@ -19,10 +19,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hub.admin.access import any_token, requires
 from hub.api.admin import ROUTERS
 from hub.api.admin.guard import access_guard
-from hub.api.http import install_error_handlers
+from hub.api.http import body_limit, install_error_handlers
 from hub.api.openapi import OBJECT, answers, serve
 from hub.api.static_site import StaticSite
-from hub.errors import StorageUnavailable, TooManyFailedTokens, Unauthorized
+from hub.config import settings
+from hub.errors import PayloadTooLarge, RateLimited, StorageUnavailable, TooManyFailedTokens, Unauthorized
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
 
@@ -31,7 +32,8 @@ configure_logging(logger)
 metrics = Metrics()
 app = LambdaFunctionUrlResolver()
 install_error_handlers(app)
-app.use([access_guard])
+# The body limit first: a body over it is refused before any token is looked at.
+app.use([body_limit(lambda: settings().admin_max_body_bytes), access_guard])
 for router in ROUTERS:
     app.include_router(router)
 #: The operator's web page: this function's own `page/` folder (index.html and static/).
@@ -52,7 +54,9 @@ OPENAPI = {
         "per status. Requests no route takes answer `404 route_not_found`, or "
         "`405 method_not_allowed` with `Allow`. After 10 refused tokens from one address within "
         "60 s, that address gets `429 too_many_failed_tokens` with `Retry-After` until the window "
-        "passes, whatever token it sends."
+        "passes, whatever token it sends. Each admin token has a rate limit (per instance): over "
+        "it, `429 rate_limited` with `Retry-After`, nothing done. A body over the admin API's "
+        "limit (1 MiB by default) is `413 payload_too_large`, before anything reads it."
     ),
     "security_schemes": {
         "adminToken": {"type": "http", "scheme": "bearer", "description": "An admin token (hub_admin_...)."}
@@ -66,7 +70,7 @@ OPENAPI = {
     **answers(
         "This document (OpenAPI 3.1)",
         ok={200: OBJECT},
-        errors=(Unauthorized, TooManyFailedTokens, StorageUnavailable),
+        errors=(Unauthorized, TooManyFailedTokens, RateLimited, PayloadTooLarge, StorageUnavailable),
         tags=["documentation"],
         description="Any admin token, of any role and scope.",
     ),

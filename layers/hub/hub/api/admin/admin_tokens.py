@@ -13,7 +13,14 @@ from hub.api.admin.common import ADMIN, BODY, Id, KeyListQuery
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
-from hub.errors import StorageUnavailable, TooManyFailedTokens, Unauthorized, ValidationFailed
+from hub.errors import (
+    PayloadTooLarge,
+    RateLimited,
+    StorageUnavailable,
+    TooManyFailedTokens,
+    Unauthorized,
+    ValidationFailed,
+)
 from hub.wiring import token_admin
 
 router = Router()
@@ -92,7 +99,7 @@ def revoke_admin_token(token_id: str) -> Response:
     **answers(
         "Who the presented admin token is, and what its role may do",
         ok={200: OBJECT},
-        errors=(Unauthorized, TooManyFailedTokens, StorageUnavailable),
+        errors=(Unauthorized, TooManyFailedTokens, RateLimited, PayloadTooLarge, StorageUnavailable),
         tags=["admin-tokens"],
         description=(
             "Any admin token, the bootstrap token too. `can` names every action of the "

@@ -17,7 +17,9 @@ from hub.errors import (
     Forbidden,
     MalformedBody,
     NotFound,
+    PayloadTooLarge,
     PreconditionFailed,
+    RateLimited,
     StorageUnavailable,
     TooManyFailedTokens,
     Unauthorized,
@@ -56,9 +58,18 @@ class KeyListQuery(BaseModel):
 
 
 #: What any admin route can answer: no or a bad token (401), too many bad tokens from the
-#: caller's address lately (429), a role too low or a platform action with a tenant's token
-#: (403), another tenant's resource or a missing one (404).
-ADMIN = (Unauthorized, TooManyFailedTokens, Forbidden, NotFound, StorageUnavailable)
+#: caller's address lately or the token over its rate (429), a role too low or a platform action
+#: with a tenant's token (403), another tenant's resource or a missing one (404), a body over the
+#: admin API's limit (413).
+ADMIN = (
+    Unauthorized,
+    TooManyFailedTokens,
+    RateLimited,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    StorageUnavailable,
+)
 
 
 #: A route that parses a JSON body (our strict parser, then the model).

@@ -3,14 +3,15 @@ permission where it is declared (hub.admin.access.requires), and this enforces i
 route runs.
 
 Per request: a public route runs as is. Otherwise the caller's address must not be blocked for
-refused tokens (429, hub.admin.token_guard), the token must be a valid one (401), and then the
-route's declaration is checked: a platform route needs a platform token with the role (403); a
-tenant route validates the request part naming the tenant with the very model the route parses
-it with (so a bad request is the same 422 it always was) and requires the role there (404 for
-another tenant's, as for a missing one; 403 for a role too low); a `use_case` route leaves the
-check to its use case, which reads the stored item first. A request no route takes is authenticated
-too (401 before 404/405, as it always was). A registered route that declares nothing is refused
-with the one internal-error answer, never run: a test enumerates the routes so that never ships.
+refused tokens (429, hub.admin.token_guard), the token must be a valid one (401) and within its
+rate (429, hub.admin.token_throttle), and then the route's declaration is checked: a platform
+route needs a platform token with the role (403); a tenant route validates the request part
+naming the tenant with the very model the route parses it with (so a bad request is the same 422
+it always was) and requires the role there (404 for another tenant's, as for a missing one; 403
+for a role too low); a `use_case` route leaves the check to its use case, which reads the stored
+item first. A request no route takes is authenticated too (401 before 404/405, as it always
+was). A registered route that declares nothing is refused with the one internal-error answer,
+never run: a test enumerates the routes so that never ships.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def access_guard(app: ApiGatewayResolver, next_middleware: NextMiddleware) -> Re
     if access is not None and access.scope is Scope.PUBLIC:
         return next_middleware(app)
     caller = _authenticated(app)
+    wiring.admin_token_throttle().admit(caller.token_id)  # 429 before the route does anything
     app.append_context(principal=caller)
     reset = _PRINCIPAL.set(caller)
     try:
