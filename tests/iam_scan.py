@@ -157,6 +157,17 @@ def _imports(node: ast.AST, module_name: str) -> Iterator[tuple[str, str]]:
             yield alias.asname or alias.name, f"{base}.{alias.name}"
 
 
+#: Decorators of a Powertools resolver or Router that register the function as a route.
+_ROUTE_DECORATORS = frozenset({"get", "post", "put", "patch", "delete", "head", "route"})
+
+
+def _registers_a_route(node: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in _ROUTE_DECORATORS
+        for d in node.decorator_list
+    )
+
+
 def _is_type_checking(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
@@ -544,6 +555,9 @@ class _Scanner:
         for node in module.tree.body:
             if isinstance(node, ast.Expr | ast.If | ast.Try | ast.With) and not _is_type_checking(node):
                 self._walk(Definition(f"{module.name}.<module>", module, node), node)
+            elif isinstance(node, ast.FunctionDef) and _registers_a_route(node):
+                # `@router.get(...)`: importing the module registers it (hub.api.admin's routers)
+                self._reach(f"{module.name}.{node.name}")
 
     # --- one definition's code ----------------------------------------------------------------
 

@@ -180,7 +180,8 @@ def admin_api(stack: Stack):
 
     def call(method: str, path: str, *, token: str | None = ADMIN_TOKEN, **options: Any) -> HttpAnswer:
         answer = handler(admin_event(method, path, token=token, **options), LambdaContext())
-        return HttpAnswer(answer["statusCode"], json.loads(answer["body"]), answer.get("headers", {}))
+        body = json.loads(answer["body"]) if answer.get("body") else {}  # a 204 has none
+        return HttpAnswer(answer["statusCode"], body, answer.get("headers", {}))
 
     return call
 

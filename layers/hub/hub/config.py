@@ -100,6 +100,12 @@ class Settings(BaseModel):
     #: which it answers 429 without looking at tokens, per instance, until the window passes.
     admin_failed_token_limit: int = Field(default=10, ge=1, le=10_000)
     admin_failed_token_window_seconds: int = Field(default=60, ge=1, le=3600)
+    #: The admin API (issue 27): the largest request body it reads (413 above), and each admin
+    #: token's rate limit per instance (429 with Retry-After above): requests per second, and
+    #: how many may come at once.
+    admin_max_body_bytes: int = Field(default=1024 * 1024, ge=1024, le=6 * 1024 * 1024)
+    admin_token_rate_per_second: float = Field(default=50, gt=0, le=100_000)
+    admin_token_burst: int = Field(default=200, ge=1, le=1_000_000)
     #: The egress policy's allowed private ranges (template EgressAllowedCidrs, comma-separated
     #: CIDRs; empty: only public addresses are reached). hub.delivery.egress.
     egress_allowed_cidrs: str = ""
@@ -169,6 +175,9 @@ _ENV = {
     "tenant_burst": "HUB_TENANT_BURST",
     "admin_failed_token_limit": "HUB_ADMIN_FAILED_TOKEN_LIMIT",
     "admin_failed_token_window_seconds": "HUB_ADMIN_FAILED_TOKEN_WINDOW_SECONDS",
+    "admin_max_body_bytes": "HUB_ADMIN_MAX_BODY_BYTES",
+    "admin_token_rate_per_second": "HUB_ADMIN_TOKEN_RATE_PER_SECOND",
+    "admin_token_burst": "HUB_ADMIN_TOKEN_BURST",
     "egress_allowed_cidrs": "HUB_EGRESS_ALLOWED_CIDRS",
 }
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hub.admin.subscriptions import SubscriptionAdmin
     from hub.admin.tenants import TenantAdmin
     from hub.admin.token_guard import FailedTokenGuard
+    from hub.admin.token_throttle import AdminTokenThrottle
     from hub.admin.tokens import Authenticator, TokenAdmin
     from hub.alerts.notifier import AlertNotifier
     from hub.callbacks.receive import StatusCallbacks
@@ -99,6 +100,16 @@ def failed_token_guard() -> FailedTokenGuard:
 
     s = settings()
     return FailedTokenGuard(FailureWindow(s.admin_failed_token_limit, s.admin_failed_token_window_seconds))
+
+
+@lru_cache(maxsize=1)
+def admin_token_throttle() -> AdminTokenThrottle:
+    """The admin API's per-token buckets, one set per instance (issue 27)."""
+    from hub.admin.token_throttle import AdminTokenThrottle
+    from hub.domain.rate_limit import Rate
+
+    s = settings()
+    return AdminTokenThrottle(Rate(per_second=s.admin_token_rate_per_second, burst=s.admin_token_burst))
 
 
 @lru_cache(maxsize=1)
@@ -561,6 +572,7 @@ def reset() -> None:
     ingestor.cache_clear()
     tenant_throttle.cache_clear()
     failed_token_guard.cache_clear()
+    admin_token_throttle.cache_clear()
     webhook_receiver.cache_clear()
     pipeline_worker.cache_clear()
     releaser.cache_clear()

@@ -11,10 +11,10 @@ learns nothing about other tenants; a role too low for the action answers 403 `f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from hub.errors import Forbidden, NotFound
 
@@ -162,3 +162,91 @@ BOOTSTRAP = Principal(
     role=Role.ADMIN,
     tenant_id=None,
 )
+
+
+# --- what each admin route declares (issue 27, point 8) -------------------------------------
+
+
+class Scope(StrEnum):
+    """Where a route's permission is checked, and against what."""
+
+    #: No token at all (nothing the admin API routes today; the page is served before routing).
+    PUBLIC = "public"
+    #: Any valid admin token, whatever its role and scope (who am I, the OpenAPI document).
+    ANY_TOKEN = "any_token"  # noqa: S105 (a scope's name, not a secret)
+    #: Only a platform token, with at least `role` (a tenant's token is 403 whatever its role).
+    PLATFORM = "platform"
+    #: The request names the tenant (`tenant_from`): checked before the route runs.
+    TENANT = "tenant"
+    #: The use case checks `role`, once it knows the tenant: from the stored item (a message, a
+    #: connection, an admin token), or by its own rule (a null tenant meaning the platform).
+    #: Declared all the same, so the authorization matrix test holds the use case to it.
+    USE_CASE = "use_case"
+
+
+class TenantFrom(StrEnum):
+    """Which part of the request names the tenant of a TENANT route (its `tenant_id` field, in
+    the model the route parses that part with)."""
+
+    PATH = "path"
+    QUERY = "query"
+    BODY = "body"
+
+
+@dataclass(frozen=True)
+class Access:
+    """One route's permission: the role it needs and the scope it is checked in."""
+
+    scope: Scope
+    role: Role | None = None
+    tenant_from: TenantFrom | None = None
+    #: What a caller of another tenant is told is missing (`<what> not found`, 404).
+    what: str = "resource"
+
+    def __post_init__(self) -> None:
+        needs_role = self.scope in (Scope.PLATFORM, Scope.TENANT, Scope.USE_CASE)
+        if needs_role != (self.role is not None):
+            raise ValueError(f"a {self.scope.value} route {'needs' if needs_role else 'takes no'} role")
+        if (self.scope is Scope.TENANT) != (self.tenant_from is not None):
+            raise ValueError("tenant_from is for (and required by) tenant routes")
+
+
+def public() -> Access:
+    return Access(Scope.PUBLIC)
+
+
+def any_token() -> Access:
+    return Access(Scope.ANY_TOKEN)
+
+
+def platform(role: Role) -> Access:
+    return Access(Scope.PLATFORM, role)
+
+
+def tenant(role: Role, *, tenant_from: TenantFrom = TenantFrom.PATH, what: str = "tenant") -> Access:
+    return Access(Scope.TENANT, role, tenant_from, what)
+
+
+def by_use_case(role: Role, *, what: str) -> Access:
+    return Access(Scope.USE_CASE, role, what=what)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ACCESS = "__hub_access__"
+
+
+def requires(access: Access) -> Callable[[F], F]:
+    """Declares a route's permission on its handler (hub.api.admin.guard enforces it)."""
+
+    def mark(handler: F) -> F:
+        setattr(handler, _ACCESS, access)
+        return handler
+
+    return mark
+
+
+def declared(handler: Callable[..., Any]) -> Access | None:
+    """The permission `handler` declares; None when it declares none."""
+    found = getattr(handler, _ACCESS, None)
+    return found if isinstance(found, Access) else None
