@@ -332,16 +332,19 @@ def message_view(message_id: str) -> Response:
 @app.get(
     "/api/admin/integrations/<integration_id>",
     **answers(
-        "An integration's operational view",
+        "An integration's operational view (of the `tenant_id` query's tenant)",
         ok={200: OBJECT},
         errors=(*ADMIN, *MESSAGE),
         tags=["messages"],
     ),
 )
-@documented(path=IntegrationPath)
+@documented(query=TenantQuery, path=IntegrationPath)
 def integration_view(integration_id: str) -> Response:
     checked = validated(IntegrationPath, {"integration_id": integration_id}, "path")
-    return json_response(200, operations().integration_view(checked.integration_id, _principal()))
+    query = parse_query(app.current_event, TenantQuery)
+    return json_response(
+        200, operations().integration_view(query.tenant_id, checked.integration_id, _principal())
+    )
 
 
 @app.get(
@@ -1355,11 +1358,11 @@ def openapi_document() -> Response:
         description="Operator role. Pausing a paused connection changes nothing.",
     ),
 )
-@documented(path=ConnectionPath)
+@documented(query=TenantQuery, path=ConnectionPath)
 def pause_connection(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
-    # The connection's tenant is known from its item: the use case reads it, then requires.
-    return json_response(200, connection_control().pause(_principal(), path.connection_id))
+    query = parse_query(app.current_event, TenantQuery)
+    return json_response(200, connection_control().pause(_principal(), query.tenant_id, path.connection_id))
 
 
 @app.post(
@@ -1372,10 +1375,11 @@ def pause_connection(connection_id: str) -> Response:
         description="Operator role. Resuming a running connection changes nothing.",
     ),
 )
-@documented(path=ConnectionPath)
+@documented(query=TenantQuery, path=ConnectionPath)
 def resume_connection(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
-    return json_response(200, connection_control().resume(_principal(), path.connection_id))
+    query = parse_query(app.current_event, TenantQuery)
+    return json_response(200, connection_control().resume(_principal(), query.tenant_id, path.connection_id))
 
 
 @app.get(
@@ -1387,10 +1391,11 @@ def resume_connection(connection_id: str) -> Response:
         tags=["connections"],
     ),
 )
-@documented(path=ConnectionPath)
+@documented(query=TenantQuery, path=ConnectionPath)
 def connection_state(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
-    return json_response(200, connection_control().state(_principal(), path.connection_id))
+    query = parse_query(app.current_event, TenantQuery)
+    return json_response(200, connection_control().state(_principal(), query.tenant_id, path.connection_id))
 
 
 # --- Issue 13: integration cards and whoami (cards helper) ------------------------------------

@@ -102,7 +102,7 @@ def put_integration_item(
     )
     Table(stack.table).put(
         {
-            **keys.integration_key(integration_id),
+            **keys.integration_key(tenant_id, integration_id),
             "GSI1PK": keys.tenant_integrations_partition(tenant_id),
             "GSI1SK": integration_id,
             "item_type": "integration",
@@ -184,7 +184,7 @@ class TestCrud:
             "precondition_failed",
             {"current_version": 2},
         )
-        item = Table(stack.table).get(keys.connection_key("erp"))
+        item = Table(stack.table).get(keys.connection_key("t1", "erp"))
         # Kept, sealed: not in the configuration, opened as the worker opens it.
         assert "password" not in json.loads(item["config_json"])["auth"]
         assert set(item["sealed"]) == {"auth.password"}

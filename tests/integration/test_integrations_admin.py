@@ -92,14 +92,14 @@ def webhook(secret: str = WHSEC) -> dict[str, Any]:
 
 def raw_item(stack, integration_id: str) -> dict[str, Any]:
     item = boto3.client("dynamodb").get_item(
-        TableName=stack.table, Key={k: {"S": v} for k, v in integration_key(integration_id).items()}
+        TableName=stack.table, Key={k: {"S": v} for k, v in integration_key("t1", integration_id).items()}
     )["Item"]
     return {name: next(iter(value.values())) for name, value in item.items()}
 
 
 def age_reception(stack, integration_id: str, *, hours: int) -> None:
     """As if the integration's last recorded reception were `hours` ago."""
-    key = {k: {"S": v} for k, v in integration_key(integration_id).items()}
+    key = {k: {"S": v} for k, v in integration_key("t1", integration_id).items()}
     boto3.client("dynamodb").update_item(
         TableName=stack.table,
         Key=key,
@@ -141,7 +141,7 @@ class TestCreateReadList:
         admin("POST", url(), body=body(mode="orchestration"))
 
         item = raw_item(stack, "int_po")
-        stored = opening_config(stack).get_integration("int_po")
+        stored = opening_config(stack).get_integration("t1", "int_po")
         assert (item["version"], item["tenant_id"], item["GSI1PK"], item["GSI1SK"]) == (
             "1",
             "t1",
@@ -170,7 +170,7 @@ class TestCreateReadList:
             Integration(integration_id="int_hand", tenant_id="t1", name="by hand")
         )
         client = boto3.client("dynamodb")
-        key = {k: {"S": v} for k, v in integration_key("int_hand").items()}
+        key = {k: {"S": v} for k, v in integration_key("t1", "int_hand").items()}
         client.update_item(TableName=stack.table, Key=key, UpdateExpression="REMOVE version")
 
         assert admin("GET", url(integration="int_hand")).headers["ETag"] == '"1"'
@@ -211,7 +211,7 @@ class TestValidation:
     def test_a_connection_must_exist_in_the_same_tenant(self, stack, tenants, admin):
         client = boto3.client("dynamodb")
         for connection_id, tenant in (("con_t1", "t1"), ("con_t2", "t2")):
-            item = {**connection_key(connection_id), "tenant_id": tenant, "version": "1"}
+            item = {**connection_key(tenant, connection_id), "tenant_id": tenant, "version": "1"}
             client.put_item(TableName=stack.table, Item={k: {"S": v} for k, v in item.items()})
 
         for connection_id in ("con_t2", "con_missing"):
@@ -261,7 +261,7 @@ class TestUpdate:
     ):
         admin("POST", url(), body=body(unknown_message_types="accept"))
         config = DynamoConfigRepository(stack.table)
-        config.flag_connection_gone(config.get_integration("int_po"), utcnow(), "410")
+        config.flag_connection_gone(config.get_integration("t1", "int_po"), utcnow(), "410")
         assert admin("GET", url(integration="int_po")).body["connection_gone_at"] is not None
 
         saved = admin("PUT", url(integration="int_po"), body=body())
@@ -298,7 +298,7 @@ class TestSecrets:
             assert BEARER not in text
         assert read.body["inbound_webhook"]["verification"]["secrets"] == "***"
         assert read.body["destination"]["auth"]["token"] == "***"
-        stored = opening_config(stack).get_integration("int_po")
+        stored = opening_config(stack).get_integration("t1", "int_po")
         assert stored is not None
         assert stored.name == "Left out"
         assert stored.inbound_webhook is not None
@@ -320,7 +320,7 @@ class TestSecrets:
 
         admin("PUT", url(integration="int_po"), body=body(inbound_webhook=webhook(rotated)))
 
-        stored = opening_config(stack).get_integration("int_po")
+        stored = opening_config(stack).get_integration("t1", "int_po")
         assert stored is not None
         assert stored.inbound_webhook.verification.secrets == (rotated,)
 

@@ -172,7 +172,12 @@ class TestPause:
     def test_pause_holds_100_messages_and_resume_delivers_each_once_at_the_bounded_rate(
         self, connected, tenancy, api, ingest_api, worker, destination
     ):
-        paused = api("POST", f"/api/admin/connections/{CONNECTION}/pause", token="tok-operator-t1")
+        paused = api(
+            "POST",
+            f"/api/admin/connections/{CONNECTION}/pause",
+            query={"tenant_id": "t1"},
+            token="tok-operator-t1",
+        )
         assert paused.status == 200, paused.body
         assert paused.body["paused"] is True
         assert [e["data"]["connection_id"] for e in events(connected, "connection.paused")] == [CONNECTION]
@@ -189,7 +194,7 @@ class TestPause:
             assert (held["held_reason"], held["held_on"]) == ("paused", CONNECTION)
             assert not {"retry_count", "next_retry_at"} & set(held)  # no retry spent
         assert schedules(connected) == []  # waits on the connection, not on a schedule each
-        assert len(items(connected, f"HELD#{CONNECTION}")) == 100
+        assert len(items(connected, f"HELD#t1#{CONNECTION}")) == 100
         waiting = api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "waiting", "limit": "100"})
         assert {row["message_id"] for row in waiting.body["items"]} == set(ids)
         view = api("GET", f"/api/admin/messages/{ids[0]}")
@@ -197,7 +202,12 @@ class TestPause:
         assert view.body["log"][-1]["status"] == "held"
 
         started = time.monotonic()
-        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume", token="tok-operator-t1")
+        resumed = api(
+            "POST",
+            f"/api/admin/connections/{CONNECTION}/resume",
+            query={"tenant_id": "t1"},
+            token="tok-operator-t1",
+        )
         assert (resumed.status, resumed.body["paused"]) == (200, False)
         assert len(events(connected, "connection.resumed")) == 1
         # SQS delivers at least once: the release job arrives twice; each message still goes once.
@@ -214,7 +224,7 @@ class TestPause:
         stored = statuses(connected)
         assert {stored[m]["pipeline_status"] for m in ids} == {"sent"}
         assert all("held_reason" not in stored[m] for m in ids)
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
         # Bounded: by t seconds after the resume, at most RATE * (t + 1) had arrived.
         arrivals = sorted(r.arrived - started for r in destination.requests)
         for index, at in enumerate(arrivals):
@@ -227,20 +237,22 @@ class TestPause:
         """A release run killed mid-page leaves its claim: the job's next copy (SQS redelivers it,
         maybe before the claim ends) must come back later, not drop the page (the soak's
         30-second visibility stranded two held messages that way)."""
-        api("POST", f"/api/admin/connections/{CONNECTION}/pause")
+        api("POST", f"/api/admin/connections/{CONNECTION}/pause", query={"tenant_id": "t1"})
         ids = [order(ingest_api, tenancy, n) for n in range(3)]
         worker()
         assert destination.requests == []
         states = DynamoConnectionStates(connected.table)
-        generation = states.get(CONNECTION).release_generation + 1
+        generation = states.get("t1", CONNECTION).release_generation + 1
         # The run that died: it claimed the resume's first page, with 3 s of its claim left.
         dead_run_at = datetime.now(UTC) - RELEASE_PAGE_LEASE + timedelta(seconds=3)
 
-        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume")
+        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume", query={"tenant_id": "t1"})
         assert resumed.status == 200, resumed.body
-        assert states.get(CONNECTION).release_generation == generation
+        assert states.get("t1", CONNECTION).release_generation == generation
         page = release_page_key(generation, None)
-        claim = states.claim_release_page(CONNECTION, generation, page, dead_run_at, RELEASE_PAGE_LEASE)
+        claim = states.claim_release_page(
+            "t1", CONNECTION, generation, page, now=dead_run_at, lease=RELEASE_PAGE_LEASE
+        )
         assert claim.claimed
         worker(include_delayed=False, settle=False, max_batches=5)
         assert destination.requests == []  # the page is the dead run's until its claim ends
@@ -250,21 +262,21 @@ class TestPause:
 
         assert keys_seen(destination) == Counter(dict.fromkeys(ids, 1))
         assert {status(connected, m)["pipeline_status"] for m in ids} == {"sent"}
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
     def test_a_held_message_cancelled_stops_waiting(
         self, connected, tenancy, api, ingest_api, worker, destination
     ):
-        api("POST", f"/api/admin/connections/{CONNECTION}/pause")
+        api("POST", f"/api/admin/connections/{CONNECTION}/pause", query={"tenant_id": "t1"})
         message_id = order(ingest_api, tenancy, 1)
         worker()
         assert status(connected, message_id)["held_reason"] == "paused"
 
         cancelled = api("POST", f"/api/admin/messages/{message_id}/cancel-retry", token="tok-operator-t1")
         assert cancelled.status == 200, cancelled.body
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
-        api("POST", f"/api/admin/connections/{CONNECTION}/resume")
+        api("POST", f"/api/admin/connections/{CONNECTION}/resume", query={"tenant_id": "t1"})
         worker()
         assert destination.requests == []
         final = status(connected, message_id)
@@ -272,19 +284,26 @@ class TestPause:
 
     def test_only_operators_of_its_tenant_pause_and_resume(self, connected, api):
         route = f"/api/admin/connections/{CONNECTION}/pause"
-        refused = api("POST", route, token="tok-viewer-t1")
+        refused = api("POST", route, query={"tenant_id": "t1"}, token="tok-viewer-t1")
         assert (refused.status, refused.body["error"]["code"]) == (403, "forbidden")
-        foreign = api("POST", route, token="tok-admin-t2")
-        missing = api("POST", "/api/admin/connections/nope/pause")
+        foreign = api("POST", route, query={"tenant_id": "t1"}, token="tok-admin-t2")
+        missing = api("POST", "/api/admin/connections/nope/pause", query={"tenant_id": "t1"})
         assert foreign.status == missing.status == 404
         assert foreign.body["error"]["message"] == missing.body["error"]["message"]
         assert (
-            api("GET", f"/api/admin/connections/{CONNECTION}/state", token="tok-viewer-t1").body["paused"]
+            api(
+                "GET",
+                f"/api/admin/connections/{CONNECTION}/state",
+                query={"tenant_id": "t1"},
+                token="tok-viewer-t1",
+            ).body["paused"]
             is False
         )
 
-        assert api("POST", route, token="tok-operator-t1").status == 200
-        again = api("POST", route, token="tok-operator-t1")  # already paused: nothing changes
+        assert api("POST", route, query={"tenant_id": "t1"}, token="tok-operator-t1").status == 200
+        again = api(
+            "POST", route, query={"tenant_id": "t1"}, token="tok-operator-t1"
+        )  # already paused: nothing changes
         assert (again.status, again.body["paused"]) == (200, True)
         assert len(events(connected, "connection.paused")) == 1
         audit = api("GET", "/api/admin/tenants/t1/audit").body["items"]
@@ -338,7 +357,7 @@ class TestBreaker:
         assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "closed"
         assert {status(connected, m)["pipeline_status"] for m in held} == {"sent"}
         assert all(keys_seen(destination)[m] == 1 for m in held)
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
         # The messages whose attempts failed (the first probe's too) retry on their own schedules.
         assert fire(connected, "retry-") == 11
@@ -399,13 +418,13 @@ def _is_reopen(body: dict[str, Any]) -> bool:
 def cooldown_passes(stack) -> None:
     """The open breaker's cool-down is over: its stored `probe_at` moves to a second ago (time
     travel, as `expire_visibility` does for SQS; the worker reads the state as stored)."""
-    state = DynamoConnectionStates(stack.table).get(CONNECTION)
+    state = DynamoConnectionStates(stack.table).get("t1", CONNECTION)
     assert state.probe_at is not None
     assert state.probe_at > datetime.now(UTC)
     past = (datetime.now(UTC) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     boto3.client("dynamodb").update_item(
         TableName=stack.table,
-        Key={"PK": {"S": f"CONNSTATE#{CONNECTION}"}, "SK": {"S": "STATE"}},
+        Key={"PK": {"S": f"CONNSTATE#t1#{CONNECTION}"}, "SK": {"S": "STATE"}},
         UpdateExpression="SET probe_at = :past",
         ExpressionAttributeValues={":past": {"S": past}},
     )
