@@ -189,7 +189,7 @@ class TestEnvelopeEncryption:
         ):
             assert "B" in item[name]
         assert item["algorithm"]["S"] == "AES-256-GCM"
-        stored = DynamoCertificateRepository(stack.table).get(CONNECTION)
+        stored = DynamoCertificateRepository(stack.table).get("t1", CONNECTION)
         assert stored is not None
         assert stored.metadata.subject == pki.client.subject
 

@@ -27,7 +27,7 @@ from hub.adapters.dynamo.connection_state import DynamoConnectionStates
 from hub.adapters.dynamo.table import Table
 from hub.config import settings
 from hub.delivery.breaker import release_page_key
-from hub.delivery.gate import ConnectionJob, JobKind
+from hub.delivery.gate import ConnectionJob, JobKind, probe_schedule_name
 from hub.delivery.release import RELEASE_PAGE_LEASE
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
@@ -93,7 +93,7 @@ def connected(settled, tenancy, api, destination):
     )
     Table(settled.table).put(
         {
-            **keys.integration_key(integration.integration_id),
+            **keys.integration_key("t1", integration.integration_id),
             "GSI1PK": keys.tenant_integrations_partition("t1"),
             "GSI1SK": integration.integration_id,
             "item_type": "integration",
@@ -211,7 +211,7 @@ class TestPause:
         assert (resumed.status, resumed.body["paused"]) == (200, False)
         assert len(events(connected, "connection.resumed")) == 1
         # SQS delivers at least once: the release job arrives twice; each message still goes once.
-        generation = DynamoConnectionStates(connected.table).get(CONNECTION).release_generation
+        generation = DynamoConnectionStates(connected.table).get("t1", CONNECTION).release_generation
         duplicate = ConnectionJob(
             job=JobKind.RELEASE, connection_id=CONNECTION, tenant_id="t1", generation=generation
         )
@@ -331,7 +331,7 @@ class TestBreaker:
         assert all("retry_count" not in status(connected, m) for m in held)
         names = sorted(s["Name"] for s in schedules(connected))
         assert len([n for n in names if n.startswith("retry-")]) == 10  # the failed attempts' own
-        assert [n for n in names if n.startswith("probe-")] == [f"probe-{CONNECTION}-1"]
+        assert [n for n in names if n.startswith("probe-")] == [probe_schedule_name("t1", CONNECTION, 1)]
 
         # After the cool-down, one probe; it fails: still open, the next cool-down doubled.
         cooldown_passes(connected)
@@ -342,11 +342,11 @@ class TestBreaker:
         assert status(connected, probe)["retry_count"] == "1"  # a real attempt: its own retry
         failed.add(probe)
         held.remove(probe)
-        state = DynamoConnectionStates(connected.table).get(CONNECTION)
+        state = DynamoConnectionStates(connected.table).get("t1", CONNECTION)
         assert (state.circuit.value, state.cooldown_seconds) == ("open", 2 * COOLDOWN)
         assert events(connected, "connection.circuit_closed") == []
         assert {status(connected, m)["held_reason"] for m in held} == {"circuit_open"}
-        assert probes(connected) == [f"probe-{CONNECTION}-2"]
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 2)]
 
         # The destination is back: the next probe closes the breaker, the held ones follow.
         destination.script(Answer(status=200))
@@ -354,7 +354,7 @@ class TestBreaker:
         assert fire(connected, "probe-") == 1
         run_in_real_time(worker, destination, 11 + 19)
         assert len(events(connected, "connection.circuit_closed")) == 1
-        assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "closed"
+        assert DynamoConnectionStates(connected.table).get("t1", CONNECTION).circuit.value == "closed"
         assert {status(connected, m)["pipeline_status"] for m in held} == {"sent"}
         assert all(keys_seen(destination)[m] == 1 for m in held)
         assert items(connected, f"HELD#t1#{CONNECTION}") == []
@@ -378,8 +378,8 @@ class TestBreaker:
 
         assert len(resent) == 1
         assert len(events(connected, "connection.circuit_opened")) == 1
-        assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "open"
-        assert probes(connected) == [f"probe-{CONNECTION}-1"]
+        assert DynamoConnectionStates(connected.table).get("t1", CONNECTION).circuit.value == "open"
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 1)]
         assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 2
 
     def test_a_failed_probe_whose_answer_was_lost_still_schedules_the_next_probe(
@@ -388,7 +388,7 @@ class TestBreaker:
         destination.script(Answer(status=503))
         ids = [order(ingest_api, tenancy, n) for n in range(12)]
         worker()
-        assert probes(connected) == [f"probe-{CONNECTION}-1"]
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 1)]
         cooldown_passes(connected)
         # The probe fails; the update that reopens the breaker is applied, its answer lost and
         # the SDK sends it again, which finds the probe already given back.
@@ -397,14 +397,14 @@ class TestBreaker:
         worker()
 
         assert len(resent) == 1
-        state = DynamoConnectionStates(connected.table).get(CONNECTION)
+        state = DynamoConnectionStates(connected.table).get("t1", CONNECTION)
         assert (state.circuit.value, state.cooldown_seconds, state.probe_message) == (
             "open",
             2 * COOLDOWN,
             None,
         )
         # Not read as another's: the next probe is scheduled, so the held ones are not left waiting.
-        assert probes(connected) == [f"probe-{CONNECTION}-2"]
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 2)]
         # Ten attempts opened it, the eleventh was the probe: the twelfth still waits, held.
         assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 1
 
