@@ -168,6 +168,10 @@ class TestCrud:
         assert (missing.status, missing.code) == (404, "not_found")
         assert api("GET", path("t1", "erp")).body["url"] == "https://erp.example.com/orders"
         assert api("GET", path("t2", "erp")).body["url"] == "https://t2.example.com/in"
+        # Pausing each is its own change (its own state item and `connection.paused` event).
+        for tenant in ("t1", "t2"):
+            paused = api("POST", "/api/admin/connections/erp/pause", query={"tenant_id": tenant})
+            assert (paused.status, paused.body["tenant_id"], paused.body["paused"]) == (200, tenant, True)
 
         changed = api("PUT", path("t2", "erp"), body=rest("https://t2.example.com/v2"))
         assert (changed.status, changed.body["version"]) == (200, 2)

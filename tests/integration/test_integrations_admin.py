@@ -177,6 +177,9 @@ class TestCreateReadList:
         changed = admin("PUT", url("t2", "int_po"), body=body(name="t2 again"))
         assert (changed.status, changed.body["version"]) == (200, 2)
         assert admin("GET", url("t1", "int_po")).body["version"] == 1
+        # The same version of the same id in another tenant is another change (its own event).
+        mine = admin("PUT", url("t1", "int_po"), body=body(name="t1 again"))
+        assert (mine.status, mine.body["version"]) == (200, 2)
         assert admin("DELETE", url("t2", "int_po")).status == 204
         assert admin("GET", url("t2", "int_po")).status == 404
         assert admin("GET", url("t1", "int_po")).status == 200
@@ -281,7 +284,7 @@ class TestUpdate:
 
         events = [e for r in records for e in events_of_record(r)]
         assert [(e.id, e.type.value, e.tenant_id, e.details) for e in events] == [
-            ("int_po:2", "integration.updated", "t1", {"version": 2, "mode": "observability"})
+            ("t1:int_po:2", "integration.updated", "t1", {"version": 2, "mode": "observability"})
         ]
         assert "Renamed" not in events[0].model_dump_json()  # ids and version, never the configuration
 

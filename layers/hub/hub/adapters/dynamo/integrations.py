@@ -43,7 +43,8 @@ def updated_event(integration: Integration, version: int, at: datetime) -> Outbo
     """What a saved change of an integration announces (no configuration: subscribers read it
     through the admin API with their own token)."""
     return OutboxEvent(
-        id=f"{integration.integration_id}:{version}",
+        # Integration ids are unique within a tenant only: the event id names the tenant.
+        id=f"{integration.tenant_id}:{integration.integration_id}:{version}",
         type=EventType.INTEGRATION_UPDATED,
         tenant_id=integration.tenant_id,
         occurred_at=at,

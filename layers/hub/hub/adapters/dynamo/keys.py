@@ -1,20 +1,26 @@
 """Every partition / sort key shape of the hub table, with its TTL and the use case that owns
 it. Nothing else in the code base spells a key.
 
+Connection, integration, subscription and client-certificate ids are chosen by the client and
+unique within a tenant only (issue 27, point 7): every key derived from one carries the tenant,
+``<tenant>#<id>``, so another tenant's same id is another item and nothing answers that an id
+exists elsewhere. Ids and tenant ids never hold ``#`` (their patterns refuse it), so no two
+shapes meet. Every read by id therefore names the tenant.
+
 - message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; no TTL
 - large payload: ``MSG#<message>`` / ``PAYLOAD`` - ingest; no TTL
-- idempotency-key claim: ``IDEM#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
-- fingerprint claim: ``FP#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
-- business key (+ entity lease): ``BK#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
-- API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<id>`` / ``CONFIG``,
-  connection ``CONNECTION#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
+- idempotency-key claim: ``IDEM#<tenant>#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
+- fingerprint claim: ``FP#<tenant>#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
+- business key (+ entity lease): ``BK#<tenant>#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
+- API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<tenant>#<id>`` /
+  ``CONFIG``, connection ``CONNECTION#<tenant>#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
   configuration (the worker flags a gone connection); integrations and connections keep their
   secrets sealed in a `sealed` attribute, not in `config_json` (hub.sealed_config)
-- dead-letter alert: ``ALERT#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
+- dead-letter alert: ``ALERT#<tenant>#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
   (hub.adapters.alert_claims); TTL
 - alarm alert: ``ALARM#<alarm name>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
   (hub.adapters.alert_claims); TTL
-- client certificate: ``CERT#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
+- client certificate: ``CERT#<tenant>#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
   expiry check (GSI1) (hub.adapters.certificates); no TTL
 - admin token: ``ADMINTOKEN#<sha256(token)>`` / ``ADMINTOKEN`` (what authentication reads),
   and its id's pointer ``ADMINTOKENID#<token id>`` / ``ADMINTOKEN`` (the hash; written once with
@@ -24,20 +30,21 @@ it. Nothing else in the code base spells a key.
 - outbox event item (an event that is not a message's status, issue 12): ``EVENT#<event id>`` /
   ``EVENT`` - written in the same transaction as the change it announces, read only by the
   stream (hub.adapters.dynamo.outbox); TTL 1 day
-- webhook subscription (issue 12): ``SUBSCRIPTION#<subscription>`` / ``CONFIG`` - admin API,
+- webhook subscription (issue 12): ``SUBSCRIPTION#<tenant>#<subscription>`` / ``CONFIG`` - admin API,
   subscription sink, webhook sender (hub.adapters.dynamo.subscriptions); secrets sealed per
   secret (purpose `subscription-secret`); no TTL
-- failed webhook delivery: ``WHFAIL#<subscription>#<event id>`` / ``FAILED`` - webhook sender
+- failed webhook delivery: ``WHFAIL#<tenant>#<subscription>#<event id>`` / ``FAILED`` - webhook sender
   (written), admin API (listed, replayed); TTL 30 days
-- connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<connection>`` / ``STATE``
+- connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<tenant>#<connection>`` /
+  ``STATE``
   - worker (breaker), admin API (pause / resume) (hub.adapters.dynamo.connection_state); no TTL
-- held message pointer: ``HELD#<connection>`` / ``<message_id>`` - one per message waiting on a
+- held message pointer: ``HELD#<tenant>#<connection>`` / ``<message_id>`` - one per message waiting on a
   paused connection or an open breaker; the worker writes it, the release job pages through the
   partition and deletes it, a cancel deletes it (hub.adapters.dynamo.connection_state); no TTL
-- certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
+- certificate expiry alert: ``CERTALERT#<tenant>#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
-- status-callback credential of a connection (issue 12, pattern 5): ``CONNECTION#<id>`` /
-  ``CALLBACK`` - the token's SHA-256 (and the previous one's during a rotation's grace); admin API
+- status-callback credential of a connection (issue 12, pattern 5): ``CONNECTION#<tenant>#<id>``
+  / ``CALLBACK`` - the token's SHA-256 (and the previous one's during a rotation's grace); admin API
   (mint, revoke; deleted with its connection), partner API (callbacks) (hub.adapters.dynamo.
   callbacks); no TTL
 - status callback as received: ``MSG#<message>`` / ``CALLBACK#<received_at>#<callback_id>`` -
@@ -62,7 +69,7 @@ integrations ``TENANT#<tenant>#INTEGRATIONS`` / ``<integration_id>`` (with a top
 ``connection_id`` attribute), so a connection's users are one Query of its tenant's integrations.
 Webhook subscriptions use GSI1 per tenant, ``TENANT#<tenant>#SUBSCRIPTIONS`` /
 ``<subscription_id>`` (the sink's lookup and the admin listing: one Query); failed webhook
-deliveries use GSI1 per subscription, ``SUBSCRIPTION#<subscription>#FAILED`` /
+deliveries use GSI1 per subscription, ``SUBSCRIPTION#<tenant>#<subscription>#FAILED`` /
 ``<failed_at>#<event id>``, so the listing is one Query newest first and "since T" a range.
 
 GSI2 (issue 13) indexes every message of a tenant by receipt: partition ``GSI2PK`` = the

@@ -1,6 +1,7 @@
 """Outbound webhook subscriptions and their failed deliveries in the hub table (issue 12).
 
-One item per subscription, ``SUBSCRIPTION#<id>`` / ``CONFIG``, with GSI1 keys per tenant
+One item per subscription, ``SUBSCRIPTION#<tenant>#<id>`` / ``CONFIG`` (ids are unique within a
+tenant only), with GSI1 keys per tenant
 (``TENANT#<tenant>#SUBSCRIPTIONS`` / ``<id>``): the admin listing and the sink's lookup are one
 Query (GSI1 projects only message attributes, so one BatchGetItem reads the page's items).
 Each secret is sealed on its own (hub.sealing: a data key bound to {tenant_id,
@@ -8,8 +9,8 @@ owner "subscription:<id>", purpose "subscription-secret"}), so the admin API add
 rotation without opening the others; only the webhook sender opens them. Writes are conditional
 on `version`.
 
-A failed delivery is ``WHFAIL#<subscription>#<event id>`` / ``FAILED`` (30-day TTL) with GSI1
-keys ``SUBSCRIPTION#<subscription>#FAILED`` / ``<failed_at>#<event id>``: newest first in one
+A failed delivery is ``WHFAIL#<tenant>#<subscription>#<event id>`` / ``FAILED`` (30-day TTL) with
+GSI1 keys ``SUBSCRIPTION#<tenant>#<subscription>#FAILED`` / ``<failed_at>#<event id>``: newest first in one
 Query, "since T" a key range. Key shapes in hub.adapters.dynamo.keys.
 """
 
