@@ -35,14 +35,27 @@ def test_sign_in_then_the_cards_follow_a_pause(local_stack: LocalStack, admin: h
         assert {DEMO_INTEGRATION_ID, DEMO_WEBHOOK_INTEGRATION_ID} <= set(cards)
         assert cards[DEMO_INTEGRATION_ID]["badges"] == []
 
-        assert admin.post(f"/api/admin/connections/{DEMO_CONNECTION_ID}/pause").status_code == 200
+        assert (
+            admin.post(
+                f"/api/admin/connections/{DEMO_CONNECTION_ID}/pause", params={"tenant_id": DEMO_TENANT_ID}
+            ).status_code
+            == 200
+        )
         try:
             paused = {c["integration_id"]: c for c in page.get(CARDS).json()["items"]}
             assert paused[DEMO_INTEGRATION_ID]["badges"] == [
                 {"kind": "paused", "text": "Paused", "level": "warning"}
             ]
             # The viewer is offered no pause button, and a forged call is refused.
-            forged = page.post(f"/api/admin/connections/{DEMO_CONNECTION_ID}/resume")
+            forged = page.post(
+                f"/api/admin/connections/{DEMO_CONNECTION_ID}/resume", params={"tenant_id": DEMO_TENANT_ID}
+            )
             assert (forged.status_code, forged.json()["error"]["code"]) == (403, "forbidden")
         finally:
-            assert admin.post(f"/api/admin/connections/{DEMO_CONNECTION_ID}/resume").status_code == 200
+            assert (
+                admin.post(
+                    f"/api/admin/connections/{DEMO_CONNECTION_ID}/resume",
+                    params={"tenant_id": DEMO_TENANT_ID},
+                ).status_code
+                == 200
+            )

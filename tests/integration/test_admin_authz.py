@@ -97,7 +97,12 @@ ROUTES = [
         allowed=409,  # not waiting: not cancellable
         repeatable=True,
     ),
-    Route("integration view", _get("/api/admin/integrations/int_erp"), Role.VIEWER, repeatable=True),
+    Route(
+        "integration view",
+        _get("/api/admin/integrations/int_erp", tenant_id=TENANT),
+        Role.VIEWER,
+        repeatable=True,
+    ),
     Route("queue", _get("/api/admin/queue", tenant_id=TENANT, tab="error"), Role.VIEWER, repeatable=True),
     Route("health", _get("/api/admin/health", tenant_id=TENANT), Role.VIEWER, repeatable=True),
     Route(

@@ -152,7 +152,7 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
     for integration_id in WEBHOOKS:
         shown = admin("GET", f"{base}/integrations/{integration_id}").body
         admin("PUT", f"{base}/integrations/{integration_id}", body={**shown, "name": "saved again"})
-        admin("GET", f"/api/admin/integrations/{integration_id}")
+        admin("GET", f"/api/admin/integrations/{integration_id}", query={"tenant_id": "t1"})
     admin("GET", f"{base}/connections")
     admin("GET", f"{base}/integrations")
     admin("GET", f"{base}/audit")
