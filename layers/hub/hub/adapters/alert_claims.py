@@ -24,9 +24,13 @@ _WHAT = "alert storage"
 
 
 def alert_key(group: AlertGroup) -> keys.Key:
+    """The claim item of a dead-letter or alarm group (certificate alerts have their own,
+    hub.adapters.certificates)."""
     if group.kind is AlertKind.DEAD_LETTER:
         return keys.dead_letter_alert_key(group.tenant_id, group.subject, group.hour)
-    return keys.alarm_alert_key(group.subject, group.hour)
+    if group.kind is AlertKind.ALARM:
+        return keys.alarm_alert_key(group.subject, group.hour)
+    raise ValueError(f"no alert claim for {group.kind.value} alerts")
 
 
 def _claim_from(data: dict[str, Any], *, created: bool) -> AlertClaim:
