@@ -155,7 +155,7 @@ def _held(table: str) -> int:
     answer = boto3.client("dynamodb").query(
         TableName=table,
         KeyConditionExpression="PK = :pk",
-        ExpressionAttributeValues={":pk": {"S": "HELD#con_dead"}},
+        ExpressionAttributeValues={":pk": {"S": "HELD#t1#con_dead"}},
         Select="COUNT",
     )
     return int(answer["Count"])

@@ -523,9 +523,9 @@ def read_table(stack: LocalStack, tenants: set[str]) -> TableState:
                 item = {k: plain.deserialize(v) for k, v in raw.items()}
                 if item.get("tenant_id") in tenants:
                     messages[str(item["message_id"])] = item
-            elif pk.startswith("BK#int_soak_"):
+            elif pk.startswith("BK#") and "#int_soak_" in pk:  # BK#<tenant>#<integration>#...
                 business_keys.append({k: plain.deserialize(v) for k, v in raw.items()})
-            elif pk.startswith("CONNSTATE#conn_soak_"):
+            elif pk.startswith("CONNSTATE#") and "#conn_soak_" in pk:  # CONNSTATE#<tenant>#<connection>
                 states.append({k: plain.deserialize(v) for k, v in raw.items()})
     return TableState(messages, business_keys, states)
 

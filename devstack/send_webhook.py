@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from devstack.demo import DEMO_WEBHOOK_INTEGRATION_ID, DEMO_WEBHOOK_SECRET
+from devstack.demo import DEMO_TENANT_ID, DEMO_WEBHOOK_INTEGRATION_ID, DEMO_WEBHOOK_SECRET
 from hub.webhooks.signatures import sign_standard_webhooks
 
 
@@ -40,7 +40,7 @@ def send(api_url: str, body: bytes, delivery_id: str, secret: str = DEMO_WEBHOOK
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign_standard_webhooks(secret, delivery_id, timestamp, body),
     }
-    url = f"{api_url.rstrip('/')}/api/webhook/{DEMO_WEBHOOK_INTEGRATION_ID}"
+    url = f"{api_url.rstrip('/')}/api/webhook/{DEMO_TENANT_ID}/{DEMO_WEBHOOK_INTEGRATION_ID}"
     with httpx.Client(timeout=30, trust_env=False) as client:
         return client.post(url, content=body, headers=headers)
 

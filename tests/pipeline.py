@@ -186,8 +186,8 @@ def configure(
         )
     )
     # The worker and the webhook receiver keep their own caches (they open sealed secrets).
-    wiring.delivery_config().forget_integration(tenancy.integration_id)
-    wiring.webhook_config().forget_integration(tenancy.integration_id)
+    wiring.delivery_config().forget_integration(tenancy.tenant_id, tenancy.integration_id)
+    wiring.webhook_config().forget_integration(tenancy.tenant_id, tenancy.integration_id)
 
 
 def schedules(stack: Any) -> list[dict[str, Any]]:

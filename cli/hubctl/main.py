@@ -158,9 +158,6 @@ def cmd_get(ctx: Context) -> int:
     args = ctx.args
     if args.what == "tenant":
         ctx.show(ctx.client.get(_tenant_path(args.id)).body)
-    elif args.what == "integration" and not args.tenant:
-        # The operator's card of an integration (status counts, badges); needs no tenant.
-        ctx.show(ctx.client.get(f"/api/admin/integrations/{_p(args.id)}").body)
     else:
         kind = "integrations" if args.what == "integration" else "connections"
         ctx.show(ctx.client.get(_tenant_path(_need_tenant(args), kind, args.id)).body)
@@ -420,9 +417,10 @@ def cmd_connection_state(ctx: Context) -> int:
     args = ctx.args
     base = f"/api/admin/connections/{_p(args.connection_id)}"
     if args.command == "state":
-        answer = ctx.client.get(f"{base}/state").body
+        answer = ctx.client.get(f"{base}/state", tenant_id=args.tenant).body
     else:
-        answer = ctx.client.post(f"{base}/{args.command}").body
+        # Connection ids are unique within a tenant only: the tenant is part of the address.
+        answer = ctx.client.call("POST", f"{base}/{args.command}", params={"tenant_id": args.tenant}).body
     ctx.show(answer)
     return 0
 
@@ -624,7 +622,7 @@ def _configuration_commands(commands: Commands) -> None:
     get = commands.add_parser("get", help="show a tenant, an integration or a connection")
     get.add_argument("what", choices=("tenant", "integration", "connection"))
     get.add_argument("id")
-    get.add_argument("--tenant", help="the tenant (for an integration: without it, its operator card)")
+    get.add_argument("--tenant", help="the tenant (integration and connection ids are unique within one)")
     get.set_defaults(func=cmd_get)
 
     delete = commands.add_parser("delete", help="delete an integration or a connection")
@@ -763,6 +761,7 @@ def _connection_state_commands(commands: Commands) -> None:
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("connection_id")
+        command.add_argument("--tenant", required=True)
         command.set_defaults(func=cmd_connection_state)
 
 

@@ -144,7 +144,7 @@ def _answer(outcome: ReceiveOutcome) -> Response:
 
 
 @app.post(
-    "/api/webhook/<integration_id>",
+    "/api/webhook/<tenant_id>/<integration_id>",
     **answers(
         "Receive a signed webhook",
         ok={202: ReceiveAnswer, 200: ReceiveAnswer},
@@ -167,7 +167,8 @@ def _answer(outcome: ReceiveOutcome) -> Response:
         ),
         tags=["webhooks"],
         description=(
-            "A partner system's webhook, authenticated by its signature instead of an API key: the "
+            "A partner system's webhook, authenticated by its signature instead of an API key, at "
+            "the tenant's integration (integration ids are unique within a tenant only): the "
             "integration's inbound webhook says the scheme (Standard Webhooks `webhook-id`, "
             "`webhook-timestamp`, `webhook-signature` with HMAC-SHA256 over `id.timestamp.body`; or a "
             "provider's own HMAC header; or a shared token) and holds the secret. A redelivery "
@@ -176,10 +177,11 @@ def _answer(outcome: ReceiveOutcome) -> Response:
         ),
     ),
 )
-def inbound_webhook(integration_id: str) -> Response:
+def inbound_webhook(tenant_id: str, integration_id: str) -> Response:
     event = app.current_event
     try:
         outcome = webhook_receiver().receive(
+            tenant_id=tenant_id,
             integration_id=integration_id,
             headers={name.lower(): value for name, value in event.headers.items()},
             body=body_bytes(event),

@@ -69,7 +69,7 @@ def put_integration(
     config = Integration(integration_id=integration_id, tenant_id=tenant_id, name="i", **extra)
     side.put(
         {
-            **keys.integration_key(integration_id),
+            **keys.integration_key(tenant_id, integration_id),
             "GSI1PK": keys.tenant_integrations_partition(tenant_id),
             "GSI1SK": integration_id,
             "item_type": "integration",
@@ -87,11 +87,17 @@ def test_a_created_connection_reads_back_and_its_id_is_taken_once(side):
     side.store.create(stored)
 
     with pytest.raises(Conflict):
-        side.store.create(connection(connection_id, fresh("t")))
+        side.store.create(connection(connection_id, tenant))
+    # Ids are unique within a tenant only: another tenant's of the same id is another connection.
+    other = fresh("t")
+    theirs = connection(connection_id, other, url="https://theirs.example.com/in")
+    side.store.create(theirs)
 
-    read = side.store.get(connection_id)
+    read = side.store.get(tenant, connection_id)
     assert read.model_copy(update={"destination": side.store.with_credentials(read), "sealed": {}}) == stored
-    assert side.store.get(fresh()) is None
+    assert side.store.get(other, connection_id) == theirs
+    assert side.store.get(tenant, fresh()) is None
+    assert side.store.get(fresh("t"), connection_id) is None
 
 
 def test_replace_and_delete_hold_only_at_the_expected_version(side):
@@ -104,14 +110,14 @@ def test_replace_and_delete_hold_only_at_the_expected_version(side):
         side.store.replace(connection(connection_id, tenant, version=2), 1)
     assert lost.value.current == 2
     with pytest.raises(VersionConflict) as stale_delete:
-        side.store.delete(connection_id, 1)
+        side.store.delete(tenant, connection_id, 1)
     assert stale_delete.value.current == 2
 
-    assert side.store.get(connection_id) == second
-    side.store.delete(connection_id, 2)
-    assert side.store.get(connection_id) is None
+    assert side.store.get(tenant, connection_id) == second
+    side.store.delete(tenant, connection_id, 2)
+    assert side.store.get(tenant, connection_id) is None
     with pytest.raises(VersionConflict) as gone:
-        side.store.delete(connection_id, 2)
+        side.store.delete(tenant, connection_id, 2)
     assert gone.value.current is None
 
 
@@ -162,24 +168,27 @@ def test_clearing_the_gone_flag_only_touches_integrations_still_using_the_connec
     put_integration(side, f"{tenant}-1", tenant, connection_id)
     put_integration(side, f"{tenant}-2", tenant, "elsewhere")
     for integration_id in (f"{tenant}-1", f"{tenant}-2"):
-        side.config.flag_connection_gone(side.config.get_integration(integration_id), NOW, "410")
+        side.config.flag_connection_gone(side.config.get_integration(tenant, integration_id), NOW, "410")
 
-    side.store.clear_connection_gone([f"{tenant}-1", f"{tenant}-2", fresh("missing")], connection_id)
+    side.store.clear_connection_gone(tenant, [f"{tenant}-1", f"{tenant}-2", fresh("missing")], connection_id)
 
-    assert side.config.get_integration(f"{tenant}-1").connection_gone_at is None
-    assert side.config.get_integration(f"{tenant}-2").connection_gone_at == NOW
-    assert side.config.get_integration(fresh("missing")) is None
+    assert side.config.get_integration(tenant, f"{tenant}-1").connection_gone_at is None
+    assert side.config.get_integration(tenant, f"{tenant}-2").connection_gone_at == NOW
+    assert side.config.get_integration(tenant, fresh("missing")) is None
 
 
 def test_tenant_and_certificate_lookups(side):
     tenant, connection_id = fresh("t"), fresh()
     assert side.store.tenant_exists(tenant) is False
-    assert side.store.certificate_tenant(connection_id) is None
+    assert side.store.has_certificate(tenant, connection_id) is False
     side.config.put_tenant(Tenant(tenant_id=tenant, name="T"))
-    side.put({**keys.certificate_key(connection_id), "tenant_id": tenant, "connection_id": connection_id})
+    side.put(
+        {**keys.certificate_key(tenant, connection_id), "tenant_id": tenant, "connection_id": connection_id}
+    )
 
     assert side.store.tenant_exists(tenant) is True
-    assert side.store.certificate_tenant(connection_id) == tenant
+    assert side.store.has_certificate(tenant, connection_id) is True
+    assert side.store.has_certificate(fresh("t"), connection_id) is False
 
 
 class TestResolution:
@@ -188,17 +197,17 @@ class TestResolution:
         side.store.create(connection(connection_id, tenant, auth=HttpAuth(kind=AuthKind.BEARER, token="tok")))
         put_integration(side, f"{tenant}-i", tenant, connection_id, connection_id=connection_id)
 
-        resolved = side.config.get_integration(f"{tenant}-i")
+        resolved = side.config.get_integration(tenant, f"{tenant}-i")
 
         assert resolved.connection_id == connection_id
-        assert resolved.destination == side.store.with_credentials(side.store.get(connection_id))
+        assert resolved.destination == side.store.with_credentials(side.store.get(tenant, connection_id))
 
     def test_the_top_level_attribute_alone_is_enough(self, side):
         tenant, connection_id = fresh("t"), fresh()
         side.store.create(connection(connection_id, tenant))
         put_integration(side, f"{tenant}-i", tenant, connection_id)
 
-        resolved = side.config.get_integration(f"{tenant}-i")
+        resolved = side.config.get_integration(tenant, f"{tenant}-i")
 
         assert (resolved.connection_id, resolved.destination.connection_id) == (connection_id, connection_id)
 
@@ -209,7 +218,7 @@ class TestResolution:
         put_integration(side, f"{tenant}-missing", tenant, fresh())
 
         for integration_id in (f"{tenant}-foreign", f"{tenant}-missing"):
-            resolved = side.config.get_integration(integration_id)
+            resolved = side.config.get_integration(tenant, integration_id)
             assert resolved.destination is None
             assert resolved.connection_id is not None
 
@@ -219,4 +228,4 @@ class TestResolution:
         embedded = Destination(url="https://legacy.example.com/in")
         put_integration(side, f"{tenant}-i", tenant, connection_id, destination=embedded)
 
-        assert side.config.get_integration(f"{tenant}-i").destination == embedded
+        assert side.config.get_integration(tenant, f"{tenant}-i").destination == embedded

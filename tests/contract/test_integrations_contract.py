@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.integrations import DynamoIntegrations, DynamoReceptions
 from hub.adapters.dynamo.table import Table
 from hub.domain.status import PipelineStatus
@@ -40,9 +41,9 @@ def store(backend: Backend) -> FakeIntegrations | DynamoIntegrations:
 
 def mark(backend: Backend, store, integration_id: str, at) -> None:
     if backend.name == "fake":
-        store.mark_received(integration_id, at)
+        store.mark_received("t1", integration_id, at)
     else:
-        DynamoReceptions(backend.config._table.name).mark_received(integration_id, at)  # type: ignore[union-attr]
+        DynamoReceptions(backend.config._table.name).mark_received("t1", integration_id, at)  # type: ignore[union-attr]
 
 
 def test_a_created_integration_reads_back_at_version_1_and_its_id_is_taken_once(backend, store):
@@ -50,13 +51,17 @@ def test_a_created_integration_reads_back_at_version_1_and_its_id_is_taken_once(
     created = store.create(integration(integration_id, mode=IntegrationMode.ORCHESTRATION))
 
     with pytest.raises(Conflict):
-        store.create(integration(integration_id, tenant_id="t2"))
+        store.create(integration(integration_id, name="again"))
+    # Ids are unique within a tenant only: t2's integration of the same id is another one.
+    theirs = store.create(integration(integration_id, tenant_id="t2", name="theirs"))
 
     assert created.version == 1
-    assert store.get(integration_id) == created
-    assert store.get(fresh("int")) is None
+    assert store.get("t1", integration_id) == created
+    assert store.get("t2", integration_id) == theirs
+    assert store.get("t1", fresh("int")) is None
     # The item the pipeline reads.
-    assert backend.config.get_integration(integration_id) == created.integration
+    assert backend.config.get_integration("t1", integration_id) == created.integration
+    assert backend.config.get_integration("t2", integration_id) == theirs.integration
 
 
 def test_a_replace_moves_the_version_on_only_from_the_version_read(backend, store):
@@ -71,23 +76,23 @@ def test_a_replace_moves_the_version_on_only_from_the_version_read(backend, stor
 
     assert second.version == 2
     assert stale.value.details == {"current_version": 2}
-    assert store.get(integration_id) == second
+    assert store.get("t1", integration_id) == second
 
 
 def test_a_replace_clears_the_gone_flag_and_keeps_the_reception(backend, store):
     integration_id = fresh("int")
     store.create(integration(integration_id, connection_id="con_1"))
-    backend.config.flag_connection_gone(backend.config.get_integration(integration_id), NOW, "410")
+    backend.config.flag_connection_gone(backend.config.get_integration("t1", integration_id), NOW, "410")
     mark(backend, store, integration_id, NOW)
 
     store.replace(integration(integration_id), 1)
 
-    stored = store.get(integration_id)
+    stored = store.get("t1", integration_id)
     assert stored is not None
     assert stored.integration.connection_gone_at is None
     assert stored.integration.connection_id is None
     assert stored.last_received_at == NOW
-    item = backend.raw({"PK": f"INTEGRATION#{integration_id}", "SK": "CONFIG"})
+    item = backend.raw(keys.integration_key("t1", integration_id))
     assert item is not None
     assert "connection_gone_status" not in item
     assert "connection_id" not in item
@@ -101,7 +106,7 @@ def test_a_reception_never_moves_back_nor_creates_an_item(backend, store):
     mark(backend, store, integration_id, NOW - timedelta(minutes=1))
     mark(backend, store, fresh("int"), NOW)
 
-    stored = store.get(integration_id)
+    stored = store.get("t1", integration_id)
     assert stored is not None
     assert stored.last_received_at == NOW
 
@@ -109,7 +114,7 @@ def test_a_reception_never_moves_back_nor_creates_an_item(backend, store):
 def test_a_delete_needs_the_version_and_the_reception_read(backend, store):
     integration_id = fresh("int")
     store.create(integration(integration_id))
-    read = store.get(integration_id)
+    read = store.get("t1", integration_id)
     assert read is not None
     mark(backend, store, integration_id, NOW)
 
@@ -117,11 +122,11 @@ def test_a_delete_needs_the_version_and_the_reception_read(backend, store):
         store.delete(read)  # a message arrived since it was read
     with pytest.raises(PreconditionFailed):
         store.delete(type(read)(read.integration, 7, NOW))
-    reread = store.get(integration_id)
+    reread = store.get("t1", integration_id)
     assert reread is not None
     store.delete(reread)
 
-    assert store.get(integration_id) is None
+    assert store.get("t1", integration_id) is None
     with pytest.raises(NotFound):
         store.delete(reread)
 
@@ -167,14 +172,15 @@ def test_waiting_messages_are_those_in_a_listed_status(backend, store, status, w
 
 def test_a_connections_tenant(backend, store):
     connection_id = fresh("con")
-    key = {"PK": f"CONNECTION#{connection_id}", "SK": "CONFIG"}
+    key = keys.connection_key("t1", connection_id)
     if backend.name == "fake":
         store.table.put({**key, "tenant_id": "t1"})
     else:
         Table(backend.config._table.name).put({**key, "tenant_id": "t1"})
 
-    assert store.connection_tenant(connection_id) == "t1"
-    assert store.connection_tenant(fresh("con")) is None
+    assert store.connection_exists("t1", connection_id) is True
+    assert store.connection_exists("t2", connection_id) is False
+    assert store.connection_exists("t1", fresh("con")) is False
 
 
 def test_the_same_integration_item_from_both(both):
@@ -184,5 +190,5 @@ def test_the_same_integration_item_from_both(both):
     FakeIntegrations(fake.messages.table).create(config)
     DynamoIntegrations(dynamo.config._table.name).create(config)
 
-    key = {"PK": f"INTEGRATION#{integration_id}", "SK": "CONFIG"}
+    key = keys.integration_key("t1", integration_id)
     assert fake.raw(key) == dynamo.raw(key)

@@ -125,7 +125,7 @@ class TestCreate:
         # The loser's idempotency claim was not written either: all or nothing.
         assert (
             backend.messages.lookup_for_ingest(
-                None, "int_contract", loser.idempotency_key_hash, "fp-none", LATER
+                None, "t1", "int_contract", loser.idempotency_key_hash, "fp-none", now=LATER
             ).claims
             == ()
         )
@@ -151,7 +151,7 @@ class TestCreate:
 
         backend.messages.create(new, NOW)  # expires_at == now: expired
 
-        lookup = backend.messages.lookup_for_ingest(None, "int_contract", key, fingerprint, NOW)
+        lookup = backend.messages.lookup_for_ingest(None, "t1", "int_contract", key, fingerprint, now=NOW)
         assert {(c.kind, c.message_id) for c in lookup.claims} == {
             (DedupKind.IDEMPOTENCY_KEY, new.record.message_id),
             (DedupKind.FINGERPRINT, new.record.message_id),
@@ -164,9 +164,11 @@ class TestCreate:
         backend.messages.create(new_message(fingerprint=fingerprint, expires_at=NOW + DAY), NOW)
 
         live = backend.messages.lookup_for_ingest(
-            None, "int_contract", None, fingerprint, NOW + DAY - timedelta(seconds=1)
+            None, "t1", "int_contract", None, fingerprint, now=NOW + DAY - timedelta(seconds=1)
         )
-        expired = backend.messages.lookup_for_ingest(None, "int_contract", None, fingerprint, NOW + DAY)
+        expired = backend.messages.lookup_for_ingest(
+            None, "t1", "int_contract", None, fingerprint, now=NOW + DAY
+        )
 
         assert len(live.claims) == 1
         assert expired.claims == ()

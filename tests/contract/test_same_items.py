@@ -21,8 +21,8 @@ def stored(backend: Backend, message_id: str, entity: str, key_hash: str, finger
     return {
         "message": backend.item(message_id),
         "entity": backend.entity_item(entity),
-        "idempotency_claim": backend.raw(keys.idempotency_claim_key("int_contract", key_hash)),
-        "fingerprint_claim": backend.raw(keys.fingerprint_claim_key("int_contract", fingerprint)),
+        "idempotency_claim": backend.raw(keys.idempotency_claim_key("t1", "int_contract", key_hash)),
+        "fingerprint_claim": backend.raw(keys.fingerprint_claim_key("t1", "int_contract", fingerprint)),
     }
 
 
@@ -98,7 +98,7 @@ def test_a_large_payload_and_a_taken_over_claim(both: tuple[Backend, Backend]) -
             [
                 backend.item(new_id_),
                 backend.raw(keys.payload_key(new_id_)),
-                backend.raw(keys.fingerprint_claim_key("int_contract", fingerprint)),
+                backend.raw(keys.fingerprint_claim_key("t1", "int_contract", fingerprint)),
             ]
         )
 

@@ -263,13 +263,23 @@ def test_an_operator_pauses_and_resumes_a_connection_and_tests_it(page: Page, ad
         page.get_by_role("dialog").get_by_role("button", name="Pause connection").click()
         expect(mine.locator("[data-badge=paused]")).to_have_text("Paused")
         expect(mine.get_by_role("button", name="Resume")).to_be_focused()
-        assert admin.get(f"/api/admin/connections/{connection_id}/state").json()["paused"] is True
+        assert (
+            admin.get(
+                f"/api/admin/connections/{connection_id}/state", params={"tenant_id": DEMO_TENANT_ID}
+            ).json()["paused"]
+            is True
+        )
 
         mine.get_by_role("button", name="Resume").click()
         page.get_by_role("dialog").get_by_role("button", name="Resume connection").click()
         expect(mine.locator("[data-badge=paused]")).to_have_count(0)
         expect(mine.get_by_role("button", name="Pause")).to_be_visible()
-        assert admin.get(f"/api/admin/connections/{connection_id}/state").json()["paused"] is False
+        assert (
+            admin.get(
+                f"/api/admin/connections/{connection_id}/state", params={"tenant_id": DEMO_TENANT_ID}
+            ).json()["paused"]
+            is False
+        )
 
         link = mine.get_by_role("link", name="Queue")
         expect(link).to_have_attribute("href", f"/admin/queue?integration_id={integration_id}")
@@ -295,15 +305,15 @@ def test_a_viewer_sees_no_edit_new_or_pause_and_a_forged_call_is_refused(
     expect(main.locator("form")).to_have_count(0)
 
     forged = page.evaluate(
-        """async ([token, path, connection]) => {
+        """async ([token, path, connection, tenant]) => {
             const headers = {Authorization: 'Bearer ' + token, 'Content-Type': 'application/json'};
             const put = await fetch(path, {method: 'PUT', headers,
               body: JSON.stringify({name: 'forged', mode: 'orchestration'})});
-            const pause = await fetch(`/api/admin/connections/${connection}/pause`,
+            const pause = await fetch(`/api/admin/connections/${connection}/pause?tenant_id=${tenant}`,
               {method: 'POST', headers});
             return [put.status, (await put.json()).error.code, pause.status];
         }""",
-        [viewer, f"{TENANT_PATH}/integrations/{integration_id}", connection_id],
+        [viewer, f"{TENANT_PATH}/integrations/{integration_id}", connection_id, DEMO_TENANT_ID],
     )
     assert forged == [403, "forbidden", 403]
     saved = admin.get(f"{TENANT_PATH}/integrations/{integration_id}").json()

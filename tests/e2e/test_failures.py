@@ -171,7 +171,9 @@ def test_a_timeout_is_retried_only_when_the_destination_honours_idempotency_keys
 
 def test_the_demo_integration_is_untouched(api, local_stack):
     with pointed_at(local_stack):
-        demo = DynamoConfigRepository(local_stack.resources["HubTable"]).get_integration(DEMO_INTEGRATION_ID)
+        demo = DynamoConfigRepository(local_stack.resources["HubTable"]).get_integration(
+            DEMO_TENANT_ID, DEMO_INTEGRATION_ID
+        )
     assert demo is not None
     assert demo.retry_policy == RetryPolicy()
 

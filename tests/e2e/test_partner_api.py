@@ -113,7 +113,7 @@ def test_unknown_route_is_404_in_the_one_error_shape(api: httpx.Client):
     ("method", "path", "allow"),
     [
         ("GET", "/api/edi-hub/receive-message", "POST"),
-        ("PUT", "/api/webhook/int_demo_webhooks", "POST"),
+        ("PUT", "/api/webhook/tnt_demo/int_demo_webhooks", "POST"),
         ("DELETE", "/api/edi-hub/messages/msg_x", "GET"),
     ],
 )

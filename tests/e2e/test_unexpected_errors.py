@@ -62,7 +62,10 @@ def damaged_certificate_integration(local_stack: LocalStack) -> str:
     local_stack.client("dynamodb").put_item(
         TableName=table,
         Item={
-            **{name: {"S": value} for name, value in keys.certificate_key(connection_id).items()},
+            **{
+                name: {"S": value}
+                for name, value in keys.certificate_key(DEMO_TENANT_ID, connection_id).items()
+            },
             "item_type": {"S": "client_certificate"},
             "tenant_id": {"S": DEMO_TENANT_ID},
             "connection_id": {"S": connection_id},

@@ -54,7 +54,7 @@ def test_a_signed_standard_webhook_is_sent_to_the_destination(api: httpx.Client,
         "webhook-timestamp": str(timestamp),
         "webhook-signature": sign_standard_webhooks(SECRET, msg_id, timestamp, body.encode()),
     }
-    url = f"{local_stack.api_url}/api/webhook/{INTEGRATION_ID}"
+    url = f"{local_stack.api_url}/api/webhook/{DEMO_TENANT_ID}/{INTEGRATION_ID}"
 
     with httpx.Client(timeout=30, trust_env=False) as partner:
         forged = partner.post(url, content=body.replace(po_number, "PO-forged"), headers=headers)

@@ -22,8 +22,8 @@ class FakeApiKeys:
     def tenant_exists(self, tenant_id: str) -> bool:
         return tenant_id in self.tenants
 
-    def integration_tenants(self, integration_ids: Collection[str]) -> Mapping[str, str]:
-        return {i: self.integrations[i] for i in integration_ids if i in self.integrations}
+    def tenant_integrations(self, tenant_id: str, integration_ids: Collection[str]) -> set[str]:
+        return {i for i in integration_ids if self.integrations.get(i) == tenant_id}
 
     def create(self, key: ApiKey) -> None:
         # The adapter's condition: nothing is stored over a key of the same hash.

@@ -56,9 +56,9 @@ class FakeConfig:
         item = self.table.get(_key(keys.api_key_key(key_hash)))
         return api_key_of(item) if item else None
 
-    def get_integration(self, integration_id: str) -> Integration | None:
+    def get_integration(self, tenant_id: str, integration_id: str) -> Integration | None:
         self.integration_reads += 1
-        item = self.table.get(_key(keys.integration_key(integration_id)))
+        item = self.table.get(_key(keys.integration_key(tenant_id, integration_id)))
         if item is None:
             return None
         config = self.sealer.reveal(
@@ -77,7 +77,9 @@ class FakeConfig:
         if integration.destination is not None or integration.connection_id is None:
             return integration
         # Resolved like the adapter: only this tenant's connection; else no destination.
-        connection = self.table.get(_key(keys.connection_key(integration.connection_id)))
+        connection = self.table.get(
+            _key(keys.connection_key(integration.tenant_id, integration.connection_id))
+        )
         if connection is None or connection.get("tenant_id") != integration.tenant_id:
             return integration
         destination = Destination.model_validate(
@@ -106,7 +108,9 @@ class FakeConfig:
         self.table.put(item)
 
     def put_integration(self, integration: Integration) -> None:
-        current = self.table.get(_key(keys.integration_key(integration.integration_id)))
+        current = self.table.get(
+            _key(keys.integration_key(integration.tenant_id, integration.integration_id))
+        )
         item = integration_item(integration, UNVERSIONED, self.sealer, blobs_from(current) if current else {})
         self.table.put({k: v for k, v in item.items() if v is not None})
 
@@ -127,6 +131,8 @@ class FakeConfig:
         change = Change().set(connection_gone_at=format_ts(now), connection_gone_status=dest_status or "410")
         change.where(lambda item: item is not None)
         try:
-            self.table.update(_key(keys.integration_key(integration.integration_id)), change)
+            self.table.update(
+                _key(keys.integration_key(integration.tenant_id, integration.integration_id)), change
+            )
         except ConditionFailed:
             return

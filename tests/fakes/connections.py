@@ -38,9 +38,8 @@ class FakeConnections:
     def tenant_exists(self, tenant_id: str) -> bool:
         return self.table.get(_key(keys.tenant_key(tenant_id))) is not None
 
-    def certificate_tenant(self, connection_id: str) -> str | None:
-        item = self.table.get(_key(keys.certificate_key(connection_id)))
-        return str(item["tenant_id"]) if item else None
+    def has_certificate(self, tenant_id: str, connection_id: str) -> bool:
+        return self.table.get(_key(keys.certificate_key(tenant_id, connection_id))) is not None
 
     def create(self, connection: Connection) -> None:
         item = _stored(connection_item(connection, self._sealer))
@@ -49,8 +48,8 @@ class FakeConnections:
                 raise Conflict("connection exists", details={"connection_id": connection.connection_id})
             self.table.put(item)
 
-    def get(self, connection_id: str) -> Connection | None:
-        item = self.table.get(_key(keys.connection_key(connection_id)))
+    def get(self, tenant_id: str, connection_id: str) -> Connection | None:
+        item = self.table.get(_key(keys.connection_key(tenant_id, connection_id)))
         return connection_from(item) if item else None
 
     def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
@@ -61,7 +60,7 @@ class FakeConnections:
                 for item in self.table.items.values()
                 if item.get("GSI1PK") == partition and (cursor is None or item["GSI1SK"] > cursor)
             )
-        page = [c for c in (self.get(i) for i in ids[:limit]) if c is not None]
+        page = [c for c in (self.get(tenant_id, i) for i in ids[:limit]) if c is not None]
         return ConnectionPage(connections=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
 
     def replace(self, connection: Connection, expected_version: int) -> None:
@@ -76,14 +75,16 @@ class FakeConnections:
                 raise VersionConflict(int(old["version"]) if old else None)
             self.table.put(item)
 
-    def delete(self, connection_id: str, expected_version: int) -> None:
-        key = _key(keys.connection_key(connection_id))
+    def delete(self, tenant_id: str, connection_id: str, expected_version: int) -> None:
+        key = _key(keys.connection_key(tenant_id, connection_id))
         with self.table.lock:
             old = self.table.get(key)
             if old is None or old.get("version") != expected_version:
                 raise VersionConflict(int(old["version"]) if old else None)
             self.table.delete(key)
-            self.table.delete(_key(keys.callback_credential_key(connection_id)))  # as the adapter does
+            self.table.delete(
+                _key(keys.callback_credential_key(tenant_id, connection_id))
+            )  # as the adapter does
 
     def integrations_using(self, tenant_id: str, connection_id: str) -> list[str]:
         partition = keys.tenant_integrations_partition(tenant_id)
@@ -96,11 +97,13 @@ class FakeConnections:
                 and item.get("connection_id") == connection_id
             )
 
-    def clear_connection_gone(self, integration_ids: Collection[str], connection_id: str) -> None:
+    def clear_connection_gone(
+        self, tenant_id: str, integration_ids: Collection[str], connection_id: str
+    ) -> None:
         for integration_id in integration_ids:
             change = Change().remove("connection_gone_at", "connection_gone_status")
             change.where(lambda item: item is not None and item.get("connection_id") == connection_id)
             try:
-                self.table.update(_key(keys.integration_key(integration_id)), change)
+                self.table.update(_key(keys.integration_key(tenant_id, integration_id)), change)
             except ConditionFailed:
                 continue

@@ -25,8 +25,8 @@ from tests.fakes.table import FakeTable
 _GONE = ("connection_gone_at", "connection_gone_status")
 
 
-def _key(integration_id: str) -> tuple[str, str]:
-    key = keys.integration_key(integration_id)
+def _key(tenant_id: str, integration_id: str) -> tuple[str, str]:
+    key = keys.integration_key(tenant_id, integration_id)
     return (key["PK"], key["SK"])
 
 
@@ -46,18 +46,17 @@ class FakeIntegrations:
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         return self._config.get_tenant(tenant_id)
 
-    def connection_tenant(self, connection_id: str) -> str | None:
-        key = keys.connection_key(connection_id)
-        item = self.table.get((key["PK"], key["SK"]))
-        return item.get("tenant_id") if item else None
+    def connection_exists(self, tenant_id: str, connection_id: str) -> bool:
+        key = keys.connection_key(tenant_id, connection_id)
+        return self.table.get((key["PK"], key["SK"])) is not None
 
-    def get(self, integration_id: str) -> StoredIntegration | None:
-        item = self.table.get(_key(integration_id))
+    def get(self, tenant_id: str, integration_id: str) -> StoredIntegration | None:
+        item = self.table.get(_key(tenant_id, integration_id))
         return stored_from(item) if item else None
 
     def create(self, integration: Integration) -> StoredIntegration:
         with self.table.lock:
-            if self.table.get(_key(integration.integration_id)) is not None:
+            if self.table.get(_key(integration.tenant_id, integration.integration_id)) is not None:
                 raise Conflict("integration exists")
             self.table.put(_item(integration, 1, self._sealer))
         return StoredIntegration(integration, 1)
@@ -66,7 +65,7 @@ class FakeIntegrations:
         self, integration: Integration, expected_version: int, sealed: Mapping[str, Any] | None = None
     ) -> StoredIntegration:
         with self.table.lock:
-            old = self.table.get(_key(integration.integration_id))
+            old = self.table.get(_key(integration.tenant_id, integration.integration_id))
             if old is None or integration_version(old) != expected_version:
                 raise stale(integration.integration_id, old)
             kept = {k: v for k, v in old.items() if k not in (*_GONE, "connection_id", "sealed")}
@@ -75,14 +74,15 @@ class FakeIntegrations:
 
     def delete(self, current: StoredIntegration) -> None:
         integration_id = current.integration.integration_id
+        tenant_id = current.integration.tenant_id
         with self.table.lock:
-            old = self.table.get(_key(integration_id))
+            old = self.table.get(_key(tenant_id, integration_id))
             if old is None or integration_version(old) != current.version:
                 raise stale(integration_id, old)
             read = format_ts(current.last_received_at) if current.last_received_at else None
             if old.get("last_received_at") != read:
                 raise Conflict("a message was received meanwhile")
-            self.table.delete(_key(integration_id))
+            self.table.delete(_key(tenant_id, integration_id))
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
         partition = keys.integration_partition(tenant_id)
@@ -92,7 +92,7 @@ class FakeIntegrations:
                 for item in self.table.items.values()
                 if item.get("GSI1PK") == partition and (cursor is None or item["GSI1SK"] > cursor)
             )
-        page = [stored for i in ids[:limit] if (stored := self.get(i)) is not None]
+        page = [stored for i in ids[:limit] if (stored := self.get(tenant_id, i)) is not None]
         return IntegrationPage(integrations=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
 
     def has_waiting_messages(self, tenant_id: str, integration_id: str) -> bool:
@@ -103,9 +103,9 @@ class FakeIntegrations:
                 for item in self.table.items.values()
             )
 
-    def mark_received(self, integration_id: str, at: datetime) -> None:
+    def mark_received(self, tenant_id: str, integration_id: str, at: datetime) -> None:
         with self.table.lock:
-            item = self.table.get(_key(integration_id))
+            item = self.table.get(_key(tenant_id, integration_id))
             if item is None or (item.get("last_received_at") or "") >= format_ts(at):
                 return
             self.table.put({**item, "last_received_at": format_ts(at)})

@@ -137,16 +137,21 @@ class FakeMessages:
     def lookup_for_ingest(
         self,
         key_hash: str | None,
+        tenant_id: str,
         integration_id: str,
         idempotency_key_hash: str | None,
         fingerprint: str,
+        *,
         now: datetime,
     ) -> IngestLookup:
-        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(integration_id, fingerprint))]
+        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(tenant_id, integration_id, fingerprint))]
         if idempotency_key_hash is not None:
             wanted.insert(
                 0,
-                (DedupKind.IDEMPOTENCY_KEY, keys.idempotency_claim_key(integration_id, idempotency_key_hash)),
+                (
+                    DedupKind.IDEMPOTENCY_KEY,
+                    keys.idempotency_claim_key(tenant_id, integration_id, idempotency_key_hash),
+                ),
             )
         claims = []
         for kind, key in wanted:
@@ -172,7 +177,9 @@ class FakeMessages:
                 (
                     DedupKind.IDEMPOTENCY_KEY,
                     {
-                        **keys.idempotency_claim_key(record.integration_id, new.idempotency_key_hash),
+                        **keys.idempotency_claim_key(
+                            record.tenant_id, record.integration_id, new.idempotency_key_hash
+                        ),
                         **base,
                         "expires_at": epoch(new.idempotency_expires_at),
                     },
@@ -182,7 +189,7 @@ class FakeMessages:
             (
                 DedupKind.FINGERPRINT,
                 {
-                    **keys.fingerprint_claim_key(record.integration_id, record.fingerprint),
+                    **keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint),
                     **base,
                     "expires_at": epoch(new.fingerprint_expires_at),
                 },

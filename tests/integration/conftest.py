@@ -114,6 +114,8 @@ class Tenancy:
     other_key: str
     limited_key: str
     revoked_key: str
+    #: The tenant of `key`, `limited_key`, `revoked_key` and `integration_id` (t2: `other_*`).
+    tenant_id: str = "t1"
     integration_id: str = "int_erp"
     other_integration_id: str = "int_other"
     second_integration_id: str = "int_erp_2"

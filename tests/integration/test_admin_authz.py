@@ -83,8 +83,8 @@ def _get(path: str, **query: str) -> Callable[[World], Request]:
     return lambda w: ("GET", path, {"query": query or None})
 
 
-def _post(path: str, body: Any = None) -> Callable[[World], Request]:
-    return lambda w: ("POST", path, {"body": body})
+def _post(path: str, body: Any = None, **query: str) -> Callable[[World], Request]:
+    return lambda w: ("POST", path, {"body": body, "query": query or None})
 
 
 def _call(method: str, path: str, body: Any = None) -> Callable[[World], Request]:
@@ -149,7 +149,9 @@ SAMPLES: dict[tuple[str, str], list[Sample]] = {
     ("GET", "/api/admin/messages/<message_id>/callbacks"): [
         Sample(lambda w: ("GET", f"/api/admin/messages/{w.message_id}/callbacks", {}))
     ],
-    ("GET", "/api/admin/integrations/<integration_id>"): [Sample(_get("/api/admin/integrations/int_erp"))],
+    ("GET", "/api/admin/integrations/<integration_id>"): [
+        Sample(_get("/api/admin/integrations/int_erp", tenant_id=TENANT))
+    ],
     ("GET", "/api/admin/queue"): [Sample(_get("/api/admin/queue", tenant_id=TENANT, tab="error"))],
     ("POST", "/api/admin/dlq/<lane>/redrive"): [
         Sample(_post("/api/admin/dlq/pipeline/redrive"), target=None)
@@ -195,13 +197,13 @@ SAMPLES: dict[tuple[str, str], list[Sample]] = {
         )
     ],
     ("POST", "/api/admin/connections/<connection_id>/pause"): [
-        Sample(_post(f"/api/admin/connections/{CONNECTION}/pause"))
+        Sample(_post(f"/api/admin/connections/{CONNECTION}/pause", tenant_id=TENANT))
     ],
     ("POST", "/api/admin/connections/<connection_id>/resume"): [
-        Sample(_post(f"/api/admin/connections/{CONNECTION}/resume"))
+        Sample(_post(f"/api/admin/connections/{CONNECTION}/resume", tenant_id=TENANT))
     ],
     ("GET", "/api/admin/connections/<connection_id>/state"): [
-        Sample(_get(f"/api/admin/connections/{CONNECTION}/state"))
+        Sample(_get(f"/api/admin/connections/{CONNECTION}/state", tenant_id=TENANT))
     ],
     # --- tenants
     ("POST", "/api/admin/tenants"): [Sample(_post("/api/admin/tenants", {"name": "New"}), 201, target=None)],

@@ -191,7 +191,7 @@ def test_three_dead_letters_of_one_integration_and_one_of_another_send_two_alert
         "[Integration Hub staging] 3 messages dead-lettered on integration int_a",
     ]
     assert "tenant_id=t1" in next(m.body for m in sent if "int_a" in m.subject)
-    record = alerts.alert_item("ALERT#int_a#2024-05-01T13")
+    record = alerts.alert_item("ALERT#t1#int_a#2024-05-01T13")
     assert record["occurrences"] == {"N": "3"}
     assert record["first_message_id"] == {"S": "msg_a1"}
     assert set(record["sent_channels"]["SS"]) == {"slack", "email"}
@@ -209,7 +209,7 @@ def test_later_dead_letters_in_the_same_hour_are_counted_not_alerted_again(alert
     assert answer == {"batchItemFailures": []}
     assert len(alerts.slack_texts()) == 1
     assert len(emails()) == 1
-    assert alerts.alert_item("ALERT#int_a#2024-05-01T13")["occurrences"] == {"N": "3"}
+    assert alerts.alert_item("ALERT#t1#int_a#2024-05-01T13")["occurrences"] == {"N": "3"}
 
     alerts.dead_letter("msg_a4", T13 + timedelta(hours=1))  # the next hour is a new bucket
     alerts.invoke(alerts.dead_letter_event())
@@ -244,7 +244,7 @@ def test_concurrent_notifiers_on_the_same_integration_and_hour_send_exactly_one_
     assert sorted(outcomes) == sorted([AlertOutcome.SENT] + [AlertOutcome.GROUPED] * (notifiers - 1))
     assert len(alerts.slack.requests) == 1
     assert len(emails()) == 1
-    assert alerts.alert_item("ALERT#int_a#2024-05-01T13")["occurrences"] == {"N": str(notifiers)}
+    assert alerts.alert_item("ALERT#t1#int_a#2024-05-01T13")["occurrences"] == {"N": str(notifiers)}
 
 
 def test_slack_failing_keeps_the_alert_and_the_stream_retry_sends_it_once(alerts: AlertStack):
@@ -259,7 +259,7 @@ def test_slack_failing_keeps_the_alert_and_the_stream_retry_sends_it_once(alerts
 
     # The group's first record is reported; the stream resumes there, so int_a comes back whole.
     assert failed == {"batchItemFailures": [{"itemIdentifier": first_seq}]}
-    assert set(alerts.alert_item("ALERT#int_a#2024-05-01T13")["sent_channels"]["SS"]) == {"email"}
+    assert set(alerts.alert_item("ALERT#t1#int_a#2024-05-01T13")["sent_channels"]["SS"]) == {"email"}
     assert len(emails()) == 2  # int_a's email went out; int_b's alert is complete
 
     retried = alerts.invoke(event)  # what the event source mapping redelivers
@@ -271,7 +271,7 @@ def test_slack_failing_keeps_the_alert_and_the_stream_retry_sends_it_once(alerts
     assert sum("on integration int_a" in text for text in alerts.slack_texts()) == 2
     assert "Dead-lettered in this batch: 2" in alerts.slack_texts()[-1]
     assert len(emails()) == 2  # the retry did not email again
-    assert set(alerts.alert_item("ALERT#int_a#2024-05-01T13")["sent_channels"]["SS"]) == {"slack", "email"}
+    assert set(alerts.alert_item("ALERT#t1#int_a#2024-05-01T13")["sent_channels"]["SS"]) == {"slack", "email"}
 
 
 def sns_event(message: dict[str, Any] | str, topic_arn: str, message_id: str = "sns-msg-1") -> dict[str, Any]:

@@ -138,7 +138,7 @@ def test_a_claim_left_by_a_run_that_died_before_sending_is_taken_over_later(
     boto3.client("dynamodb").put_item(
         TableName=stack.table,
         Item={
-            "PK": {"S": f"CERTALERT#{CONNECTION}#{not_after:%Y-%m-%dT%H:%M:%SZ}#7"},
+            "PK": {"S": f"CERTALERT#t1#{CONNECTION}#{not_after:%Y-%m-%dT%H:%M:%SZ}#7"},
             "SK": {"S": "ALERT"},
             "created_at": {"S": f"{now:%Y-%m-%dT%H:%M:%S.%fZ}"},
         },

@@ -76,24 +76,35 @@ class TestUpload:
         assert described.body == view
 
     def test_another_tenant_neither_sees_nor_replaces_the_certificate(self, stack, admin_api, pki):
-        assert upload(admin_api, pki.client_pfx).status == 201
+        """Connection ids are unique within a tenant only (issue 27, point 7): t2 uploading under
+        t1's connection id stores t2's own certificate; t1's stays as it was."""
+        assert admin_api("POST", "/api/admin/tenants", body={"tenant_id": "t2", "name": "T2"}).status == 201
+        mine = upload(admin_api, pki.client_pfx)
+        assert mine.status == 201
 
         assert admin_api("GET", PATH, query={"tenant_id": "t2"}).status == 404
-        taken = upload(admin_api, pki.client_pfx, tenant_id="t2")
-        assert (taken.status, taken.body["error"]["code"]) == (404, "not_found")
+        theirs = upload(admin_api, pki.foreign_client_pfx, tenant_id="t2")
+        assert theirs.status == 201, theirs.body
 
-    def test_an_upload_never_claims_the_id_of_another_tenants_connection(self, stack, admin_api, pki):
-        """Uploading before the connection exists is the SEFAZ form's order (issue 13); the id
-        of a connection another tenant already has is refused like a missing connection, so that
-        tenant can still upload its own certificate."""
+        assert theirs.body["tenant_id"] == "t2"
+        assert theirs.body["serial"] != mine.body["serial"]
+        assert admin_api("GET", PATH, query={"tenant_id": "t1"}).body["serial"] == mine.body["serial"]
+        assert admin_api("GET", PATH, query={"tenant_id": "t2"}).body["serial"] == theirs.body["serial"]
+
+    def test_an_upload_under_the_id_of_another_tenants_connection_is_this_tenants_own(
+        self, stack, admin_api, pki
+    ):
+        """Uploading before the connection exists is the SEFAZ form's order (issue 13). Another
+        tenant's connection of the same id is another resource: nothing tells t1 it exists, and
+        t2 still uploads its own certificate."""
         assert admin_api("POST", "/api/admin/tenants", body={"tenant_id": "t2", "name": "T2"}).status == 201
         theirs = {"connection_id": CONNECTION, "url": "https://erp.example/in"}
         assert admin_api("POST", "/api/admin/tenants/t2/connections", body=theirs).status == 201
 
-        squat = upload(admin_api, pki.client_pfx, tenant_id="t1")
+        first = upload(admin_api, pki.client_pfx, tenant_id="t1")
         own = upload(admin_api, pki.client_pfx, tenant_id="t2")
 
-        assert (squat.status, squat.body["error"]["code"]) == (404, "not_found")
+        assert (first.status, first.body["tenant_id"]) == (201, "t1")
         assert own.status == 201, own.body
         assert own.body["tenant_id"] == "t2"
 
@@ -159,7 +170,7 @@ class TestEnvelopeEncryption:
         assert upload(admin_api, pki.client_pfx).status == 201
 
         item = boto3.client("dynamodb").get_item(
-            TableName=stack.table, Key={k: {"S": v} for k, v in certificate_key(CONNECTION).items()}
+            TableName=stack.table, Key={k: {"S": v} for k, v in certificate_key("t1", CONNECTION).items()}
         )["Item"]
         key_arn = boto3.client("kms").describe_key(KeyId=stack.env["HUB_CERTIFICATE_KEY_ID"])["KeyMetadata"][
             "Arn"
@@ -178,7 +189,7 @@ class TestEnvelopeEncryption:
         ):
             assert "B" in item[name]
         assert item["algorithm"]["S"] == "AES-256-GCM"
-        stored = DynamoCertificateRepository(stack.table).get(CONNECTION)
+        stored = DynamoCertificateRepository(stack.table).get("t1", CONNECTION)
         assert stored is not None
         assert stored.metadata.subject == pki.client.subject
 
@@ -282,9 +293,9 @@ def test_a_certificate_record_copied_under_another_connection_is_never_presented
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))
     assert upload(admin_api, pki.client_pfx).status == 201
     dynamodb = boto3.client("dynamodb")
-    [item] = [i for i in stack.scan() if i["PK"]["S"] == f"CERT#{CONNECTION}"]
+    [item] = [i for i in stack.scan() if i["PK"]["S"] == f"CERT#t1#{CONNECTION}"]
     # Someone with write access to the table copies the record under another connection's key.
-    dynamodb.put_item(TableName=stack.table, Item={**item, "PK": {"S": "CERT#conn_copy"}})
+    dynamodb.put_item(TableName=stack.table, Item={**item, "PK": {"S": "CERT#t1#conn_copy"}})
     configure(stack, tenancy, mtls_server, client_certificate_id="conn_copy")
     message_id = send(ingest_api, tenancy, {"po_number": "PO-COPY"})
 

@@ -7,6 +7,7 @@ integration that names its connection by `connection_id`."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,7 +103,7 @@ def put_integration_item(
     )
     Table(stack.table).put(
         {
-            **keys.integration_key(integration_id),
+            **keys.integration_key(tenant_id, integration_id),
             "GSI1PK": keys.tenant_integrations_partition(tenant_id),
             "GSI1SK": integration_id,
             "item_type": "integration",
@@ -152,14 +153,61 @@ class TestCrud:
         assert second.body["next_cursor"] is None
         assert api("GET", path(), query={"cursor": "garbage"}).status == 400
 
-    def test_a_taken_id_is_409_and_a_missing_tenant_404(self, stack, tenants, api):
+    def test_a_taken_id_is_409_within_its_tenant_only_and_a_missing_tenant_404(self, stack, tenants, api):
+        """Issue 27, point 7: connection ids are unique within a tenant. t2 creating t1's id is
+        simply another connection (a 409 would tell t2 that the id exists elsewhere), and each
+        tenant's update and delete touch its own only."""
         assert api("POST", path(), body=rest(connection_id="erp")).status == 201
 
-        taken = api("POST", path("t2"), body=rest(connection_id="erp"))
+        taken = api("POST", path("t1"), body=rest(connection_id="erp"))
+        theirs = api("POST", path("t2"), body=rest("https://t2.example.com/in", connection_id="erp"))
         missing = api("POST", path("nobody"), body=rest())
 
         assert (taken.status, taken.code) == (409, "connection_exists")
+        assert (theirs.status, theirs.body["tenant_id"], theirs.body["version"]) == (201, "t2", 1)
         assert (missing.status, missing.code) == (404, "not_found")
+        assert api("GET", path("t1", "erp")).body["url"] == "https://erp.example.com/orders"
+        assert api("GET", path("t2", "erp")).body["url"] == "https://t2.example.com/in"
+        # Pausing each is its own change (its own state item and `connection.paused` event).
+        for tenant in ("t1", "t2"):
+            paused = api("POST", "/api/admin/connections/erp/pause", query={"tenant_id": tenant})
+            assert (paused.status, paused.body["tenant_id"], paused.body["paused"]) == (200, tenant, True)
+
+        changed = api("PUT", path("t2", "erp"), body=rest("https://t2.example.com/v2"))
+        assert (changed.status, changed.body["version"]) == (200, 2)
+        assert api("GET", path("t1", "erp")).body["version"] == 1
+        assert api("DELETE", path("t2", "erp")).status == 204
+        assert api("GET", path("t2", "erp")).status == 404
+        assert api("GET", path("t1", "erp")).body["url"] == "https://erp.example.com/orders"
+
+    def test_another_tenants_id_answers_exactly_as_a_missing_one_on_every_route(self, stack, tenants, api):
+        """t2 addressing an id only t1 has gets the answer of a never-existing id: read, update,
+        delete, the test tool, the callback token and pause / resume / state."""
+        assert api("POST", path(), body=rest(connection_id="erp")).status == 201
+        routes = [
+            ("GET", (), {}),
+            ("PUT", (), {"body": rest()}),
+            ("DELETE", (), {}),
+            ("POST", ("test",), {}),
+            ("GET", ("callback-token",), {}),
+            ("POST", ("callback-token",), {"body": {}}),
+        ]
+        for method, rest_of_path, options in routes:
+            theirs = api(method, path("t2", "erp", *rest_of_path), **options)
+            never = api(method, path("t2", "never", *rest_of_path), **options)
+            assert (theirs.status, theirs.body) == (
+                never.status,
+                json.loads(json.dumps(never.body).replace("never", "erp")),
+            ), (method, rest_of_path)
+            assert theirs.status == 404
+        for method, action in (("POST", "pause"), ("POST", "resume"), ("GET", "state")):
+            theirs = api(method, f"/api/admin/connections/erp/{action}", query={"tenant_id": "t2"})
+            never = api(method, f"/api/admin/connections/never/{action}", query={"tenant_id": "t2"})
+            assert theirs.status == never.status == 404
+            assert theirs.body == json.loads(json.dumps(never.body).replace("never", "erp"))
+        assert (
+            api("GET", "/api/admin/connections/erp/state", query={"tenant_id": "t1"}).body["paused"] is False
+        )
 
     def test_put_with_if_match_and_the_same_content_changes_nothing(self, stack, tenants, api):
         api(
@@ -184,7 +232,7 @@ class TestCrud:
             "precondition_failed",
             {"current_version": 2},
         )
-        item = Table(stack.table).get(keys.connection_key("erp"))
+        item = Table(stack.table).get(keys.connection_key("t1", "erp"))
         # Kept, sealed: not in the configuration, opened as the worker opens it.
         assert "password" not in json.loads(item["config_json"])["auth"]
         assert set(item["sealed"]) == {"auth.password"}
@@ -408,6 +456,37 @@ class TestWorkerDeliversThroughTheConnection:
         final = status(stack, message_id)
         assert (final["pipeline_status"], final["dest_status"]) == ("sent", "200")
         assert mtls_server.requests[0].client_subject == pki.client.subject
+
+    def test_each_tenant_delivers_through_its_own_connection_of_the_same_id(
+        self, stack, tenancy, api, ingest_api, worker, destination
+    ):
+        """t1 and t2 both have connection `erp` and integration `int_erp` (issue 27, point 7):
+        each message goes out through its own tenant's connection, with its own credentials."""
+        with HttpDestination() as theirs:
+            mine = rest(connection_id="erp", url=destination.url, auth={"kind": "bearer", "token": "tok-t1"})
+            other = rest(connection_id="erp", url=theirs.url, auth={"kind": "bearer", "token": "tok-t2"})
+            assert api("POST", path("t1"), body=mine).status == 201
+            assert api("POST", path("t2"), body=other).status == 201
+            put_integration_item(stack, tenancy.integration_id, "t1", "erp")
+            put_integration_item(stack, tenancy.integration_id, "t2", "erp")
+            t2 = dataclasses.replace(tenancy, key=tenancy.other_key, tenant_id="t2")
+
+            sent_by_t1 = send(ingest_api, tenancy, {"po_number": "PO-T1"})
+            sent_by_t2 = send(ingest_api, t2, {"po_number": "PO-T2"})
+            worker()
+
+            assert status(stack, sent_by_t1)["pipeline_status"] == "sent"
+            assert status(stack, sent_by_t2)["pipeline_status"] == "sent"
+            [to_t1] = destination.requests
+            [to_t2] = theirs.requests
+            assert (to_t1.headers["authorization"], json.loads(to_t1.body)) == (
+                "Bearer tok-t1",
+                {"po_number": "PO-T1"},
+            )
+            assert (to_t2.headers["authorization"], json.loads(to_t2.body)) == (
+                "Bearer tok-t2",
+                {"po_number": "PO-T2"},
+            )
 
     @pytest.mark.parametrize("owner", ["missing", "t2"])
     def test_a_missing_or_foreign_connection_is_error_naming_it(

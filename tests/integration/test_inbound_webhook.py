@@ -1,4 +1,4 @@
-"""POST /api/webhook/{integration_id} through the real IngestApiFunction handler, storage and
+"""POST /api/webhook/{tenant_id}/{integration_id} through the real IngestApiFunction handler, storage and
 queue (moto, resources from template.yaml)."""
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def standard(
     body: bytes,
     *,
     integration_id: str = HOOKS,
+    tenant_id: str = "t1",
     secret: str = SECRET,
     msg_id: str = "msg_delivery_1",
     timestamp: int | None = None,
@@ -106,7 +107,7 @@ def standard(
             "webhook-timestamp": str(ts),
             "webhook-signature": sign_standard_webhooks(secret, msg_id, ts, body),
         },
-        path_parameters={"integration_id": integration_id},
+        path_parameters={"tenant_id": tenant_id, "integration_id": integration_id},
     )
 
 
@@ -121,7 +122,7 @@ def github(body: bytes, secret: str = GITHUB_SECRET, integration_id: str = GITHU
             "webhook-signature": None,
             "x-hub-signature-256": f"sha256={signature}",
         },
-        path_parameters={"integration_id": integration_id},
+        path_parameters={"tenant_id": "t1", "integration_id": integration_id},
     )
 
 
@@ -136,7 +137,7 @@ def sap(body: bytes, key: str = SAP_KEY) -> dict[str, Any]:
             "content-type": "application/xml",
             "x-webhook-key": key,
         },
-        path_parameters={"integration_id": SAP},
+        path_parameters={"tenant_id": "t2", "integration_id": SAP},
     )
 
 
@@ -238,7 +239,9 @@ class TestAcceptedDelivery:
         # events/webhook_standard.json is signed with SECRET at its own (past) timestamp: the
         # handler finds the signature valid and only the timestamp stale.
         sample = load_event("webhook_standard.json")
-        event = http_event("webhook_standard.json", path_parameters={"integration_id": HOOKS})
+        event = http_event(
+            "webhook_standard.json", path_parameters={"tenant_id": "t1", "integration_id": HOOKS}
+        )
         headers = sample["headers"]
         resigned = sign_standard_webhooks(
             SECRET, headers["webhook-id"], int(headers["webhook-timestamp"]), sample["body"].encode()
@@ -401,11 +404,23 @@ class TestRefusedDelivery:
         assert (answer.status, answer.body["error"]["code"]) == (413, "payload_too_large")
         assert reads == []
 
-    @pytest.mark.parametrize("integration_id", ["int_nope", "int_erp", "bad id!"])
+    @pytest.mark.parametrize(
+        ("tenant_id", "integration_id"),
+        [
+            ("t1", "int_nope"),
+            ("t1", "int_erp"),
+            ("t1", "bad id!"),
+            # Issue 27, point 7: another tenant's integration (t1's int_hooks) is exactly as
+            # missing as one that does not exist; so is any integration of an unknown tenant.
+            ("t2", HOOKS),
+            ("t_nobody", HOOKS),
+            ("bad tenant!", HOOKS),
+        ],
+    )
     def test_unknown_or_not_webhook_enabled_integrations_are_the_same_404(
-        self, stack, webhooks, ingest_api, integration_id
+        self, stack, webhooks, ingest_api, tenant_id, integration_id
     ):
-        answer = ingest_api(standard(raw(), integration_id=integration_id))
+        answer = ingest_api(standard(raw(), tenant_id=tenant_id, integration_id=integration_id))
 
         assert answer.status == 404
         assert answer.body == {"error": {"code": "not_found", "message": "integration not found"}}

@@ -119,13 +119,13 @@ def world(stack, admin, pki: Pki) -> dict[str, str]:
     )
 
     # Paused over the API (operator).
-    assert admin("POST", "/api/admin/connections/con_paused/pause").status == 200
+    assert admin("POST", "/api/admin/connections/con_paused/pause", query={"tenant_id": "t1"}).status == 200
     # The breaker opened by its own adapter, as the worker opens it.
     states = DynamoConnectionStates(stack.table)
-    assert states.open(states.get("con_open"), utcnow(), 60) is not None
+    assert states.open(states.get("t1", "con_open"), utcnow(), 60) is not None
     # A 410 flagged by the worker's adapter.
     config = DynamoConfigRepository(stack.table)
-    gone = config.get_integration("int_gone")
+    gone = config.get_integration("t1", "int_gone")
     assert gone is not None
     config.flag_connection_gone(gone, utcnow(), "410")
     return {"viewer": token(admin, "viewer", "t1"), "other": token(admin, "viewer", "t2")}
@@ -325,7 +325,7 @@ def test_an_expired_stored_certificate_reads_as_expired(stack, admin, world) -> 
     from hub.adapters.dynamo.table import Table, Update  # noqa: PLC0415
 
     past = (utcnow() - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    Table(stack.table).update(keys.certificate_key("con_later"), Update().set(not_after=past))
+    Table(stack.table).update(keys.certificate_key("t1", "con_later"), Update().set(not_after=past))
     card = by_id(cards_of(admin, world["viewer"]))["int_later"]
     assert texts(card) == [("certificate", "Cert expired", "critical")]
     assert card["certificate"]["days_left"] < 0

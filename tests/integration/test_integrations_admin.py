@@ -92,14 +92,14 @@ def webhook(secret: str = WHSEC) -> dict[str, Any]:
 
 def raw_item(stack, integration_id: str) -> dict[str, Any]:
     item = boto3.client("dynamodb").get_item(
-        TableName=stack.table, Key={k: {"S": v} for k, v in integration_key(integration_id).items()}
+        TableName=stack.table, Key={k: {"S": v} for k, v in integration_key("t1", integration_id).items()}
     )["Item"]
     return {name: next(iter(value.values())) for name, value in item.items()}
 
 
 def age_reception(stack, integration_id: str, *, hours: int) -> None:
     """As if the integration's last recorded reception were `hours` ago."""
-    key = {k: {"S": v} for k, v in integration_key(integration_id).items()}
+    key = {k: {"S": v} for k, v in integration_key("t1", integration_id).items()}
     boto3.client("dynamodb").update_item(
         TableName=stack.table,
         Key=key,
@@ -141,7 +141,7 @@ class TestCreateReadList:
         admin("POST", url(), body=body(mode="orchestration"))
 
         item = raw_item(stack, "int_po")
-        stored = opening_config(stack).get_integration("int_po")
+        stored = opening_config(stack).get_integration("t1", "int_po")
         assert (item["version"], item["tenant_id"], item["GSI1PK"], item["GSI1SK"]) == (
             "1",
             "t1",
@@ -155,22 +155,48 @@ class TestCreateReadList:
     def test_a_taken_id_is_409_another_tenants_integration_404_and_an_unknown_tenant_404(
         self, stack, tenants, admin
     ):
-        admin("POST", url(), body=body())
+        """Issue 27, point 7: integration ids are unique within a tenant. Before t2 has one, t1's
+        int_po answers t2 exactly as a never-existing id; then t2 creates its own int_po (201,
+        not 409), and each tenant's update and delete touch its own only."""
+        assert admin("POST", url(), body=body()).status == 201
 
-        taken = admin("POST", url("t2"), body=body())
+        taken = admin("POST", url("t1"), body=body())
         assert (taken.status, taken.body["error"]["code"]) == (409, "integration_exists")
-        assert admin("GET", url("t2", "int_po")).status == 404
-        assert admin("PUT", url("t2", "int_po"), body=body()).status == 404
-        assert admin("DELETE", url("t2", "int_po")).status == 404
+        unnamed = {k: v for k, v in body().items() if k != "integration_id"}
+        for method, options in (("GET", {}), ("PUT", {"body": unnamed}), ("DELETE", {})):
+            theirs = admin(method, url("t2", "int_po"), **options)
+            never = admin(method, url("t2", "int_never"), **options)
+            assert theirs.status == never.status == 404
+            assert theirs.body == json.loads(json.dumps(never.body).replace("int_never", "int_po"))
         assert admin("POST", url("nobody"), body=body()).body["error"]["code"] == "not_found"
         assert admin("GET", url("nobody")).status == 404
+
+        own = admin("POST", url("t2"), body=body(name="t2's own"))
+        assert (own.status, own.body["tenant_id"], own.body["version"]) == (201, "t2", 1)
+        assert admin("GET", url("t1", "int_po")).body["name"] != "t2's own"
+        changed = admin("PUT", url("t2", "int_po"), body=body(name="t2 again"))
+        assert (changed.status, changed.body["version"]) == (200, 2)
+        assert admin("GET", url("t1", "int_po")).body["version"] == 1
+        # The same version of the same id in another tenant is another change (its own event).
+        mine = admin("PUT", url("t1", "int_po"), body=body(name="t1 again"))
+        assert (mine.status, mine.body["version"]) == (200, 2)
+        assert admin("DELETE", url("t2", "int_po")).status == 204
+        assert admin("GET", url("t2", "int_po")).status == 404
+        assert admin("GET", url("t1", "int_po")).status == 200
+        # The operator's view takes the tenant too (a platform token names it).
+        view = admin("GET", "/api/admin/integrations/int_po", query={"tenant_id": "t1"})
+        assert (view.status, view.body["tenant_id"]) == (200, "t1")
+        gone = admin("GET", "/api/admin/integrations/int_po", query={"tenant_id": "t2"})
+        never = admin("GET", "/api/admin/integrations/int_never", query={"tenant_id": "t2"})
+        assert gone.status == never.status == 404
+        assert gone.body == json.loads(json.dumps(never.body).replace("int_never", "int_po"))
 
     def test_a_hand_written_integration_without_version_is_version_1(self, stack, tenants, admin):
         DynamoConfigRepository(stack.table).put_integration(
             Integration(integration_id="int_hand", tenant_id="t1", name="by hand")
         )
         client = boto3.client("dynamodb")
-        key = {k: {"S": v} for k, v in integration_key("int_hand").items()}
+        key = {k: {"S": v} for k, v in integration_key("t1", "int_hand").items()}
         client.update_item(TableName=stack.table, Key=key, UpdateExpression="REMOVE version")
 
         assert admin("GET", url(integration="int_hand")).headers["ETag"] == '"1"'
@@ -211,13 +237,19 @@ class TestValidation:
     def test_a_connection_must_exist_in_the_same_tenant(self, stack, tenants, admin):
         client = boto3.client("dynamodb")
         for connection_id, tenant in (("con_t1", "t1"), ("con_t2", "t2")):
-            item = {**connection_key(connection_id), "tenant_id": tenant, "version": "1"}
+            item = {**connection_key(tenant, connection_id), "tenant_id": tenant, "version": "1"}
             client.put_item(TableName=stack.table, Item={k: {"S": v} for k, v in item.items()})
 
+        refusals = {}
         for connection_id in ("con_t2", "con_missing"):
             refused = admin("POST", url(), body=body(connection_id=connection_id))
             assert (refused.status, refused.body["error"]["code"]) == (422, "unknown_connection")
             assert refused.body["error"]["details"]["field"] == "connection_id"
+            refusals[connection_id] = refused.body
+        # Another tenant's connection id is answered exactly as one that never existed.
+        assert refusals["con_t2"] == json.loads(
+            json.dumps(refusals["con_missing"]).replace("con_missing", "con_t2")
+        )
         created = admin("POST", url(), body=body(connection_id="con_t1"))
         assert (created.status, created.body["connection_id"]) == (201, "con_t1")
         assert raw_item(stack, "int_po")["connection_id"] == "con_t1"
@@ -252,7 +284,7 @@ class TestUpdate:
 
         events = [e for r in records for e in events_of_record(r)]
         assert [(e.id, e.type.value, e.tenant_id, e.details) for e in events] == [
-            ("int_po:2", "integration.updated", "t1", {"version": 2, "mode": "observability"})
+            ("t1:int_po:2", "integration.updated", "t1", {"version": 2, "mode": "observability"})
         ]
         assert "Renamed" not in events[0].model_dump_json()  # ids and version, never the configuration
 
@@ -261,7 +293,7 @@ class TestUpdate:
     ):
         admin("POST", url(), body=body(unknown_message_types="accept"))
         config = DynamoConfigRepository(stack.table)
-        config.flag_connection_gone(config.get_integration("int_po"), utcnow(), "410")
+        config.flag_connection_gone(config.get_integration("t1", "int_po"), utcnow(), "410")
         assert admin("GET", url(integration="int_po")).body["connection_gone_at"] is not None
 
         saved = admin("PUT", url(integration="int_po"), body=body())
@@ -298,7 +330,7 @@ class TestSecrets:
             assert BEARER not in text
         assert read.body["inbound_webhook"]["verification"]["secrets"] == "***"
         assert read.body["destination"]["auth"]["token"] == "***"
-        stored = opening_config(stack).get_integration("int_po")
+        stored = opening_config(stack).get_integration("t1", "int_po")
         assert stored is not None
         assert stored.name == "Left out"
         assert stored.inbound_webhook is not None
@@ -320,7 +352,7 @@ class TestSecrets:
 
         admin("PUT", url(integration="int_po"), body=body(inbound_webhook=webhook(rotated)))
 
-        stored = opening_config(stack).get_integration("int_po")
+        stored = opening_config(stack).get_integration("t1", "int_po")
         assert stored is not None
         assert stored.inbound_webhook.verification.secrets == (rotated,)
 

@@ -107,7 +107,7 @@ def test_an_expired_claim_not_yet_removed_by_ttl_no_longer_blocks(stack):
     repo.create(_new_message("msg_new", "fp1", expires_at=NOW + timedelta(hours=24)), NOW)
 
     claim = boto3.client("dynamodb").get_item(
-        TableName=stack.table, Key={"PK": {"S": "FP#int_erp#fp1"}, "SK": {"S": "CLAIM"}}
+        TableName=stack.table, Key={"PK": {"S": "FP#t1#int_erp#fp1"}, "SK": {"S": "CLAIM"}}
     )["Item"]
     assert claim["message_id"]["S"] == "msg_new"
 

@@ -179,7 +179,9 @@ class TestComplete:
         # Destinations' status callbacks: their connection's callback token, not an API key.
         callback = partner["paths"]["/api/edi-hub/status-callback/{message_id}"]["post"]
         assert callback["security"] == [{"callbackToken": []}]
-        assert "security" not in partner["paths"]["/api/webhook/{integration_id}"]["post"]  # signed
+        assert (
+            "security" not in partner["paths"]["/api/webhook/{tenant_id}/{integration_id}"]["post"]
+        )  # signed
         assert "security" not in partner  # the document itself is public
         assert admin["security"] == [{"adminToken": []}]
 

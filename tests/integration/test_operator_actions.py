@@ -303,10 +303,10 @@ def poison_into_the_dlq(stack, tenancy, ingest_api, worker) -> tuple[str, object
     integration's stored configuration is broken) until SQS moves the step to the DLQ. Returns
     the message id and the good integration, to put back."""
     message_id = send(ingest_api, tenancy, {"po_number": "PO-POISON"})
-    good = DynamoConfigRepository(stack.table).get_integration(tenancy.integration_id)
+    good = DynamoConfigRepository(stack.table).get_integration(tenancy.tenant_id, tenancy.integration_id)
     boto3.client("dynamodb").update_item(
         TableName=stack.table,
-        Key={k: {"S": v} for k, v in integration_key(tenancy.integration_id).items()},
+        Key={k: {"S": v} for k, v in integration_key(tenancy.tenant_id, tenancy.integration_id).items()},
         UpdateExpression="SET config_json = :broken",
         ExpressionAttributeValues={":broken": {"S": "{not json"}},
     )
@@ -356,7 +356,7 @@ class TestDeadLetterRedrive:
         message_id = send(ingest_api, tenancy, {"po_number": "PO-OUTAGE"})
         dynamodb = client("dynamodb")
         original = dynamodb.get_item
-        wanted = {k: {"S": v} for k, v in integration_key(tenancy.integration_id).items()}
+        wanted = {k: {"S": v} for k, v in integration_key(tenancy.tenant_id, tenancy.integration_id).items()}
 
         def integration_unreadable(**kwargs):
             if kwargs.get("Key") == wanted:

@@ -461,6 +461,57 @@ def test_put_with_if_match_and_another_tenants_subscription_is_404(api: Any, lan
     assert api("GET", path).status == 404
 
 
+def test_a_subscription_id_is_unique_within_its_tenant_only(
+    api: Any, lane: Lane, receiver: HttpDestination
+) -> None:
+    """Issue 27, point 7: t2 creating t1's subscription id is simply another subscription (not
+    409); each tenant's events go to its own one, signed with its own secret; t2's update and
+    delete leave t1's alone; an id only t1 has answers t2 exactly as a never-existing one."""
+    spec = {"subscription_id": "sub_same", "event_types": ["message.*"]}
+    mine = api("POST", subscriptions(TENANT), body={**spec, "url": receiver.url})
+    assert mine.status == 201, mine.body
+    for method, options in (
+        ("GET", {}),
+        ("PUT", {"body": {"url": receiver.url, "event_types": ["*"]}}),
+        ("DELETE", {}),
+    ):
+        theirs = api(method, subscriptions(OTHER, "sub_same"), **options)
+        never = api(method, subscriptions(OTHER, "sub_never"), **options)
+        assert theirs.status == never.status == 404
+        assert theirs.body == json.loads(json.dumps(never.body).replace("sub_never", "sub_same"))
+    again = api("POST", subscriptions(TENANT), body={**spec, "url": receiver.url})
+    assert (again.status, again.body["error"]["code"]) == (409, "subscription_exists")
+
+    with HttpDestination() as other_receiver:
+        theirs = api("POST", subscriptions(OTHER), body={**spec, "url": other_receiver.url})
+        assert (theirs.status, theirs.body["tenant_id"]) == (201, OTHER)
+        wiring.subscription_sink().publish(
+            [event(), event("msg_01hyyyyyyyyyyyyyyyyyyyyyyy", tenant_id=OTHER, integration_id="int_other")]
+        )
+        lane.deliver()
+
+        (to_mine,) = receiver.requests
+        (to_theirs,) = other_receiver.requests
+        assert (
+            verified(mine.body["secret"], to_mine)["data"]["message_id"] == "msg_01hzzzzzzzzzzzzzzzzzzzzzzz"
+        )
+        assert (
+            verified(theirs.body["secret"], to_theirs)["data"]["message_id"]
+            == "msg_01hyyyyyyyyyyyyyyyyyyyyyyy"
+        )
+
+    changed = api(
+        "PUT",
+        subscriptions(OTHER, "sub_same"),
+        body={"url": "https://hooks.example.com/t2", "event_types": ["*"]},
+    )
+    assert (changed.status, changed.body["version"]) == (200, 2)
+    assert api("GET", subscriptions(TENANT, "sub_same")).body["url"] == receiver.url
+    assert api("DELETE", subscriptions(OTHER, "sub_same")).status == 204
+    assert api("GET", subscriptions(OTHER, "sub_same")).status == 404
+    assert api("GET", subscriptions(TENANT, "sub_same")).body["version"] == 1
+
+
 def test_roles_viewer_reads_operator_replays_admin_configures(api: Any, lane: Lane) -> None:
     body = {"url": "https://hooks.example.com/a", "event_types": ["*"]}
     assert api("POST", subscriptions(), role="viewer", body=body).status == 403

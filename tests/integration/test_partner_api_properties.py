@@ -55,7 +55,7 @@ def documented_4xx(route: str) -> frozenset[tuple[int, str]]:
 
 
 RECEIVE_4XX = documented_4xx("POST /api/edi-hub/receive-message")
-WEBHOOK_4XX = documented_4xx("POST /api/webhook/{integration_id}")
+WEBHOOK_4XX = documented_4xx("POST /api/webhook/{tenant_id}/{integration_id}")
 
 
 def test_the_readme_documents_each_routes_4xx():
@@ -251,7 +251,9 @@ def test_a_signed_webhook_answers_2xx_or_a_documented_4xx(ingest_api):
     )
     def check(body, as_base64, msg_id, headers):
         timestamp = int(time.time())
-        event = http_event("webhook_standard.json", path_parameters={"integration_id": HOOKS})
+        event = http_event(
+            "webhook_standard.json", path_parameters={"tenant_id": "t1", "integration_id": HOOKS}
+        )
         event["headers"].update(headers)
         event["headers"].update(
             {

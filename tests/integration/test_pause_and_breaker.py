@@ -27,7 +27,7 @@ from hub.adapters.dynamo.connection_state import DynamoConnectionStates
 from hub.adapters.dynamo.table import Table
 from hub.config import settings
 from hub.delivery.breaker import release_page_key
-from hub.delivery.gate import ConnectionJob, JobKind
+from hub.delivery.gate import ConnectionJob, JobKind, probe_schedule_name
 from hub.delivery.release import RELEASE_PAGE_LEASE
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
@@ -93,7 +93,7 @@ def connected(settled, tenancy, api, destination):
     )
     Table(settled.table).put(
         {
-            **keys.integration_key(integration.integration_id),
+            **keys.integration_key("t1", integration.integration_id),
             "GSI1PK": keys.tenant_integrations_partition("t1"),
             "GSI1SK": integration.integration_id,
             "item_type": "integration",
@@ -172,7 +172,12 @@ class TestPause:
     def test_pause_holds_100_messages_and_resume_delivers_each_once_at_the_bounded_rate(
         self, connected, tenancy, api, ingest_api, worker, destination
     ):
-        paused = api("POST", f"/api/admin/connections/{CONNECTION}/pause", token="tok-operator-t1")
+        paused = api(
+            "POST",
+            f"/api/admin/connections/{CONNECTION}/pause",
+            query={"tenant_id": "t1"},
+            token="tok-operator-t1",
+        )
         assert paused.status == 200, paused.body
         assert paused.body["paused"] is True
         assert [e["data"]["connection_id"] for e in events(connected, "connection.paused")] == [CONNECTION]
@@ -189,7 +194,7 @@ class TestPause:
             assert (held["held_reason"], held["held_on"]) == ("paused", CONNECTION)
             assert not {"retry_count", "next_retry_at"} & set(held)  # no retry spent
         assert schedules(connected) == []  # waits on the connection, not on a schedule each
-        assert len(items(connected, f"HELD#{CONNECTION}")) == 100
+        assert len(items(connected, f"HELD#t1#{CONNECTION}")) == 100
         waiting = api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "waiting", "limit": "100"})
         assert {row["message_id"] for row in waiting.body["items"]} == set(ids)
         view = api("GET", f"/api/admin/messages/{ids[0]}")
@@ -197,11 +202,16 @@ class TestPause:
         assert view.body["log"][-1]["status"] == "held"
 
         started = time.monotonic()
-        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume", token="tok-operator-t1")
+        resumed = api(
+            "POST",
+            f"/api/admin/connections/{CONNECTION}/resume",
+            query={"tenant_id": "t1"},
+            token="tok-operator-t1",
+        )
         assert (resumed.status, resumed.body["paused"]) == (200, False)
         assert len(events(connected, "connection.resumed")) == 1
         # SQS delivers at least once: the release job arrives twice; each message still goes once.
-        generation = DynamoConnectionStates(connected.table).get(CONNECTION).release_generation
+        generation = DynamoConnectionStates(connected.table).get("t1", CONNECTION).release_generation
         duplicate = ConnectionJob(
             job=JobKind.RELEASE, connection_id=CONNECTION, tenant_id="t1", generation=generation
         )
@@ -214,7 +224,7 @@ class TestPause:
         stored = statuses(connected)
         assert {stored[m]["pipeline_status"] for m in ids} == {"sent"}
         assert all("held_reason" not in stored[m] for m in ids)
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
         # Bounded: by t seconds after the resume, at most RATE * (t + 1) had arrived.
         arrivals = sorted(r.arrived - started for r in destination.requests)
         for index, at in enumerate(arrivals):
@@ -227,20 +237,22 @@ class TestPause:
         """A release run killed mid-page leaves its claim: the job's next copy (SQS redelivers it,
         maybe before the claim ends) must come back later, not drop the page (the soak's
         30-second visibility stranded two held messages that way)."""
-        api("POST", f"/api/admin/connections/{CONNECTION}/pause")
+        api("POST", f"/api/admin/connections/{CONNECTION}/pause", query={"tenant_id": "t1"})
         ids = [order(ingest_api, tenancy, n) for n in range(3)]
         worker()
         assert destination.requests == []
         states = DynamoConnectionStates(connected.table)
-        generation = states.get(CONNECTION).release_generation + 1
+        generation = states.get("t1", CONNECTION).release_generation + 1
         # The run that died: it claimed the resume's first page, with 3 s of its claim left.
         dead_run_at = datetime.now(UTC) - RELEASE_PAGE_LEASE + timedelta(seconds=3)
 
-        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume")
+        resumed = api("POST", f"/api/admin/connections/{CONNECTION}/resume", query={"tenant_id": "t1"})
         assert resumed.status == 200, resumed.body
-        assert states.get(CONNECTION).release_generation == generation
+        assert states.get("t1", CONNECTION).release_generation == generation
         page = release_page_key(generation, None)
-        claim = states.claim_release_page(CONNECTION, generation, page, dead_run_at, RELEASE_PAGE_LEASE)
+        claim = states.claim_release_page(
+            "t1", CONNECTION, generation, page, now=dead_run_at, lease=RELEASE_PAGE_LEASE
+        )
         assert claim.claimed
         worker(include_delayed=False, settle=False, max_batches=5)
         assert destination.requests == []  # the page is the dead run's until its claim ends
@@ -250,21 +262,21 @@ class TestPause:
 
         assert keys_seen(destination) == Counter(dict.fromkeys(ids, 1))
         assert {status(connected, m)["pipeline_status"] for m in ids} == {"sent"}
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
     def test_a_held_message_cancelled_stops_waiting(
         self, connected, tenancy, api, ingest_api, worker, destination
     ):
-        api("POST", f"/api/admin/connections/{CONNECTION}/pause")
+        api("POST", f"/api/admin/connections/{CONNECTION}/pause", query={"tenant_id": "t1"})
         message_id = order(ingest_api, tenancy, 1)
         worker()
         assert status(connected, message_id)["held_reason"] == "paused"
 
         cancelled = api("POST", f"/api/admin/messages/{message_id}/cancel-retry", token="tok-operator-t1")
         assert cancelled.status == 200, cancelled.body
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
-        api("POST", f"/api/admin/connections/{CONNECTION}/resume")
+        api("POST", f"/api/admin/connections/{CONNECTION}/resume", query={"tenant_id": "t1"})
         worker()
         assert destination.requests == []
         final = status(connected, message_id)
@@ -272,19 +284,26 @@ class TestPause:
 
     def test_only_operators_of_its_tenant_pause_and_resume(self, connected, api):
         route = f"/api/admin/connections/{CONNECTION}/pause"
-        refused = api("POST", route, token="tok-viewer-t1")
+        refused = api("POST", route, query={"tenant_id": "t1"}, token="tok-viewer-t1")
         assert (refused.status, refused.body["error"]["code"]) == (403, "forbidden")
-        foreign = api("POST", route, token="tok-admin-t2")
-        missing = api("POST", "/api/admin/connections/nope/pause")
+        foreign = api("POST", route, query={"tenant_id": "t1"}, token="tok-admin-t2")
+        missing = api("POST", "/api/admin/connections/nope/pause", query={"tenant_id": "t1"})
         assert foreign.status == missing.status == 404
         assert foreign.body["error"]["message"] == missing.body["error"]["message"]
         assert (
-            api("GET", f"/api/admin/connections/{CONNECTION}/state", token="tok-viewer-t1").body["paused"]
+            api(
+                "GET",
+                f"/api/admin/connections/{CONNECTION}/state",
+                query={"tenant_id": "t1"},
+                token="tok-viewer-t1",
+            ).body["paused"]
             is False
         )
 
-        assert api("POST", route, token="tok-operator-t1").status == 200
-        again = api("POST", route, token="tok-operator-t1")  # already paused: nothing changes
+        assert api("POST", route, query={"tenant_id": "t1"}, token="tok-operator-t1").status == 200
+        again = api(
+            "POST", route, query={"tenant_id": "t1"}, token="tok-operator-t1"
+        )  # already paused: nothing changes
         assert (again.status, again.body["paused"]) == (200, True)
         assert len(events(connected, "connection.paused")) == 1
         audit = api("GET", "/api/admin/tenants/t1/audit").body["items"]
@@ -312,7 +331,7 @@ class TestBreaker:
         assert all("retry_count" not in status(connected, m) for m in held)
         names = sorted(s["Name"] for s in schedules(connected))
         assert len([n for n in names if n.startswith("retry-")]) == 10  # the failed attempts' own
-        assert [n for n in names if n.startswith("probe-")] == [f"probe-{CONNECTION}-1"]
+        assert [n for n in names if n.startswith("probe-")] == [probe_schedule_name("t1", CONNECTION, 1)]
 
         # After the cool-down, one probe; it fails: still open, the next cool-down doubled.
         cooldown_passes(connected)
@@ -323,11 +342,11 @@ class TestBreaker:
         assert status(connected, probe)["retry_count"] == "1"  # a real attempt: its own retry
         failed.add(probe)
         held.remove(probe)
-        state = DynamoConnectionStates(connected.table).get(CONNECTION)
+        state = DynamoConnectionStates(connected.table).get("t1", CONNECTION)
         assert (state.circuit.value, state.cooldown_seconds) == ("open", 2 * COOLDOWN)
         assert events(connected, "connection.circuit_closed") == []
         assert {status(connected, m)["held_reason"] for m in held} == {"circuit_open"}
-        assert probes(connected) == [f"probe-{CONNECTION}-2"]
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 2)]
 
         # The destination is back: the next probe closes the breaker, the held ones follow.
         destination.script(Answer(status=200))
@@ -335,10 +354,10 @@ class TestBreaker:
         assert fire(connected, "probe-") == 1
         run_in_real_time(worker, destination, 11 + 19)
         assert len(events(connected, "connection.circuit_closed")) == 1
-        assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "closed"
+        assert DynamoConnectionStates(connected.table).get("t1", CONNECTION).circuit.value == "closed"
         assert {status(connected, m)["pipeline_status"] for m in held} == {"sent"}
         assert all(keys_seen(destination)[m] == 1 for m in held)
-        assert items(connected, f"HELD#{CONNECTION}") == []
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
         # The messages whose attempts failed (the first probe's too) retry on their own schedules.
         assert fire(connected, "retry-") == 11
@@ -359,8 +378,8 @@ class TestBreaker:
 
         assert len(resent) == 1
         assert len(events(connected, "connection.circuit_opened")) == 1
-        assert DynamoConnectionStates(connected.table).get(CONNECTION).circuit.value == "open"
-        assert probes(connected) == [f"probe-{CONNECTION}-1"]
+        assert DynamoConnectionStates(connected.table).get("t1", CONNECTION).circuit.value == "open"
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 1)]
         assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 2
 
     def test_a_failed_probe_whose_answer_was_lost_still_schedules_the_next_probe(
@@ -369,7 +388,7 @@ class TestBreaker:
         destination.script(Answer(status=503))
         ids = [order(ingest_api, tenancy, n) for n in range(12)]
         worker()
-        assert probes(connected) == [f"probe-{CONNECTION}-1"]
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 1)]
         cooldown_passes(connected)
         # The probe fails; the update that reopens the breaker is applied, its answer lost and
         # the SDK sends it again, which finds the probe already given back.
@@ -378,14 +397,14 @@ class TestBreaker:
         worker()
 
         assert len(resent) == 1
-        state = DynamoConnectionStates(connected.table).get(CONNECTION)
+        state = DynamoConnectionStates(connected.table).get("t1", CONNECTION)
         assert (state.circuit.value, state.cooldown_seconds, state.probe_message) == (
             "open",
             2 * COOLDOWN,
             None,
         )
         # Not read as another's: the next probe is scheduled, so the held ones are not left waiting.
-        assert probes(connected) == [f"probe-{CONNECTION}-2"]
+        assert probes(connected) == [probe_schedule_name("t1", CONNECTION, 2)]
         # Ten attempts opened it, the eleventh was the probe: the twelfth still waits, held.
         assert len([m for m in ids if status(connected, m).get("held_reason") == "circuit_open"]) == 1
 
@@ -399,13 +418,13 @@ def _is_reopen(body: dict[str, Any]) -> bool:
 def cooldown_passes(stack) -> None:
     """The open breaker's cool-down is over: its stored `probe_at` moves to a second ago (time
     travel, as `expire_visibility` does for SQS; the worker reads the state as stored)."""
-    state = DynamoConnectionStates(stack.table).get(CONNECTION)
+    state = DynamoConnectionStates(stack.table).get("t1", CONNECTION)
     assert state.probe_at is not None
     assert state.probe_at > datetime.now(UTC)
     past = (datetime.now(UTC) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     boto3.client("dynamodb").update_item(
         TableName=stack.table,
-        Key={"PK": {"S": f"CONNSTATE#{CONNECTION}"}, "SK": {"S": "STATE"}},
+        Key={"PK": {"S": f"CONNSTATE#t1#{CONNECTION}"}, "SK": {"S": "STATE"}},
         UpdateExpression="SET probe_at = :past",
         ExpressionAttributeValues={":past": {"S": past}},
     )

@@ -227,12 +227,12 @@ def test_a_410_is_never_retried_and_flags_the_connection_as_gone(
     assert (failed["pipeline_status"], failed["last_retry_error_class"]) == ("error", "http_410")
     assert schedules(stack) == []
     config = DynamoConfigRepository(stack.table)
-    integration = config.get_integration(tenancy.integration_id)
+    integration = config.get_integration(tenancy.tenant_id, tenancy.integration_id)
     assert integration is not None
     assert integration.connection_gone_at is not None
     # Saving the connection again (the operator fixed it) clears the flag.
     config.put_integration(integration)
-    refreshed = config.get_integration(tenancy.integration_id)
+    refreshed = config.get_integration(tenancy.tenant_id, tenancy.integration_id)
     assert refreshed is not None
     assert refreshed.connection_gone_at is None
 

@@ -65,7 +65,7 @@ def test_the_integration_view_masks_every_credential(stack, tenancy, destination
         auth={"kind": "basic", "username": "hub", "password": "pa55word"},
     )
 
-    view = admin_api("GET", f"/api/admin/integrations/{tenancy.integration_id}")
+    view = admin_api("GET", f"/api/admin/integrations/{tenancy.integration_id}", query={"tenant_id": "t1"})
 
     assert view.status == 200
     connection = view.body["destination"]
@@ -74,14 +74,14 @@ def test_the_integration_view_masks_every_credential(stack, tenancy, destination
     assert "live-token-123" not in json.dumps(view.body)
     assert "pa55word" not in json.dumps(view.body)
     assert view.body["connection_gone_at"] is None
-    missing = admin_api("GET", "/api/admin/integrations/int_nope")
+    missing = admin_api("GET", "/api/admin/integrations/int_nope", query={"tenant_id": "t1"})
     assert (missing.status, missing.body["error"]["code"]) == (404, "not_found")
 
 
 def test_the_integration_view_masks_inbound_webhook_secrets(stack, tenancy, admin_api):
     secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
     config = DynamoConfigRepository(stack.table)
-    integration = config.get_integration(tenancy.integration_id)
+    integration = config.get_integration(tenancy.tenant_id, tenancy.integration_id)
     assert integration is not None
     inbound = InboundWebhook(
         verification=StandardWebhooksVerification(secrets=(secret,)),
@@ -89,7 +89,9 @@ def test_the_integration_view_masks_inbound_webhook_secrets(stack, tenancy, admi
     )
     config.put_integration(integration.model_copy(update={"inbound_webhook": inbound}))
 
-    view = admin_api("GET", f"/api/admin/integrations/{tenancy.integration_id}").body
+    view = admin_api(
+        "GET", f"/api/admin/integrations/{tenancy.integration_id}", query={"tenant_id": "t1"}
+    ).body
 
     assert view["inbound_webhook"]["verification"]["secrets"] == MASK
     assert view["inbound_webhook"]["verification"]["scheme"] == "standard_webhooks"
@@ -104,7 +106,7 @@ def test_the_mapped_body_in_the_admin_view_is_masked_even_under_renamed_fields(
 
     configure(stack, tenancy, destination, sensitive_fields=("cpf", "email"))
     repository = wiring.config_repository()
-    integration = repository.get_integration(tenancy.integration_id)
+    integration = repository.get_integration(tenancy.tenant_id, tenancy.integration_id)
     assert integration is not None
     purchase_order = integration.message_types["purchase_order"].model_copy(
         update={

@@ -330,7 +330,7 @@ def test_status_callbacks_spend_the_tenants_bucket_and_a_429_records_nothing(req
 
 THROTTLED_PARTNER_ROUTES = {
     ("post", "/api/edi-hub/receive-message"),
-    ("post", "/api/webhook/{integration_id}"),
+    ("post", "/api/webhook/{tenant_id}/{integration_id}"),
     ("get", "/api/edi-hub/messages/{message_id}"),
     ("post", "/api/edi-hub/status-callback/{message_id}"),
 }

@@ -563,7 +563,7 @@ class TestHostileRequests:
         from hub.domain.tenancy import UnknownMessageTypes  # noqa: PLC0415
 
         config = wiring.config_repository()
-        integration = config.get_integration(tenancy.integration_id)
+        integration = config.get_integration(tenancy.tenant_id, tenancy.integration_id)
         assert integration is not None
         config.put_integration(
             integration.model_copy(update={"unknown_message_types": UnknownMessageTypes.ACCEPT})

@@ -90,7 +90,7 @@ def webhook_event(integration_id: str, body: bytes) -> dict[str, Any]:
         "webhook_standard.json",
         body=body.decode(),
         headers=headers,
-        path_parameters={"integration_id": integration_id},
+        path_parameters={"tenant_id": "t1", "integration_id": integration_id},
     )
 
 
@@ -152,7 +152,7 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
     for integration_id in WEBHOOKS:
         shown = admin("GET", f"{base}/integrations/{integration_id}").body
         admin("PUT", f"{base}/integrations/{integration_id}", body={**shown, "name": "saved again"})
-        admin("GET", f"/api/admin/integrations/{integration_id}")
+        admin("GET", f"/api/admin/integrations/{integration_id}", query={"tenant_id": "t1"})
     admin("GET", f"{base}/connections")
     admin("GET", f"{base}/integrations")
     admin("GET", f"{base}/audit")
@@ -203,11 +203,11 @@ def test_no_secret_is_stored_answered_or_logged_in_clear_and_each_opens_where_ne
     # ...every secret is sealed where it is stored...
     table = Table(stack.table)
     for connection_id in AUTHS:
-        item = table.get(keys.connection_key(connection_id))
+        item = table.get(keys.connection_key("t1", connection_id))
         assert item is not None
         assert len(item["sealed"]) == 1
     for integration_id in WEBHOOKS:
-        item = table.get(keys.integration_key(integration_id))
+        item = table.get(keys.integration_key("t1", integration_id))
         assert item is not None
         assert set(item["sealed"]) == {"inbound_webhook.verification.secrets"}
 

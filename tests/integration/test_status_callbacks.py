@@ -409,7 +409,7 @@ class TestAuthentication:
 
     def test_an_integration_without_a_connection_takes_no_callbacks(self, stack, tenancy, world, ingest_api):
         config = DynamoConfigRepository(stack.table)
-        stored = config.get_integration(tenancy.integration_id)
+        stored = config.get_integration(tenancy.tenant_id, tenancy.integration_id)
         assert stored is not None
         message_id = send(ingest_api, tenancy, {"po_number": "PO-EMBEDDED"})
         # The integration stops naming a connection (an older integration embeds its destination).
@@ -501,7 +501,7 @@ class TestTokenAdministration:
 
     def test_deleting_the_connection_deletes_its_token(self, stack, admin, world, tenancy):
         config = DynamoConfigRepository(stack.table)
-        stored = config.get_integration(tenancy.second_integration_id)
+        stored = config.get_integration(tenancy.tenant_id, tenancy.second_integration_id)
         assert stored is not None
         config.put_integration(stored.model_copy(update={"connection_id": "con_a"}))
 

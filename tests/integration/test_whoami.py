@@ -120,7 +120,7 @@ def _probes(message_id: str) -> dict[Action, tuple[str, str, dict[str, Any]]]:
         ),
         Action.REPROCESS: ("POST", "/api/edi-hub/reprocess-message", {"body": {"message_id": message_id}}),
         Action.CANCEL: ("POST", f"/api/admin/messages/{message_id}/cancel-retry", {}),
-        Action.PAUSE: ("POST", "/api/admin/connections/con_probe/pause", {}),
+        Action.PAUSE: ("POST", "/api/admin/connections/con_probe/pause", {"query": {"tenant_id": "t1"}}),
         Action.TEST_CONNECTION: ("POST", "/api/admin/tenants/t1/connections/con_missing/test", {}),
         Action.MANAGE_DELIVERIES: ("POST", "/api/admin/tenants/t1/subscriptions/sub_missing/enable", {}),
         Action.REDRIVE: ("POST", "/api/admin/dlq/pipeline/redrive", {}),

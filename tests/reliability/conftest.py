@@ -215,7 +215,9 @@ class EdgeTenant:
             "webhook-timestamp": str(timestamp),
             "webhook-signature": signature,
         }
-        return self.api.post(f"/api/webhook/{self.webhook_integration_id}", content=body, headers=headers)
+        return self.api.post(
+            f"/api/webhook/{self.tenant_id}/{self.webhook_integration_id}", content=body, headers=headers
+        )
 
     def wait_until_sent(self, message_id: str, timeout: float = 30) -> dict[str, Any]:
         """Polls the partner API until the message is `sent`; its public view then."""

@@ -144,7 +144,10 @@ READS: list[tuple[str, Call]] = [
     ("message view", lambda t, m: ("GET", f"/api/admin/messages/{m}", None)),
     ("message callbacks", lambda t, m: ("GET", f"/api/admin/messages/{m}/callbacks", None)),
     ("queue, every tab", lambda t, m: ("GET", f"/api/admin/queue?tenant_id={t.tenant_id}&tab=all", None)),
-    ("integration view", lambda t, m: ("GET", f"/api/admin/integrations/{t.integration_id}", None)),
+    (
+        "integration view",
+        lambda t, m: ("GET", f"/api/admin/integrations/{t.integration_id}?tenant_id={t.tenant_id}", None),
+    ),
     ("tenant", lambda t, m: ("GET", f"/api/admin/tenants/{t.tenant_id}", None)),
     ("integrations", lambda t, m: ("GET", f"/api/admin/tenants/{t.tenant_id}/integrations", None)),
     (

@@ -269,7 +269,10 @@ def poison_integration(stack: LocalStack, url: str) -> str:
     stack.client("dynamodb").put_item(
         TableName=stack.resources["HubTable"],
         Item={
-            **{name: {"S": value} for name, value in keys.certificate_key(connection_id).items()},
+            **{
+                name: {"S": value}
+                for name, value in keys.certificate_key(DEMO_TENANT_ID, connection_id).items()
+            },
             "item_type": {"S": "client_certificate"},
             "tenant_id": {"S": DEMO_TENANT_ID},
             "connection_id": {"S": connection_id},

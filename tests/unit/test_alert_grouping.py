@@ -84,7 +84,9 @@ def test_a_group_is_one_integration_in_one_hour() -> None:
     assert dead_letter("m1").group == dead_letter("m2", at=T13.replace(minute=59)).group
     assert dead_letter("m1").group != dead_letter("m2", at=T13 + timedelta(hours=1)).group
     assert dead_letter("m1").group != dead_letter("m2", integration_id="int_b").group
-    assert dead_letter("m1").group == AlertGroup(AlertKind.DEAD_LETTER, "int_a", "2024-05-01T13")
+    # Integration ids are unique within a tenant only: another tenant's int_a is another group.
+    assert dead_letter("m1").group != dead_letter("m2", tenant_id="t2").group
+    assert dead_letter("m1").group == AlertGroup(AlertKind.DEAD_LETTER, "int_a", "2024-05-01T13", "t1")
     assert AlertGroup.for_alarm("int_a", T13) != dead_letter("m1").group  # an alarm named like an integration
 
 
@@ -115,7 +117,7 @@ def test_the_dead_letter_alert_names_ids_classes_count_and_where_to_look() -> No
     alert = dead_letter_alert(group, stage="prod")
 
     assert alert.title == "[Integration Hub prod] 3 messages dead-lettered on integration int_a"
-    assert alert.group == AlertGroup(AlertKind.DEAD_LETTER, "int_a", "2024-05-01T13")
+    assert alert.group == AlertGroup(AlertKind.DEAD_LETTER, "int_a", "2024-05-01T13", "tnt 1&x")
     assert (alert.tenant_id, alert.first_message_id) == ("tnt 1&x", "msg_first")
     lines = alert.lines
     assert "Integration: int_a" in lines

@@ -50,7 +50,11 @@ class World:
 
     def upload_certificate(self, connection_id: str, tenant_id: str = "t1") -> None:
         self.table.put(
-            {**keys.certificate_key(connection_id), "tenant_id": tenant_id, "connection_id": connection_id}
+            {
+                **keys.certificate_key(tenant_id, connection_id),
+                "tenant_id": tenant_id,
+                "connection_id": connection_id,
+            }
         )
 
     def integration(
@@ -66,7 +70,7 @@ class World:
         )
         self.table.put(
             {
-                **keys.integration_key(integration_id),
+                **keys.integration_key(tenant_id, integration_id),
                 "GSI1PK": keys.tenant_integrations_partition(tenant_id),
                 "GSI1SK": integration_id,
                 "item_type": "integration",
@@ -115,14 +119,21 @@ class TestCreate:
         )
         assert world.admin.get("t1", view["connection_id"]) == view
 
-    def test_a_taken_id_is_409_even_for_another_tenant(self, world):
+    def test_a_taken_id_is_409_within_its_tenant_only(self, world):
+        """Issue 27, point 7: ids are unique within a tenant; another tenant's same id is simply
+        another connection (a 409 there would tell that the id exists elsewhere)."""
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="erp"))
 
         with pytest.raises(ConnectionExists) as taken:
-            world.admin.create(BOOTSTRAP, "t2", spec(connection_id="erp"))
+            world.admin.create(BOOTSTRAP, "t1", spec(connection_id="erp"))
+        theirs = world.admin.create(
+            BOOTSTRAP, "t2", spec(connection_id="erp", url="https://t2.example.com/in")
+        )
 
         assert taken.value.http_status == 409
-        assert world.admin.get("t1", "erp")["version"] == 1
+        assert (theirs["tenant_id"], theirs["version"]) == ("t2", 1)
+        assert world.admin.get("t1", "erp")["url"] == "https://erp.example.com/orders"
+        assert world.admin.get("t2", "erp")["url"] == "https://t2.example.com/in"
 
     def test_an_unknown_tenant_is_404(self, world):
         with pytest.raises(NotFound):
@@ -152,7 +163,7 @@ class TestSefaz:
             world.admin.create(BOOTSTRAP, "t1", sefaz_spec(connection_id="sp"))
 
         assert (refused.value.http_status, refused.value.code) == (422, "certificate_required")
-        assert world.store.get("sp") is None
+        assert world.store.get("t1", "sp") is None
 
     def test_another_tenants_certificate_under_the_id_does_not_count(self, world):
         world.upload_certificate("sp", tenant_id="t2")
@@ -170,7 +181,7 @@ class TestSefaz:
             "1.2",
             True,
         )
-        assert world.store.get("sp").destination.client_certificate_id == "sp"
+        assert world.store.get("t1", "sp").destination.client_certificate_id == "sp"
 
     def test_soap_11_or_no_mtls_contradicts_sefaz_and_is_400(self, world):
         world.upload_certificate("sp")
@@ -224,7 +235,7 @@ class TestSecrets:
         assert secret not in shown
         assert "***" in json.dumps(created["auth"])
         assert (
-            world.store.with_credentials(world.store.get("c")).auth.model_dump()[
+            world.store.with_credentials(world.store.get("t1", "c")).auth.model_dump()[
                 next(k for k, v in auth.items() if v == secret)
             ]
             == secret
@@ -236,16 +247,16 @@ class TestSecrets:
         )
 
         world.admin.update(BOOTSTRAP, "t1", "c", spec(auth={"kind": "bearer"}, name="renamed"), None)
-        assert world.store.with_credentials(world.store.get("c")).auth.token == "tok-1"
+        assert world.store.with_credentials(world.store.get("t1", "c")).auth.token == "tok-1"
         world.admin.update(
             BOOTSTRAP, "t1", "c", spec(auth={"kind": "bearer", "token": "***"}, name="again"), None
         )
-        assert world.store.with_credentials(world.store.get("c")).auth.token == "tok-1"
+        assert world.store.with_credentials(world.store.get("t1", "c")).auth.token == "tok-1"
 
         world.admin.update(
             BOOTSTRAP, "t1", "c", spec(auth={"kind": "bearer", "token": "tok-2"}, name="again"), None
         )
-        assert world.store.with_credentials(world.store.get("c")).auth.token == "tok-2"
+        assert world.store.with_credentials(world.store.get("t1", "c")).auth.token == "tok-2"
 
     def test_changing_the_kind_drops_the_old_secret_and_needs_the_new_one(self, world):
         world.admin.create(
@@ -257,7 +268,7 @@ class TestSecrets:
         assert fields_of(missing.value) == {"auth.password"}
 
         world.admin.update(BOOTSTRAP, "t1", "c", spec(auth={"kind": "none"}), None)
-        auth = world.store.with_credentials(world.store.get("c")).auth
+        auth = world.store.with_credentials(world.store.get("t1", "c")).auth
         assert (auth.kind, auth.token) == (AuthKind.NONE, None)
 
 
@@ -322,8 +333,8 @@ class TestVersions:
 
         world.admin.update(BOOTSTRAP, "t1", "c", spec(url="https://erp.example.com/moved"), None)
 
-        assert world.config.get_integration("int_a").connection_gone_at is None
-        assert world.config.get_integration("int_b").connection_gone_at is not None
+        assert world.config.get_integration("t1", "int_a").connection_gone_at is None
+        assert world.config.get_integration("t1", "int_b").connection_gone_at is not None
 
 
 class TestDelete:
@@ -353,7 +364,7 @@ class TestTrustedRoots:
         view = world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c", trusted_ca_pem=pem))
 
         assert view["trusted_ca_pem"] == pem
-        assert world.store.get("c").destination.trusted_ca_pem == pem
+        assert world.store.get("t1", "c").destination.trusted_ca_pem == pem
 
     @pytest.mark.parametrize(
         "bundle",
@@ -380,7 +391,7 @@ class TestTrustedRoots:
 
         assert fields_of(refused.value) == {"trusted_ca_pem"}
         assert "PRIVATE" not in json.dumps(refused.value.details)
-        assert world.store.get("c") is None
+        assert world.store.get("t1", "c") is None
 
     def test_a_bundle_over_the_bound_is_refused(self):
         with pytest.raises(ValueError, match="trusted_ca_pem"):
@@ -446,7 +457,7 @@ class TestResolution:
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c", auth={"kind": "bearer", "token": "tok"}))
         world.integration("int_a", "c")
 
-        resolved = world.config.get_integration("int_a")
+        resolved = world.config.get_integration("t1", "int_a")
 
         assert resolved.connection_id == "c"
         assert (resolved.destination.url, resolved.destination.auth.token) == (
@@ -459,17 +470,17 @@ class TestResolution:
         world.integration("int_a", "theirs")
         world.integration("int_b", "missing")
 
-        assert world.config.get_integration("int_a").destination is None
-        assert world.config.get_integration("int_b").destination is None
+        assert world.config.get_integration("t1", "int_a").destination is None
+        assert world.config.get_integration("t1", "int_b").destination is None
 
     def test_the_cache_keeps_the_resolved_integration(self, world):
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c"))
         world.integration("int_a", "c")
         cached = CachedConfig(world.config, ttl_seconds=60)
 
-        first = cached.get_integration("int_a")
+        first = cached.get_integration("t1", "int_a")
         reads = world.config.integration_reads
-        again = cached.get_integration("int_a")
+        again = cached.get_integration("t1", "int_a")
 
         assert again == first
         assert again.destination is not None

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
+from hub.adapters.dynamo import keys
 from hub.admin.access import BOOTSTRAP
 from hub.admin.audit import Audit
 from hub.admin.integrations import (
@@ -100,9 +101,9 @@ class TestCreate:
         assert WHSEC not in json.dumps(first.after)
         assert second.scope == "t2"
         # Sealed: what ingest opens (the admin store reads stand-ins).
-        assert FakeConfig(store.table).get_integration("int_po").inbound_webhook.verification.secrets == (
-            WHSEC,
-        )
+        assert FakeConfig(store.table).get_integration(
+            "t1", "int_po"
+        ).inbound_webhook.verification.secrets == (WHSEC,)
 
     def test_a_taken_id_an_unknown_tenant_and_an_unknown_connection_are_refused(self, admin, store, audit):
         admin.create(BOOTSTRAP, "t1", body())
@@ -111,10 +112,10 @@ class TestCreate:
             admin.create(BOOTSTRAP, "t1", body())
         with pytest.raises(NotFound):
             admin.create(BOOTSTRAP, "nobody", body(integration_id="int_x"))
-        store.table.put({"PK": "CONNECTION#con_t2", "SK": "CONFIG", "tenant_id": "t2"})
+        store.table.put({**keys.connection_key("t2", "con_t2"), "tenant_id": "t2"})
         with pytest.raises(UnknownConnection) as unknown:
             admin.create(BOOTSTRAP, "t1", body(integration_id="int_y", connection_id="con_t2"))
-        store.table.put({"PK": "CONNECTION#con_t1", "SK": "CONFIG", "tenant_id": "t1"})
+        store.table.put({**keys.connection_key("t1", "con_t1"), "tenant_id": "t1"})
         same_tenant = admin.create(BOOTSTRAP, "t1", body(integration_id="int_z", connection_id="con_t1"))
         assert same_tenant["connection_id"] == "con_t1"
 
@@ -142,7 +143,7 @@ class TestCreate:
             admin.create(BOOTSTRAP, "t1", body(**changes))
 
         assert any(d["field"].startswith(field) for d in refused.value.details)
-        assert store.get("int_po") is None
+        assert store.get("t1", "int_po") is None
 
 
 class TestReplace:
@@ -177,9 +178,9 @@ class TestReplace:
         saved = admin.replace(BOOTSTRAP, "t1", "int_po", body(name="N", inbound_webhook=webhook(sent)), None)
 
         # Sealed: what ingest opens (the admin store reads stand-ins).
-        assert FakeConfig(store.table).get_integration("int_po").inbound_webhook.verification.secrets == (
-            WHSEC,
-        )
+        assert FakeConfig(store.table).get_integration(
+            "t1", "int_po"
+        ).inbound_webhook.verification.secrets == (WHSEC,)
         assert saved["version"] == 2
 
     def test_another_scheme_does_not_inherit_the_stored_secrets(self, admin):
@@ -199,7 +200,7 @@ class TestDelete:
         self, admin, store, clock, audit
     ):
         admin.create(BOOTSTRAP, "t1", body())
-        store.mark_received("int_po", clock.now)
+        store.mark_received("t1", "int_po", clock.now)
 
         clock.advance(IN_FLIGHT_AFTER_RECEPTION - timedelta(seconds=1))
         with pytest.raises(IntegrationInUse) as in_flight:
@@ -208,7 +209,7 @@ class TestDelete:
         admin.delete(BOOTSTRAP, "t1", "int_po", if_match=1)
 
         assert in_flight.value.details["reason"] == "in_flight"
-        assert store.get("int_po") is None
+        assert store.get("t1", "int_po") is None
         assert audit.entries[-1].action == "integration.deleted"
         assert audit.entries[-1].after is None
 
@@ -223,21 +224,21 @@ class TestDelete:
             admin.delete(BOOTSTRAP, "t1", "int_po", None)
 
         assert waiting.value.details["reason"] == "waiting"
-        assert store.get("int_po") is not None
+        assert store.get("t1", "int_po") is not None
 
     def test_a_reception_between_the_check_and_the_delete_refuses_it(self, admin, store, clock):
         admin.create(BOOTSTRAP, "t1", body())
         real_has_waiting = store.has_waiting_messages
 
         def a_message_arrives(tenant_id: str, integration_id: str) -> bool:
-            store.mark_received(integration_id, clock.now)
+            store.mark_received("t1", integration_id, clock.now)
             return real_has_waiting(tenant_id, integration_id)
 
         store.has_waiting_messages = a_message_arrives
 
         with pytest.raises(IntegrationInUse):
             admin.delete(BOOTSTRAP, "t1", "int_po", None)
-        assert store.get("int_po") is not None
+        assert store.get("t1", "int_po") is not None
 
 
 class TestPreview:
@@ -357,7 +358,7 @@ class FailingStore:
     def __init__(self) -> None:
         self.calls = 0
 
-    def mark_received(self, integration_id, at) -> None:
+    def mark_received(self, tenant_id, integration_id, at) -> None:
         self.calls += 1
         raise RuntimeError("storage down")
 
@@ -368,9 +369,9 @@ class TestReceptions:
         receptions = Receptions(store)
 
         for _ in range(5):
-            receptions.seen("int_1", clock.now)
-        receptions.seen("int_2", clock.now)
+            receptions.seen("t1", "int_1", clock.now)
+        receptions.seen("t1", "int_2", clock.now)
         clock.advance(MARK_EVERY)
-        receptions.seen("int_1", clock.now)
+        receptions.seen("t1", "int_1", clock.now)
 
         assert store.calls == 3

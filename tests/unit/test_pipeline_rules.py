@@ -21,12 +21,14 @@ def test_thirty_waits_take_about_fifty_minutes():
 
 
 def test_entity_key_is_the_business_key_when_there_is_one():
-    a = rules.entity_key("int_1", "order", ['"PO-1"'])
-    assert a == rules.entity_key("int_1", "order", ['"PO-1"'])
-    assert a != rules.entity_key("int_2", "order", ['"PO-1"'])
-    assert a != rules.entity_key("int_1", "order", ['"PO-2"'])
+    a = rules.entity_key("t1", "int_1", "order", ['"PO-1"'])
+    assert a == rules.entity_key("t1", "int_1", "order", ['"PO-1"'])
+    assert a != rules.entity_key("t1", "int_2", "order", ['"PO-1"'])
+    assert a != rules.entity_key("t1", "int_1", "order", ['"PO-2"'])
+    # Integration ids are unique within a tenant only: another tenant's PO-1 is another entity.
+    assert a != rules.entity_key("t2", "int_1", "order", ['"PO-1"'])
     # No business key: the message is its own entity (its own lease is the lock).
-    assert rules.entity_key("int_1", "order", []) == ""
+    assert rules.entity_key("t1", "int_1", "order", []) == ""
 
 
 def test_the_orphan_grace_outlasts_an_ingest_invocation():

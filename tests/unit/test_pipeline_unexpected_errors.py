@@ -164,7 +164,7 @@ class TestWhatIsNotInternal:
         broken. The message stays `received` (a redrive after the outage resumes it)."""
         record, step = world.send({"po_number": "PO-Q"})
         values = idempotency.duplicate_key_values({"po_number": "PO-Q"}, ("po_number",))
-        entity = rules.entity_key(INTEGRATION, KEYED, values)
+        entity = rules.entity_key("t1", INTEGRATION, KEYED, values)
         world.hub.executions.acquire_lock(entity, "other-run", world.clock.now, rules.LOCK_LEASE)
         world.hub.queue.fail()
 

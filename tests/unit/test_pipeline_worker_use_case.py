@@ -37,7 +37,7 @@ def world() -> World:
 
 def entity_of(po_number: str) -> str:
     values = idempotency.duplicate_key_values({"po_number": po_number}, ("po_number",))
-    return rules.entity_key(INTEGRATION, KEYED, values)
+    return rules.entity_key("t1", INTEGRATION, KEYED, values)
 
 
 class TestHappyPath:
@@ -259,7 +259,7 @@ class TestRetries:
 
         world.run(step)
 
-        integration = world.hub.config.get_integration(INTEGRATION)
+        integration = world.hub.config.get_integration("t1", INTEGRATION)
         assert integration is not None
         assert integration.connection_gone_at == world.clock.now
 
@@ -477,7 +477,7 @@ class TestBusinessKeysOfXml:
         world.run(step)
         pending = world.record(record.message_id)
         assert pending.pipeline_status is PipelineStatus.RETRY_PENDING
-        assert pending.entity_key == rules.entity_key(INTEGRATION, KEYED, ['"PO-X"'])
+        assert pending.entity_key == rules.entity_key("t1", INTEGRATION, KEYED, ['"PO-X"'])
         held = world.hub.executions.acquire_lock(
             pending.entity_key, "newer", world.clock.now, rules.LOCK_LEASE
         )

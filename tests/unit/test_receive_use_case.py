@@ -72,7 +72,7 @@ class TestNewMessage:
             stored.execution_id,
         )
         assert published.delay_seconds == 0
-        assert stored.entity_key.startswith(f"{INTEGRATION}#{KEYED}#")
+        assert stored.entity_key.startswith(f"t1#{INTEGRATION}#{KEYED}#")
 
     def test_nothing_is_stored_when_the_queue_is_down(self, world: World) -> None:
         world.hub.queue.fail()

@@ -102,16 +102,16 @@ class TestIntegrations:
     def test_webhook_secrets_are_sealed_on_save_and_only_ingest_opens_them(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
 
-        item = world.item(keys.integration_key("int_po"))
+        item = world.item(keys.integration_key("t1", "int_po"))
         assert WHSEC not in item["config_json"]
         assert "secrets" not in json.loads(item["config_json"])["inbound_webhook"]["verification"]
         assert set(item["sealed"]) == {SECRET_PATH}
-        opened = world.reader(WEBHOOK_SECRET).get_integration("int_po")
+        opened = world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po")
         assert opened.inbound_webhook.verification.secrets == (WHSEC,)
         # The worker (destination credentials only) and the admin store see a stand-in.
-        worker_view = world.reader(DESTINATION_CREDENTIAL).get_integration("int_po")
+        worker_view = world.reader(DESTINATION_CREDENTIAL).get_integration("t1", "int_po")
         assert worker_view.inbound_webhook.verification.secrets == (STAND_IN,)
-        assert world.integrations.get("int_po").integration.inbound_webhook.verification.secrets == (
+        assert world.integrations.get("t1", "int_po").integration.inbound_webhook.verification.secrets == (
             STAND_IN,
         )
         assert world.keys.decrypts == 1  # only the ingest reader's
@@ -119,26 +119,26 @@ class TestIntegrations:
     @pytest.mark.parametrize("sent", [None, "***", ["***"]])
     def test_a_put_that_leaves_the_secret_out_keeps_its_seal_without_opening_it(self, world, sent):
         world.admin.create(BOOTSTRAP, "t1", body())
-        sealed = world.item(keys.integration_key("int_po"))["sealed"]
+        sealed = world.item(keys.integration_key("t1", "int_po"))["sealed"]
 
         saved = world.admin.replace(BOOTSTRAP, "t1", "int_po", body(sent, name="renamed"), None)
 
         assert saved["version"] == 2
-        assert world.item(keys.integration_key("int_po"))["sealed"] == sealed
+        assert world.item(keys.integration_key("t1", "int_po"))["sealed"] == sealed
         assert (world.keys.generated, world.keys.decrypts) == (1, 0)
         assert world.reader(WEBHOOK_SECRET).get_integration(
-            "int_po"
+            "t1", "int_po"
         ).inbound_webhook.verification.secrets == (WHSEC,)
 
     def test_the_same_secret_again_changes_nothing(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
-        sealed = world.item(keys.integration_key("int_po"))["sealed"]
+        sealed = world.item(keys.integration_key("t1", "int_po"))["sealed"]
 
         again = world.admin.replace(BOOTSTRAP, "t1", "int_po", body(), None)
 
         assert again["version"] == 1
         assert len(world.audit.entries) == 1  # the creation only
-        assert world.item(keys.integration_key("int_po"))["sealed"] == sealed
+        assert world.item(keys.integration_key("t1", "int_po"))["sealed"] == sealed
         assert (world.keys.generated, world.keys.decrypts) == (1, 0)
 
     def test_a_new_secret_is_sealed_anew(self, world):
@@ -147,32 +147,34 @@ class TestIntegrations:
         world.admin.replace(BOOTSTRAP, "t1", "int_po", body((WHSEC, ROTATED)), None)
 
         assert world.keys.generated == 2
-        opened = world.reader(WEBHOOK_SECRET).get_integration("int_po")
+        opened = world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po")
         assert opened.inbound_webhook.verification.secrets == (WHSEC, ROTATED)
 
     def test_an_item_written_before_sealing_is_read_and_sealed_at_its_next_save(self, world):
         legacy = Integration.model_validate({**body(), "tenant_id": "t1"})
         world.table.put(
             {
-                **keys.integration_key("int_po"),
+                **keys.integration_key("t1", "int_po"),
                 **keys.integration_index_keys("t1", "int_po"),
                 "tenant_id": "t1",
                 "config_json": legacy.model_dump_json(),
             }
         )
         assert (
-            world.reader(WEBHOOK_SECRET).get_integration("int_po").inbound_webhook == legacy.inbound_webhook
+            world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po").inbound_webhook
+            == legacy.inbound_webhook
         )
 
         # Even the same content again: the save is what seals it.
         saved = world.admin.replace(BOOTSTRAP, "t1", "int_po", body(None), None)
 
-        item = world.item(keys.integration_key("int_po"))
+        item = world.item(keys.integration_key("t1", "int_po"))
         assert saved["version"] == 2
         assert WHSEC not in item["config_json"]
         assert set(item["sealed"]) == {SECRET_PATH}
         assert (
-            world.reader(WEBHOOK_SECRET).get_integration("int_po").inbound_webhook == legacy.inbound_webhook
+            world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po").inbound_webhook
+            == legacy.inbound_webhook
         )
 
     def test_a_warm_cache_opens_once_not_per_message(self, world):
@@ -180,7 +182,7 @@ class TestIntegrations:
         cached = CachedConfig(world.reader(WEBHOOK_SECRET), ttl_seconds=30)
 
         for _ in range(5):
-            assert cached.get_integration("int_po").inbound_webhook.verification.secrets == (WHSEC,)
+            assert cached.get_integration("t1", "int_po").inbound_webhook.verification.secrets == (WHSEC,)
 
         assert world.keys.decrypts == 1
 
@@ -194,10 +196,10 @@ class TestConnections:
                 {"connection_id": "c", "url": "https://e.x/o", "auth": {"kind": "bearer", "token": TOKEN}}
             ),
         )
-        item = world.item(keys.connection_key("c"))
+        item = world.item(keys.connection_key("t1", "c"))
         assert TOKEN not in item["config_json"]
         assert set(item["sealed"]) == {"auth.token"}
-        assert world.connections.get("c").destination.auth.token == STAND_IN
+        assert world.connections.get("t1", "c").destination.auth.token == STAND_IN
 
         def update(auth: dict[str, Any]) -> dict[str, Any]:
             spec = ConnectionSpec.model_validate({"url": "https://e.x/o", "auth": auth})
@@ -223,14 +225,17 @@ class TestConnections:
         )
         world.admin.create(BOOTSTRAP, "t1", {"integration_id": "int_c", "name": "c", "connection_id": "c"})
 
-        assert world.reader(DESTINATION_CREDENTIAL).get_integration("int_c").destination.auth.token == TOKEN
-        assert world.reader(WEBHOOK_SECRET).get_integration("int_c").destination.auth.token == STAND_IN
+        assert (
+            world.reader(DESTINATION_CREDENTIAL).get_integration("t1", "int_c").destination.auth.token
+            == TOKEN
+        )
+        assert world.reader(WEBHOOK_SECRET).get_integration("t1", "int_c").destination.auth.token == STAND_IN
 
 
 class TestSealer:
     def test_a_seal_opens_only_for_its_own_item(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
-        item = world.item(keys.integration_key("int_po"))
+        item = world.item(keys.integration_key("t1", "int_po"))
         config = json.loads(item["config_json"])
         sealer = Sealer(world.keys, PURPOSES)
 
@@ -241,7 +246,7 @@ class TestSealer:
 
     def test_a_seal_moved_to_another_field_is_refused(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
-        item = world.item(keys.integration_key("int_po"))
+        item = world.item(keys.integration_key("t1", "int_po"))
         moved = {"destination.auth.token": blobs_from(item)[SECRET_PATH]}
 
         with pytest.raises(SecretUndecryptable):

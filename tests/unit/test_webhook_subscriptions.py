@@ -239,7 +239,7 @@ class Source:
         self.subscription = subscription
         self.disabled: list[OutboxEvent] = []
 
-    def for_delivery(self, subscription_id: str) -> Subscription | None:
+    def for_delivery(self, tenant_id: str, subscription_id: str) -> Subscription | None:
         return self.subscription
 
     def disable(self, subscription: Subscription, reason: str, event: OutboxEvent, now: datetime) -> bool:
@@ -276,19 +276,21 @@ class Failures:
     def record(self, failure: FailedWebhook) -> None:
         self.recorded.append(failure)
 
-    def get(self, subscription_id: str, event_id: str) -> FailedWebhook | None:
+    def get(self, tenant_id: str, subscription_id: str, event_id: str) -> FailedWebhook | None:
         return None
 
-    def clear(self, subscription_id: str, event_id: str) -> None:
+    def clear(self, tenant_id: str, subscription_id: str, event_id: str) -> None:
         self.cleared.append(event_id)
 
-    def mark_replayed(self, subscription_id: str, event_id: str, at: datetime) -> None:
+    def mark_replayed(self, tenant_id: str, subscription_id: str, event_id: str, at: datetime) -> None:
         return None
 
-    def list_failures(self, subscription_id: str, limit: int, cursor: str | None) -> FailurePage:
+    def list_failures(
+        self, tenant_id: str, subscription_id: str, limit: int, cursor: str | None
+    ) -> FailurePage:
         return FailurePage(self.recorded, None)
 
-    def since(self, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]:
+    def since(self, tenant_id: str, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]:
         return iter(self.recorded)
 
 
@@ -353,7 +355,10 @@ def test_410_disables_with_a_subscription_disabled_event_and_records_the_failure
     run, scheduler, failures = sender(source, Poster(gone))
     assert run.deliver(WebhookJob(subscription_id="sub_1", event=event())) is Outcome.GONE
     (disabled,) = source.disabled
-    assert (disabled.type, disabled.id) == (EventType.SUBSCRIPTION_DISABLED, "subscription.disabled:sub_1:5")
+    assert (disabled.type, disabled.id) == (
+        EventType.SUBSCRIPTION_DISABLED,
+        "subscription.disabled:t1:sub_1:5",
+    )
     assert scheduler.scheduled == []
     assert failures.recorded[0].error_class == "http_410"
 

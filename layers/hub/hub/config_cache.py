@@ -63,8 +63,10 @@ class CachedConfig:
     def get_api_key(self, key_hash: str) -> ApiKey | None:
         return self._keys.get(key_hash, lambda: self._inner.get_api_key(key_hash))
 
-    def get_integration(self, integration_id: str) -> Integration | None:
-        return self._integrations.get(integration_id, lambda: self._inner.get_integration(integration_id))
+    def get_integration(self, tenant_id: str, integration_id: str) -> Integration | None:
+        return self._integrations.get(
+            _scoped(tenant_id, integration_id), lambda: self._inner.get_integration(tenant_id, integration_id)
+        )
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         return self._tenants.get(tenant_id, lambda: self._inner.get_tenant(tenant_id))
@@ -75,11 +77,11 @@ class CachedConfig:
 
     def put_integration(self, integration: Integration) -> None:
         self._inner.put_integration(integration)
-        self._integrations.forget(integration.integration_id)
+        self._integrations.forget(_scoped(integration.tenant_id, integration.integration_id))
 
-    def forget_integration(self, integration_id: str) -> None:
+    def forget_integration(self, tenant_id: str, integration_id: str) -> None:
         """Drops what this cache holds of an integration (written through another cache)."""
-        self._integrations.forget(integration_id)
+        self._integrations.forget(_scoped(tenant_id, integration_id))
 
     def put_api_key(self, api_key: ApiKey) -> None:
         self._inner.put_api_key(api_key)
@@ -87,4 +89,9 @@ class CachedConfig:
 
     def flag_connection_gone(self, integration: Integration, now: datetime, dest_status: str | None) -> None:
         self._inner.flag_connection_gone(integration, now, dest_status)
-        self._integrations.forget(integration.integration_id)
+        self._integrations.forget(_scoped(integration.tenant_id, integration.integration_id))
+
+
+def _scoped(tenant_id: str, integration_id: str) -> str:
+    """The cache key of an integration: its id is unique within its tenant only."""
+    return f"{tenant_id}#{integration_id}"

@@ -85,7 +85,9 @@ class QueuePage:
 class ConfigRepository(Protocol):
     def get_api_key(self, key_hash: str) -> ApiKey | None: ...
 
-    def get_integration(self, integration_id: str) -> Integration | None: ...
+    def get_integration(self, tenant_id: str, integration_id: str) -> Integration | None:
+        """The tenant's integration (ids are unique within a tenant only); None when absent."""
+        ...
 
     def get_tenant(self, tenant_id: str) -> Tenant | None: ...
 
@@ -115,8 +117,8 @@ class ApiKeyStore(Protocol):
 
     def tenant_exists(self, tenant_id: str) -> bool: ...
 
-    def integration_tenants(self, integration_ids: Collection[str]) -> Mapping[str, str]:
-        """The tenant of each of `integration_ids` that exists."""
+    def tenant_integrations(self, tenant_id: str, integration_ids: Collection[str]) -> set[str]:
+        """Those of `integration_ids` the tenant has (ids are unique within a tenant only)."""
         ...
 
     def create(self, key: ApiKey) -> None:
@@ -193,16 +195,18 @@ class VersionConflict(Exception):
 
 class ConnectionStore(Protocol):
     """Connections as the admin API manages them (hub.admin.connections). Connection ids are
-    global (like integration ids); each connection belongs to one tenant."""
+    unique within a tenant only (like integration ids): another tenant's connection of the same
+    id is another resource, never seen here."""
 
     def tenant_exists(self, tenant_id: str) -> bool: ...
 
-    def certificate_tenant(self, connection_id: str) -> str | None:
-        """The tenant of the client certificate uploaded under `connection_id`; None: none."""
+    def has_certificate(self, tenant_id: str, connection_id: str) -> bool:
+        """Whether the tenant uploaded a client certificate under `connection_id`."""
         ...
 
     def create(self, connection: Connection) -> None:
-        """Stores a new connection, listed under its tenant; Conflict when the id is taken."""
+        """Stores a new connection, listed under its tenant; Conflict when the tenant already has
+        one of that id."""
         ...
 
     def with_credentials(self, connection: Connection) -> Destination:
@@ -210,8 +214,8 @@ class ConnectionStore(Protocol):
         only: every other read shows stand-ins). KeyServiceUnavailable when KMS does not answer."""
         ...
 
-    def get(self, connection_id: str) -> Connection | None:
-        """As stored now (a consistent read); None when absent."""
+    def get(self, tenant_id: str, connection_id: str) -> Connection | None:
+        """The tenant's connection as stored now (a consistent read); None when absent."""
         ...
 
     def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
@@ -223,7 +227,7 @@ class ConnectionStore(Protocol):
         is `expected_version`; VersionConflict otherwise."""
         ...
 
-    def delete(self, connection_id: str, expected_version: int) -> None:
+    def delete(self, tenant_id: str, connection_id: str, expected_version: int) -> None:
         """Deletes the connection only while its version is `expected_version`; VersionConflict
         otherwise."""
         ...
@@ -232,8 +236,10 @@ class ConnectionStore(Protocol):
         """Ids of the tenant's integrations whose `connection_id` is this connection."""
         ...
 
-    def clear_connection_gone(self, integration_ids: Collection[str], connection_id: str) -> None:
-        """Removes `connection_gone_at` from these integrations while they still use the
+    def clear_connection_gone(
+        self, tenant_id: str, integration_ids: Collection[str], connection_id: str
+    ) -> None:
+        """Removes `connection_gone_at` from these integrations of the tenant while they still use the
         connection (an integration switched away meanwhile is left alone)."""
         ...
 
@@ -248,9 +254,11 @@ class MessageRepository(Protocol):
     def lookup_for_ingest(
         self,
         key_hash: str | None,
+        tenant_id: str,
         integration_id: str,
         idempotency_key_hash: str | None,
         fingerprint: str,
+        *,
         now: datetime,
     ) -> IngestLookup:
         """API key, integration and live claims, read consistently in one call. Without a key
@@ -356,22 +364,23 @@ class IntegrationPage:
 
 class IntegrationStore(Protocol):
     """Integrations as the admin API manages them (hub.admin.integrations). The item is the one
-    the pipeline reads (`INTEGRATION#<id>` / `CONFIG`, `config_json`)."""
+    the pipeline reads (`INTEGRATION#<tenant>#<id>` / `CONFIG`, `config_json`): integration ids
+    are unique within a tenant only."""
 
     def get_tenant(self, tenant_id: str) -> Tenant | None: ...
 
-    def connection_tenant(self, connection_id: str) -> str | None:
-        """The tenant of connection `connection_id` (its `CONNECTION#<id>` item); None when no
-        such connection exists."""
+    def connection_exists(self, tenant_id: str, connection_id: str) -> bool:
+        """Whether the tenant has connection `connection_id` (another tenant's connection of the
+        same id is another resource: False)."""
         ...
 
-    def get(self, integration_id: str) -> StoredIntegration | None:
-        """The integration as stored now (a consistent read); None when absent."""
+    def get(self, tenant_id: str, integration_id: str) -> StoredIntegration | None:
+        """The tenant's integration as stored now (a consistent read); None when absent."""
         ...
 
     def create(self, integration: Integration) -> StoredIntegration:
-        """Stores a new integration at version 1, listed under its tenant; Conflict when the id
-        is taken."""
+        """Stores a new integration at version 1, listed under its tenant; Conflict when the
+        tenant already has one of that id."""
         ...
 
     def replace(
@@ -430,7 +439,7 @@ class CallbackPage:
 class DeliveryStatusStore(Protocol):
     def message(self, message_id: str) -> MessageRecord | None: ...
 
-    def credential(self, connection_id: str) -> CallbackCredential | None: ...
+    def credential(self, tenant_id: str, connection_id: str) -> CallbackCredential | None: ...
 
     def record_callback(self, received: ReceivedCallback) -> None:
         """Keeps the callback as received (for troubleshooting, with a TTL)."""
@@ -450,13 +459,13 @@ class DeliveryStatusStore(Protocol):
 
 
 class CallbackCredentialStore(Protocol):
-    def get(self, connection_id: str) -> CallbackCredential | None: ...
+    def get(self, tenant_id: str, connection_id: str) -> CallbackCredential | None: ...
 
     def save(self, credential: CallbackCredential, replacing: str | None) -> None:
         """Stores the credential while the stored token is still `replacing` (None: none);
         Conflict otherwise."""
         ...
 
-    def revoke(self, connection_id: str) -> bool:
+    def revoke(self, tenant_id: str, connection_id: str) -> bool:
         """Deletes the credential; False when there was none."""
         ...

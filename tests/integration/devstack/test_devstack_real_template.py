@@ -74,7 +74,7 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
     assert {route.route_key for route in stack.model.routes} == {
         "POST /api/edi-hub/receive-message",
         "GET /api/edi-hub/messages/{message_id}",
-        "POST /api/webhook/{integration_id}",
+        "POST /api/webhook/{tenant_id}/{integration_id}",
         "GET /api/openapi.json",
         "POST /api/edi-hub/status-callback/{message_id}",  # destinations' delivery-status callbacks
         "$default",  # every other request: the function answers 404 / 405 in the one shape

@@ -10,7 +10,7 @@ then counted on (``occurrences``) and marked per channel that took the alert (``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -21,14 +21,16 @@ from hub.errors import StorageUnavailable
 from hub.ports import AlertClaim
 
 _WHAT = "alert storage"
-_KEY: dict[AlertKind, Callable[[str, str], keys.Key]] = {
-    AlertKind.DEAD_LETTER: keys.dead_letter_alert_key,
-    AlertKind.ALARM: keys.alarm_alert_key,
-}
 
 
 def alert_key(group: AlertGroup) -> keys.Key:
-    return _KEY[group.kind](group.subject, group.hour)
+    """The claim item of a dead-letter or alarm group (certificate alerts have their own,
+    hub.adapters.certificates)."""
+    if group.kind is AlertKind.DEAD_LETTER:
+        return keys.dead_letter_alert_key(group.tenant_id, group.subject, group.hour)
+    if group.kind is AlertKind.ALARM:
+        return keys.alarm_alert_key(group.subject, group.hour)
+    raise ValueError(f"no alert claim for {group.kind.value} alerts")
 
 
 def _claim_from(data: dict[str, Any], *, created: bool) -> AlertClaim:

@@ -39,7 +39,6 @@ from hub.certificates.service import StoredCertificate, open_certificate
 from hub.delivery.port import ClientCertificate, DeliveryFailed
 from hub.domain.failure import ErrorClass
 from hub.domain.tenancy import Destination
-from hub.errors import NotFound, StorageUnavailable
 from hub.outbox.events import EventType, OutboxEvent
 
 logger = logging.getLogger(__name__)
@@ -51,7 +50,9 @@ ALERT_RETENTION_AFTER_EXPIRY = timedelta(days=90)
 
 
 def _alert_key(certificate: CertificateExpiry, bucket: int) -> keys.Key:
-    return keys.cert_alert_key(certificate.connection_id, iso(certificate.not_after), bucket)
+    return keys.cert_alert_key(
+        certificate.tenant_id, certificate.connection_id, iso(certificate.not_after), bucket
+    )
 
 
 #: Longer than the expiry function's timeout: an unsent claim this old belongs to a dead run.
@@ -76,7 +77,7 @@ class DynamoCertificateRepository:
     def put(self, certificate: StoredCertificate) -> None:
         m, s = certificate.metadata, certificate.sealed
         item = {
-            **keys.certificate_key(m.connection_id),
+            **keys.certificate_key(m.tenant_id, m.connection_id),
             "item_type": "client_certificate",
             "tenant_id": m.tenant_id,
             "connection_id": m.connection_id,
@@ -97,35 +98,12 @@ class DynamoCertificateRepository:
             "password_ciphertext": s.password_ciphertext,
             **keys.certificate_expiry_index_keys(iso(m.not_after), m.tenant_id, m.connection_id),
         }
-        ours = "attribute_not_exists(PK) OR tenant_id = :tenant"
-        # The connection itself, when it exists, must be this tenant's too: connection ids are
-        # global, and a certificate uploaded first (the page's SEFAZ form) must not claim the
-        # id of another tenant's connection (that tenant could then never upload its own).
-        connection_is_ours = {
-            "ConditionCheck": {
-                "TableName": self._table.name,
-                "Key": encode(keys.connection_key(m.connection_id)),
-                "ConditionExpression": ours,
-                "ExpressionAttributeValues": encode({":tenant": m.tenant_id}),
-            }
-        }
-        try:
-            self._table.transact(
-                [
-                    self._table.put_entry(item, condition=ours, values={":tenant": m.tenant_id}),
-                    connection_is_ours,
-                ]
-            )
-        except TransactionCancelled as refused:
-            if any(code == "ConditionalCheckFailed" for code, _ in refused.reasons):
-                # Another tenant's connection or certificate: the answer of a missing connection.
-                raise NotFound("no such connection") from None
-            raise StorageUnavailable(
-                "certificate storage is busy, retry", details={"operation": "TransactWriteItems"}
-            ) from refused
+        # Keyed by tenant and connection id (ids are unique within a tenant only): another
+        # tenant's certificate of the same connection id is another item, never met here.
+        self._table.put(item)
 
-    def get(self, connection_id: str) -> StoredCertificate | None:
-        item = self._table.get(keys.certificate_key(connection_id))
+    def get(self, tenant_id: str, connection_id: str) -> StoredCertificate | None:
+        item = self._table.get(keys.certificate_key(tenant_id, connection_id))
         return _stored_from(item) if item else None
 
     def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
@@ -190,7 +168,7 @@ class KmsCertificateStore:
     def __init__(self, repository: DynamoCertificateRepository, keys: DataKeys) -> None:
         self._repository = repository
         self._keys = keys
-        self._cache: dict[str, tuple[bytes, ClientCertificate]] = {}
+        self._cache: dict[tuple[str, str], tuple[bytes, ClientCertificate]] = {}
         self._lock = threading.Lock()
 
     def client_certificate(
@@ -199,19 +177,19 @@ class KmsCertificateStore:
         connection_id = destination.client_certificate_id
         if not connection_id:
             return None
-        stored = self._repository.get(connection_id)
-        # Another tenant's certificate is never presented: the same answer as none at all. A
-        # record whose own connection id is not the one asked for (copied under another key) is
-        # refused too: its encryption context names the connection it was sealed for.
+        # Certificates are the tenant's own (keyed by tenant): without a tenant there is none.
+        stored = self._repository.get(tenant_id, connection_id) if tenant_id is not None else None
+        # A record whose own tenant or connection id is not the one asked for (copied under
+        # another key) is refused: its encryption context names what it was sealed for.
         if (
             stored is None
             or stored.metadata.connection_id != connection_id
-            or (tenant_id is not None and stored.metadata.tenant_id != tenant_id)
+            or stored.metadata.tenant_id != tenant_id
         ):
             raise DeliveryFailed(ErrorClass.TLS, "no client certificate uploaded for this connection")
         version = stored.sealed.encrypted_data_key
         with self._lock:
-            cached = self._cache.get(connection_id)
+            cached = self._cache.get((tenant_id, connection_id))
         if cached is not None and cached[0] == version:
             return cached[1]
         try:
@@ -221,7 +199,7 @@ class KmsCertificateStore:
             raise DeliveryFailed(ErrorClass.TLS, "stored client certificate cannot be decrypted") from None
         certificate = ClientCertificate(pfx=pfx, password=password)
         with self._lock:
-            self._cache[connection_id] = (version, certificate)
+            self._cache[(tenant_id, connection_id)] = (version, certificate)
         return certificate
 
 
@@ -260,7 +238,7 @@ class DynamoCertAlertClaims:
         a crash cannot announce it twice)."""
         key = _alert_key(certificate, bucket)
         expiring = OutboxEvent(
-            id=f"{certificate.connection_id}:{iso(certificate.not_after)}:{bucket}",
+            id=f"{certificate.tenant_id}:{certificate.connection_id}:{iso(certificate.not_after)}:{bucket}",
             type=EventType.CONNECTION_CERTIFICATE_EXPIRING,
             tenant_id=certificate.tenant_id,
             occurred_at=now,

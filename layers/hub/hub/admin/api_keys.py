@@ -227,8 +227,8 @@ class ApiKeyAdmin:
             raise NotFound("tenant not found", details={"tenant_id": tenant_id})
 
     def _require_integrations(self, tenant_id: str, integration_ids: Collection[str]) -> None:
-        tenants = self._store.integration_tenants(integration_ids)
-        unknown = sorted(i for i in set(integration_ids) if tenants.get(i) != tenant_id)
+        known = self._store.tenant_integrations(tenant_id, integration_ids)
+        unknown = sorted(set(integration_ids) - known)
         if unknown:
             raise UnknownIntegrations(
                 "the key is limited to integrations this tenant does not have",

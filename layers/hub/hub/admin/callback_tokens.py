@@ -54,7 +54,7 @@ class CallbackTokenAdmin:
         self._clock = clock
 
     def _require_connection(self, tenant_id: str, connection_id: str) -> None:
-        stored = self._connections.get(connection_id)
+        stored = self._connections.get(tenant_id, connection_id)
         if stored is None or stored.tenant_id != tenant_id:
             raise NotFound("connection not found", details={"connection_id": connection_id})
 
@@ -62,7 +62,7 @@ class CallbackTokenAdmin:
         """The credential's metadata (never the token or its hash); `callback_token` null when
         the connection has none."""
         self._require_connection(tenant_id, connection_id)
-        credential = self._credentials.get(connection_id)
+        credential = self._credentials.get(tenant_id, connection_id)
         now = self._clock()
         mine = credential is not None and credential.tenant_id == tenant_id
         return {
@@ -78,7 +78,7 @@ class CallbackTokenAdmin:
         + `grace`. Conflict when a concurrent mint or revoke came first."""
         self._require_connection(tenant_id, connection_id)
         now = self._clock()
-        stored = self._credentials.get(connection_id)
+        stored = self._credentials.get(tenant_id, connection_id)
         # A leftover of another tenant's connection of this id is replaced, never rotated from.
         current = stored if stored is not None and stored.tenant_id == tenant_id else None
         raw = generate_callback_token()
@@ -112,8 +112,12 @@ class CallbackTokenAdmin:
     def revoke(self, principal: Principal, tenant_id: str, connection_id: str) -> None:
         """Deletes the connection's credential; NotFound when it has none."""
         self._require_connection(tenant_id, connection_id)
-        current = self._credentials.get(connection_id)
-        if current is None or current.tenant_id != tenant_id or not self._credentials.revoke(connection_id):
+        current = self._credentials.get(tenant_id, connection_id)
+        if (
+            current is None
+            or current.tenant_id != tenant_id
+            or not self._credentials.revoke(tenant_id, connection_id)
+        ):
             raise NotFound("the connection has no callback token", details={"connection_id": connection_id})
         now = self._clock()
         self._audit.record(

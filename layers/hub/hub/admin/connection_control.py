@@ -26,13 +26,13 @@ logger = logging.getLogger(__name__)
 
 
 class Connections(Protocol):
-    def get(self, connection_id: str) -> Connection | None: ...
+    def get(self, tenant_id: str, connection_id: str) -> Connection | None: ...
 
 
 class PauseStates(Protocol):
-    def get(self, connection_id: str) -> ConnectionState: ...
+    def get(self, tenant_id: str, connection_id: str) -> ConnectionState: ...
     def set_paused(
-        self, connection_id: str, tenant_id: str, paused: bool, now: datetime, actor: str
+        self, tenant_id: str, connection_id: str, paused: bool, now: datetime, actor: str
     ) -> tuple[ConnectionState, ConnectionState] | None: ...
 
 
@@ -71,24 +71,24 @@ class ConnectionControl:
         self._audit = audit
         self._clock = clock
 
-    def state(self, principal: Principal, connection_id: str) -> dict[str, Any]:
-        connection = self._connection(principal, connection_id, Role.VIEWER)
-        return state_view(connection, self._states.get(connection_id))
+    def state(self, principal: Principal, tenant_id: str, connection_id: str) -> dict[str, Any]:
+        connection = self._connection(principal, tenant_id, connection_id, Role.VIEWER)
+        return state_view(connection, self._states.get(tenant_id, connection_id))
 
-    def pause(self, principal: Principal, connection_id: str) -> dict[str, Any]:
-        return self._set(principal, connection_id, paused=True)
+    def pause(self, principal: Principal, tenant_id: str, connection_id: str) -> dict[str, Any]:
+        return self._set(principal, tenant_id, connection_id, paused=True)
 
-    def resume(self, principal: Principal, connection_id: str) -> dict[str, Any]:
-        return self._set(principal, connection_id, paused=False)
+    def resume(self, principal: Principal, tenant_id: str, connection_id: str) -> dict[str, Any]:
+        return self._set(principal, tenant_id, connection_id, paused=False)
 
-    def _set(self, principal: Principal, connection_id: str, *, paused: bool) -> dict[str, Any]:
-        connection = self._connection(principal, connection_id, Role.OPERATOR)
+    def _set(
+        self, principal: Principal, tenant_id: str, connection_id: str, *, paused: bool
+    ) -> dict[str, Any]:
+        connection = self._connection(principal, tenant_id, connection_id, Role.OPERATOR)
         now = self._clock()
-        changed = self._states.set_paused(
-            connection_id, connection.tenant_id, paused, now, principal.token_id
-        )
+        changed = self._states.set_paused(tenant_id, connection_id, paused, now, principal.token_id)
         if changed is None:
-            return state_view(connection, self._states.get(connection_id))
+            return state_view(connection, self._states.get(tenant_id, connection_id))
         before, after = changed
         if not paused and after.holding is None:
             # The first page at once; an open breaker releases when its probe closes it.
@@ -120,11 +120,11 @@ class ConnectionControl:
         )
         return state_view(connection, after)
 
-    def _connection(self, principal: Principal, connection_id: str, role: Role) -> Connection:
-        """The stored connection, when `principal` may act on it with `role`: another tenant's is
-        as missing as one that does not exist; Forbidden when the role is too low."""
-        connection = self._connections.get(connection_id)
-        if connection is None or not principal.sees(connection.tenant_id):
+    def _connection(self, principal: Principal, tenant_id: str, connection_id: str, role: Role) -> Connection:
+        """The tenant's stored connection, when `principal` may act on it with `role`: another
+        tenant's is as missing as one that does not exist; Forbidden when the role is too low."""
+        principal.require(role, tenant_id, what="connection")
+        connection = self._connections.get(tenant_id, connection_id)
+        if connection is None:
             raise NotFound("connection not found", details={"connection_id": connection_id})
-        principal.require(role, connection.tenant_id, what="connection")
         return connection

@@ -336,7 +336,7 @@ class ConnectionAdmin:
         except VersionConflict as lost:
             raise _stale(connection_id, lost.current) from lost
         using = self._store.integrations_using(tenant_id, connection_id)
-        self._store.clear_connection_gone(using, connection_id)
+        self._store.clear_connection_gone(tenant_id, using, connection_id)
         after = connection_view(changed)
         self._record(principal, "connection.updated", changed, before=before, after=after, at=now)
         return after
@@ -354,7 +354,7 @@ class ConnectionAdmin:
                 details={"integration_ids": using},
             )
         try:
-            self._store.delete(connection_id, stored.version)
+            self._store.delete(tenant_id, connection_id, stored.version)
         except VersionConflict as lost:
             raise _stale(connection_id, lost.current) from lost
         self._record(
@@ -397,7 +397,7 @@ class ConnectionAdmin:
     # --- helpers ------------------------------------------------------------------------------
 
     def _stored(self, tenant_id: str, connection_id: str) -> Connection:
-        stored = self._store.get(connection_id)
+        stored = self._store.get(tenant_id, connection_id)
         # Another tenant's connection is exactly as missing as one that does not exist.
         if stored is None or stored.tenant_id != tenant_id:
             raise NotFound("connection not found", details={"connection_id": connection_id})
@@ -420,7 +420,7 @@ class ConnectionAdmin:
         if (
             spec.use_client_certificate
             and spec.client_certificate is None
-            and self._store.certificate_tenant(connection_id) != tenant_id
+            and not self._store.has_certificate(tenant_id, connection_id)
         ):
             raise CertificateRequired(
                 "upload the connection's client certificate first "

@@ -336,7 +336,7 @@ class IntegrationAdmin:
         return tenant
 
     def _owned(self, tenant_id: str, integration_id: str) -> StoredIntegration:
-        stored = self._store.get(integration_id)
+        stored = self._store.get(tenant_id, integration_id)
         if stored is None or stored.integration.tenant_id != tenant_id:
             raise NotFound("integration not found", details={"integration_id": integration_id})
         return stored
@@ -366,7 +366,7 @@ class IntegrationAdmin:
         checked = validated(IntegrationBody, data, "request body")
         integration = Integration.model_validate_json(checked.model_dump_json())
         connection_id = integration.connection_id
-        if connection_id is not None and self._store.connection_tenant(connection_id) != tenant.tenant_id:
+        if connection_id is not None and not self._store.connection_exists(tenant.tenant_id, connection_id):
             raise UnknownConnection(
                 "no such connection in this tenant",
                 details={"field": "connection_id", "connection_id": connection_id},

@@ -102,7 +102,7 @@ CALLBACKS_IN_VIEW = 20
 class HeldMessages(Protocol):
     """A connection's held set (issue 12): a cancelled message stops waiting on it."""
 
-    def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
+    def unhold(self, tenant_id: str, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
 
 
 class Admissions(Protocol):
@@ -266,7 +266,7 @@ class Operations:
             # Held on a paused connection or an open breaker: it leaves the held set (a release
             # that read it already finds the message cancelled and sends nothing).
             try:
-                self._held.unhold(record.held_on, message_id)
+                self._held.unhold(record.tenant_id, record.held_on, message_id)
             except ServiceUnavailable:
                 logger.warning("held pointer not deleted", extra={"message_id": message_id})
         self._audit.record(
@@ -295,7 +295,7 @@ class Operations:
         """A message for the admin page: status, payload and log, every part through the
         redaction helper (the message type's sensitive fields; personal data in free text)."""
         record = self._record(message_id, principal, Role.VIEWER)
-        integration = self._config.get_integration(record.integration_id)
+        integration = self._config.get_integration(record.tenant_id, record.integration_id)
         config = integration.message_type_config(record.message_type) if integration else None
         fields = config.sensitive_fields if config else ()
         text = self._messages.get_payload(message_id)
@@ -340,13 +340,14 @@ class Operations:
         page = self._callbacks.callbacks(message_id, limit, cursor)
         return {"message_id": message_id, "items": _callback_rows(page), "next_cursor": page.next_cursor}
 
-    def integration_view(self, integration_id: str, principal: Principal) -> dict[str, Any]:
-        """An integration for the admin page: its configuration with every credential masked,
-        and whether its connection was found gone (410). Another tenant's is not found."""
-        integration = self._config.get_integration(integration_id)
-        if integration is None or not principal.sees(integration.tenant_id):
+    def integration_view(self, tenant_id: str, integration_id: str, principal: Principal) -> dict[str, Any]:
+        """The tenant's integration for the admin page: its configuration with every credential
+        masked, and whether its connection was found gone (410). Another tenant's is not found
+        (and ids are the tenant's own: another tenant's of the same id is another integration)."""
+        principal.require(Role.VIEWER, tenant_id, what="integration")
+        integration = self._config.get_integration(tenant_id, integration_id)
+        if integration is None:
             raise NotFound("integration not found", details={"integration_id": integration_id})
-        principal.require(Role.VIEWER, integration.tenant_id, what="integration")
         return redact_credentials(integration.model_dump(mode="json"))
 
     def queue_row(self, record: MessageRecord) -> dict[str, Any]:

@@ -69,14 +69,14 @@ class TooManySecrets(Conflict):
 class SubscriptionStore(Protocol):
     def tenant_exists(self, tenant_id: str) -> bool: ...
 
-    def get(self, subscription_id: str) -> Subscription | None: ...
+    def get(self, tenant_id: str, subscription_id: str) -> Subscription | None: ...
 
     def list_subscriptions(
         self, tenant_id: str, limit: int, cursor: str | None
     ) -> tuple[list[Subscription], str | None]: ...
 
     def create(self, subscription: Subscription) -> None:
-        """Conflict when the id is taken."""
+        """Conflict when the tenant already has a subscription of that id."""
         ...
 
     def replace(
@@ -85,17 +85,19 @@ class SubscriptionStore(Protocol):
         """VersionConflict when the stored version is not `expected_version`."""
         ...
 
-    def delete(self, subscription_id: str, expected_version: int) -> None: ...
+    def delete(self, tenant_id: str, subscription_id: str, expected_version: int) -> None: ...
 
 
 class FailureStore(Protocol):
-    def get(self, subscription_id: str, event_id: str) -> FailedWebhook | None: ...
+    def get(self, tenant_id: str, subscription_id: str, event_id: str) -> FailedWebhook | None: ...
 
-    def mark_replayed(self, subscription_id: str, event_id: str, at: datetime) -> None: ...
+    def mark_replayed(self, tenant_id: str, subscription_id: str, event_id: str, at: datetime) -> None: ...
 
-    def list_failures(self, subscription_id: str, limit: int, cursor: str | None) -> FailurePage: ...
+    def list_failures(
+        self, tenant_id: str, subscription_id: str, limit: int, cursor: str | None
+    ) -> FailurePage: ...
 
-    def since(self, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]: ...
+    def since(self, tenant_id: str, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]: ...
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -178,7 +180,7 @@ class SubscriptionAdmin:
         self, tenant_id: str, subscription_id: str, limit: int, cursor: str | None
     ) -> dict[str, Any]:
         self._stored(tenant_id, subscription_id)
-        page = self._failures.list_failures(subscription_id, limit, cursor)
+        page = self._failures.list_failures(tenant_id, subscription_id, limit, cursor)
         return {"items": [failure_view(f) for f in page.items], "next_cursor": page.next_cursor}
 
     # --- writes -------------------------------------------------------------------------------
@@ -332,7 +334,7 @@ class SubscriptionAdmin:
         stored = self._stored(tenant_id, subscription_id)
         self._check_version(stored, if_match)
         try:
-            self._store.delete(subscription_id, stored.version)
+            self._store.delete(tenant_id, subscription_id, stored.version)
         except VersionConflict as lost:
             raise _stale(subscription_id, lost.current) from lost
         self._record(
@@ -361,7 +363,7 @@ class SubscriptionAdmin:
                 "the subscription is disabled: enable it first", details={"subscription_id": subscription_id}
             )
         if event_id is not None:
-            failure = self._failures.get(subscription_id, event_id)
+            failure = self._failures.get(tenant_id, subscription_id, event_id)
             if failure is None:
                 raise NotFound("no failed delivery of this event", details={"event_id": event_id})
             chosen = [failure]
@@ -369,7 +371,7 @@ class SubscriptionAdmin:
         else:
             assert since is not None
             chosen, more = [], False
-            for failure in self._failures.since(subscription_id, since):
+            for failure in self._failures.since(tenant_id, subscription_id, since):
                 if len(chosen) == REPLAY_LIMIT:
                     more = True
                     break
@@ -385,7 +387,7 @@ class SubscriptionAdmin:
         if jobs:
             self._queue().send(jobs)
             for failure in chosen:
-                self._failures.mark_replayed(subscription_id, failure.event.id, now)
+                self._failures.mark_replayed(tenant_id, subscription_id, failure.event.id, now)
         answer = {"replayed": len(jobs), "event_ids": [f.event.id for f in chosen][:100], "more": more}
         target_detail = {"event_id": event_id} if event_id else {"since": _iso(since)}
         self._audit.record(
@@ -417,7 +419,7 @@ class SubscriptionAdmin:
         return after
 
     def _stored(self, tenant_id: str, subscription_id: str) -> Subscription:
-        stored = self._store.get(subscription_id)
+        stored = self._store.get(tenant_id, subscription_id)
         # Another tenant's subscription is exactly as missing as one that does not exist.
         if stored is None or stored.tenant_id != tenant_id:
             raise NotFound("subscription not found", details={"subscription_id": subscription_id})

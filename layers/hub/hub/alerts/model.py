@@ -50,10 +50,13 @@ class AlertGroup:
     #: The integration id (dead letters) or the alarm name.
     subject: str
     hour: str
+    #: The integration's tenant (dead letters: integration ids are unique within a tenant only);
+    #: "" for an alarm.
+    tenant_id: str = ""
 
     @classmethod
-    def for_dead_letters(cls, integration_id: str, at: datetime) -> AlertGroup:
-        return cls(AlertKind.DEAD_LETTER, integration_id, hour_bucket(at))
+    def for_dead_letters(cls, tenant_id: str, integration_id: str, at: datetime) -> AlertGroup:
+        return cls(AlertKind.DEAD_LETTER, integration_id, hour_bucket(at), tenant_id)
 
     @classmethod
     def for_alarm(cls, alarm_name: str, at: datetime) -> AlertGroup:
@@ -105,7 +108,7 @@ class DeadLetter(BaseModel):
 
     @property
     def group(self) -> AlertGroup:
-        return AlertGroup.for_dead_letters(self.integration_id, self.dead_lettered_at)
+        return AlertGroup.for_dead_letters(self.tenant_id, self.integration_id, self.dead_lettered_at)
 
     @property
     def event_id(self) -> str:
@@ -115,7 +118,7 @@ class DeadLetter(BaseModel):
 
 
 def group_dead_letters(dead_letters: Sequence[DeadLetter]) -> list[list[DeadLetter]]:
-    """Dead letters grouped by (integration, hour), groups and members in arrival order."""
+    """Dead letters grouped by (tenant, integration, hour), groups and members in arrival order."""
     groups: dict[AlertGroup, list[DeadLetter]] = {}
     for dead_letter in dead_letters:
         groups.setdefault(dead_letter.group, []).append(dead_letter)

@@ -99,11 +99,13 @@ class StatusCallbacks:
             raise Unauthorized(_REFUSED)
         presented = hash_callback_token(raw_token)
         record = self._store.message(message_id)
-        integration = self._config.get_integration(record.integration_id) if record else None
+        integration = (
+            self._config.get_integration(record.tenant_id, record.integration_id) if record else None
+        )
         if record is None or integration is None or integration.tenant_id != record.tenant_id:
             raise Unauthorized(_REFUSED)
         connection_id = integration.connection_id
-        credential = self._store.credential(connection_id) if connection_id else None
+        credential = self._store.credential(record.tenant_id, connection_id) if connection_id else None
         if (
             connection_id is None
             or credential is None

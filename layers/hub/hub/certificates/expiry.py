@@ -78,7 +78,9 @@ def expiry_alert(certificate: CertificateExpiry, bucket: int, days_left: int, no
     else:
         headline = f"expires in {days_left} day(s)"
     return Alert(
-        group=AlertGroup(AlertKind.CERT_EXPIRY, certificate.connection_id, hour_bucket(now)),
+        group=AlertGroup(
+            AlertKind.CERT_EXPIRY, certificate.connection_id, hour_bucket(now), certificate.tenant_id
+        ),
         title=f"[{PRODUCT}] client certificate of connection {certificate.connection_id} {headline}",
         lines=(
             f"Tenant: {certificate.tenant_id}",

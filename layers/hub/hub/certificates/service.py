@@ -35,11 +35,11 @@ class StoredCertificate:
 
 class CertificateRepository(Protocol):
     def put(self, certificate: StoredCertificate) -> None:
-        """Stores (or replaces) the connection's certificate. Raises NotFound when the connection's
-        certificate belongs to another tenant."""
+        """Stores (or replaces) the tenant's certificate of the connection id (another tenant's of
+        the same id is another certificate)."""
         ...
 
-    def get(self, connection_id: str) -> StoredCertificate | None: ...
+    def get(self, tenant_id: str, connection_id: str) -> StoredCertificate | None: ...
 
     def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
         """Every stored certificate whose `not_after` is before `until` (expired ones too)."""
@@ -80,7 +80,7 @@ class CertificateService:
             not_after=public.not_after,
         )
         sealed = seal(self._keys, encryption_context(tenant_id, connection_id), pfx, password)
-        previous = self._repository.get(connection_id)
+        previous = self._repository.get(tenant_id, connection_id)
         self._repository.put(StoredCertificate(metadata, sealed, now, actor.token_id))
         view = metadata.view(now)
         # The views only: never the PKCS#12 nor its password.
@@ -103,7 +103,7 @@ class CertificateService:
 
     def describe(self, tenant_id: str, connection_id: str) -> dict[str, Any]:
         """The public view with badge data; another tenant's certificate is not found."""
-        stored = self._repository.get(connection_id)
+        stored = self._repository.get(tenant_id, connection_id)
         if stored is None or stored.metadata.tenant_id != tenant_id:
             raise NotFound("no client certificate for this connection")
         return stored.metadata.view(self._clock())

@@ -106,11 +106,11 @@ def still_held(record: MessageRecord | None, connection_id: str, seq: int) -> bo
 class ConnectionStates(Protocol):
     """Connection state and held set (hub.adapters.dynamo.connection_state)."""
 
-    def get(self, connection_id: str) -> ConnectionState: ...
+    def get(self, tenant_id: str, connection_id: str) -> ConnectionState: ...
     def count(
         self,
-        connection_id: str,
         tenant_id: str,
+        connection_id: str,
         *,
         failures: int,
         attempts: int,
@@ -121,13 +121,17 @@ class ConnectionStates(Protocol):
         self, state: ConnectionState, now: datetime, cooldown_seconds: int
     ) -> ConnectionState | None: ...
     def claim_probe(
-        self, connection_id: str, message_id: str, now: datetime, lease: timedelta
+        self, tenant_id: str, connection_id: str, message_id: str, now: datetime, lease: timedelta
     ) -> ConnectionState | None: ...
-    def close(self, connection_id: str, message_id: str, now: datetime) -> ConnectionState | None: ...
+    def close(
+        self, tenant_id: str, connection_id: str, message_id: str, now: datetime
+    ) -> ConnectionState | None: ...
     def reopen(
-        self, connection_id: str, message_id: str, now: datetime, cooldown_seconds: int
+        self, tenant_id: str, connection_id: str, message_id: str, now: datetime, cooldown_seconds: int
     ) -> ConnectionState | None: ...
-    def hold(self, connection_id: str, record: MessageRecord, reason: str, now: datetime) -> None: ...
+    def hold(self, connection_id: str, record: MessageRecord, reason: str, now: datetime) -> None:
+        """Adds `record` to the held set of its tenant's connection `connection_id`."""
+        ...
 
 
 class JobQueue(Protocol):
@@ -141,8 +145,11 @@ class JobScheduler(Protocol):
         ...
 
 
-def probe_schedule_name(connection_id: str, opened_count: int) -> str:
-    return f"probe-{connection_id}-{opened_count}"
+def probe_schedule_name(tenant_id: str, connection_id: str, opened_count: int) -> str:
+    """One per connection and opening. Connection ids are unique within a tenant only, and a
+    schedule name takes neither every id character nor more than 64: a digest of both."""
+    digest = hashlib.sha256(f"{tenant_id}#{connection_id}".encode()).hexdigest()[:32]
+    return f"probe-{digest}-{opened_count}"
 
 
 @dataclass(frozen=True)
@@ -171,26 +178,29 @@ class ConnectionGate:
         self._breaker = breaker
         self._cache_seconds = cache_seconds
         self._monotonic = monotonic
-        self._cache: dict[str, tuple[float, ConnectionState]] = {}
+        #: By (tenant, connection): connection ids are unique within a tenant only.
+        self._cache: dict[tuple[str, str], tuple[float, ConnectionState]] = {}
         #: Successes seen by this instance since its last counted failure, per connection.
-        self._successes: dict[str, int] = {}
+        self._successes: dict[tuple[str, str], int] = {}
 
     # --- before a delivery ----------------------------------------------------------------
 
-    def admit(self, connection_id: str, message_id: str, now: datetime) -> Admission:
-        state, fresh = self._cached(connection_id)
+    def admit(self, tenant_id: str, connection_id: str, message_id: str, now: datetime) -> Admission:
+        state, fresh = self._cached(tenant_id, connection_id)
         if admit(state, now, message_id) is Gate.DELIVER:
             return Admission(Gate.DELIVER, state)
         if not fresh:
-            state = self._fresh(connection_id)
+            state = self._fresh(tenant_id, connection_id)
         gate = admit(state, now, message_id)
         if gate is Gate.PROBE:
-            claimed = self._states.claim_probe(connection_id, message_id, now, self._policy.probe_lease)
+            claimed = self._states.claim_probe(
+                tenant_id, connection_id, message_id, now, self._policy.probe_lease
+            )
             if claimed is not None:
                 self._remember(claimed)
                 logger.info("breaker probe", extra={"connection_id": connection_id, "message_id": message_id})
                 return Admission(Gate.PROBE, claimed)
-            state = self._fresh(connection_id)
+            state = self._fresh(tenant_id, connection_id)
             gate = Gate.HOLD if state.holding else Gate.DELIVER
         if gate is Gate.DELIVER:
             return Admission(Gate.DELIVER, state)
@@ -198,12 +208,15 @@ class ConnectionGate:
 
     # --- after it -------------------------------------------------------------------------
 
-    def delivered(self, connection_id: str, admission: Admission, message_id: str, now: datetime) -> None:
+    def delivered(
+        self, tenant_id: str, connection_id: str, admission: Admission, message_id: str, now: datetime
+    ) -> None:
         if admission.gate is not Gate.PROBE:
-            self._successes[connection_id] = self._successes.get(connection_id, 0) + 1
+            scoped = (tenant_id, connection_id)
+            self._successes[scoped] = self._successes.get(scoped, 0) + 1
             return
         try:
-            closed = self._states.close(connection_id, message_id, now)
+            closed = self._states.close(tenant_id, connection_id, message_id, now)
             if closed is None:
                 return
             self._remember(closed)
@@ -244,7 +257,7 @@ class ConnectionGate:
     ) -> None:
         if admission.gate is Gate.PROBE:
             cooldown = next_cooldown(admission.state.cooldown_seconds, self._policy)
-            reopened = self._states.reopen(connection_id, message_id, now, cooldown)
+            reopened = self._states.reopen(tenant_id, connection_id, message_id, now, cooldown)
             if reopened is not None:
                 self._remember(reopened)
                 logger.warning(
@@ -255,13 +268,14 @@ class ConnectionGate:
             return
         if not unwell:
             # The destination answered (a 4xx is the message's problem): an attempt, not a failure.
-            self._successes[connection_id] = self._successes.get(connection_id, 0) + 1
+            scoped = (tenant_id, connection_id)
+            self._successes[scoped] = self._successes.get(scoped, 0) + 1
             return
         if not self._breaker:
             return
-        successes = self._successes.pop(connection_id, 0)
+        successes = self._successes.pop((tenant_id, connection_id), 0)
         state = self._states.count(
-            connection_id, tenant_id, failures=1, attempts=1 + successes, now=now, policy=self._policy
+            tenant_id, connection_id, failures=1, attempts=1 + successes, now=now, policy=self._policy
         )
         self._remember(state)
         if state.circuit is not Circuit.CLOSED or not should_open(
@@ -291,7 +305,7 @@ class ConnectionGate:
         resumed (or closed) meanwhile - after the release already passed - the message releases
         itself; a release that does see the pointer sends the same step (delivered once)."""
         self._states.hold(connection_id, record, reason, now)
-        state = self._fresh(connection_id)
+        state = self._fresh(record.tenant_id, connection_id)
         if state.holding is None:
             self._queue.publish(held_step(record))
             logger.info("held message released at once", extra={"message_id": record.message_id})
@@ -318,24 +332,27 @@ class ConnectionGate:
             generation=state.opened_count,
         )
         self._scheduler.schedule_job(
-            job, state.probe_at, probe_schedule_name(state.connection_id, state.opened_count)
+            job, state.probe_at, probe_schedule_name(state.tenant_id, state.connection_id, state.opened_count)
         )
 
-    def _cached(self, connection_id: str) -> tuple[ConnectionState, bool]:
+    def _cached(self, tenant_id: str, connection_id: str) -> tuple[ConnectionState, bool]:
         """The state as last read (True: read just now)."""
-        found = self._cache.get(connection_id)
+        found = self._cache.get((tenant_id, connection_id))
         if found is not None and found[0] > self._monotonic():
             return found[1], False
-        return self._fresh(connection_id), True
+        return self._fresh(tenant_id, connection_id), True
 
-    def _fresh(self, connection_id: str) -> ConnectionState:
-        state = self._states.get(connection_id)
+    def _fresh(self, tenant_id: str, connection_id: str) -> ConnectionState:
+        state = self._states.get(tenant_id, connection_id)
         self._remember(state)
         return state
 
     def _remember(self, state: ConnectionState) -> None:
         if self._cache_seconds > 0:
-            self._cache[state.connection_id] = (self._monotonic() + self._cache_seconds, state)
+            self._cache[(state.tenant_id, state.connection_id)] = (
+                self._monotonic() + self._cache_seconds,
+                state,
+            )
 
 
 def first_valid(

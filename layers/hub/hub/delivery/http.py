@@ -151,14 +151,17 @@ class HttpConnector:
         self._egress = egress
         self._ca_pem = ca_pem
         self._tokens = tokens or TokenCache()
-        #: Per (certificate id, pinned roots): (the certificate's fingerprint, its client). A
-        #: renewed certificate has another fingerprint and replaces the client.
+        #: Per (tenant#certificate id, pinned roots): (the certificate's fingerprint, its client).
+        #: A renewed certificate has another fingerprint and replaces the client.
         self._clients: dict[tuple[str, bytes | None], tuple[str | None, httpx.Client]] = {}
         self._lock = threading.Lock()
 
     def _client(self, destination: Destination, tenant_id: str | None) -> httpx.Client:
         roots = pinned_roots(destination)
-        key = (destination.client_certificate_id or "", roots)
+        key = (
+            f"{tenant_id}#{destination.client_certificate_id}" if destination.client_certificate_id else "",
+            roots,
+        )
         certificate = self._certificates.client_certificate(destination, tenant_id)
         fingerprint = None
         if certificate is not None:

@@ -51,16 +51,23 @@ class HeldPointerLike(Protocol):
 
 
 class HeldSet(Protocol):
-    def get(self, connection_id: str) -> ConnectionState: ...
+    def get(self, tenant_id: str, connection_id: str) -> ConnectionState: ...
     def held_page(
-        self, connection_id: str, limit: int, cursor: str | None
+        self, tenant_id: str, connection_id: str, limit: int, cursor: str | None
     ) -> tuple[Sequence[HeldPointerLike], str | None]: ...
     def held_messages(self, message_ids: Sequence[str]) -> dict[str, MessageRecord]: ...
-    def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
+    def unhold(self, tenant_id: str, connection_id: str, message_id: str, seq: int | None = None) -> None: ...
     def claim_release_page(
-        self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
+        self,
+        tenant_id: str,
+        connection_id: str,
+        generation: int,
+        page: str,
+        *,
+        now: datetime,
+        lease: timedelta,
     ) -> PageClaim: ...
-    def advance_release(self, connection_id: str, page: str, following: str) -> None: ...
+    def advance_release(self, tenant_id: str, connection_id: str, page: str, following: str) -> None: ...
 
 
 class Releaser:
@@ -80,7 +87,7 @@ class Releaser:
     def run(self, job: ConnectionJob) -> str:
         """Runs `job` once; what it did (for the log). Raises on an outage (SQS redelivers it;
         a page released twice delivers each message once)."""
-        state = self._held.get(job.connection_id)
+        state = self._held.get(job.tenant_id, job.connection_id)
         ids = {"connection_id": job.connection_id, "job": job.job.value, "generation": job.generation}
         if job.job is JobKind.RELEASE:
             if state.holding is not None or state.release_generation != job.generation:
@@ -89,7 +96,7 @@ class Releaser:
             page = release_page_key(job.generation, job.cursor)
             now = self._clock()
             claim = self._held.claim_release_page(
-                job.connection_id, job.generation, page, now, RELEASE_PAGE_LEASE
+                job.tenant_id, job.connection_id, job.generation, page, now=now, lease=RELEASE_PAGE_LEASE
             )
             if claim.busy_until is not None:
                 # Held by another run: if that run died with it, nobody else would release the
@@ -107,7 +114,7 @@ class Releaser:
 
     def _release_page(self, job: ConnectionJob, page: str) -> int:
         cid = job.connection_id
-        pointers, cursor = self._held.held_page(cid, release_page_size(self._rate), job.cursor)
+        pointers, cursor = self._held.held_page(job.tenant_id, cid, release_page_size(self._rate), job.cursor)
         records = self._held.held_messages([p.message_id for p in pointers])
         ready = [
             record
@@ -118,14 +125,14 @@ class Releaser:
         for record, delay in zip(ready, plan.delays, strict=True):
             self._queue.publish(held_step(record), delay_seconds=delay)
         for pointer in pointers:
-            self._held.unhold(cid, pointer.message_id, pointer.seq)
+            self._held.unhold(job.tenant_id, cid, pointer.message_id, pointer.seq)
         if cursor is not None:
             later = job.model_copy(update={"cursor": cursor})
             self._queue.publish_job(later, delay_seconds=min(plan.next_page_delay, _MAX_SQS_DELAY))
         # After the next page's job is out: a crash before this leaves the page claimed until its
         # lease ends, and the redelivered job releases it again (each message still once).
         following = release_page_key(job.generation, cursor) if cursor else f"{job.generation}:{RELEASE_DONE}"
-        self._held.advance_release(job.connection_id, page, following)
+        self._held.advance_release(job.tenant_id, job.connection_id, page, following)
         return len(ready)
 
     def _again_at(self, job: ConnectionJob, at: datetime, now: datetime) -> None:
@@ -140,7 +147,7 @@ class Releaser:
         if state.probe_at is not None and state.probe_at > now:
             self._again_at(job, state.probe_at, now)
             return "early"
-        pointers, _ = self._held.held_page(job.connection_id, _PROBE_LOOKAHEAD, None)
+        pointers, _ = self._held.held_page(job.tenant_id, job.connection_id, _PROBE_LOOKAHEAD, None)
         records = self._held.held_messages([p.message_id for p in pointers])
         record = first_valid([(p.message_id, p.seq) for p in pointers], records, job.connection_id)
         if record is None:

@@ -233,7 +233,8 @@ class Integration(BaseModel):
     retry_policy: RetryPolicy = Field(default_factory=RetryPolicy)
     #: Set by the hub when the destination answered 410 Gone; saving the integration clears it.
     connection_gone_at: datetime | None = None
-    #: `POST /api/webhook/{integration_id}`: how deliveries are verified and adapted; None = closed.
+    #: `POST /api/webhook/{tenant_id}/{integration_id}`: how deliveries are verified and adapted;
+    #: None = closed.
     inbound_webhook: InboundWebhook | None = None
 
     def message_type_config(self, message_type: str) -> MessageTypeConfig:

@@ -189,7 +189,7 @@ class WebhookAdapter(_Frozen):
 
 
 class InboundWebhook(_Frozen):
-    """`POST /api/webhook/{integration_id}`: verification first, then the adapter."""
+    """`POST /api/webhook/{tenant_id}/{integration_id}`: verification first, then the adapter."""
 
     verification: Verification
     adapter: WebhookAdapter

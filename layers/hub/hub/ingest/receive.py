@@ -224,7 +224,9 @@ class Ingestor:
             payload_sha256=payload_sha,
             payload_format=PayloadFormat.TEXT if isinstance(inbound.payload, str) else PayloadFormat.JSON,
             payload_bytes=len(payload_bytes),
-            entity_key=entity_key(integration.integration_id, inbound.message_type, key_values),
+            entity_key=entity_key(
+                integration.tenant_id, integration.integration_id, inbound.message_type, key_values
+            ),
             idempotency_key=idempotency_key,
         )
         new = NewMessage(
@@ -249,7 +251,9 @@ class Ingestor:
         except StorageUnavailable:
             # On DynamoDB a concurrent transaction on the same claim is cancelled as a
             # conflict, naming no claim: look once more for a winner before giving up.
-            retry = self._messages.lookup_for_ingest(key_hash, inbound.integration_id, idem_hash, fp, now)
+            retry = self._messages.lookup_for_ingest(
+                key_hash, integration.tenant_id, inbound.integration_id, idem_hash, fp, now=now
+            )
             winner = self._winner(retry.claims, request_sha)
             if winner is None:
                 raise
@@ -272,12 +276,13 @@ class Ingestor:
     def _received(self, integration: Integration, now: datetime) -> None:
         """Notes that `integration` took a new message (deleting it is refused for a while)."""
         if self._receptions is not None:
-            self._receptions.seen(integration.integration_id, now)
+            self._receptions.seen(integration.tenant_id, integration.integration_id, now)
 
     def _authorized(self, key_hash: str, integration_id: str, now: datetime) -> Integration:
         """The integration the presented key may use (both from the configuration cache)."""
         api_key = self._accepted(self._config.get_api_key(key_hash), now)
-        integration = self._config.get_integration(integration_id)
+        # Ids are unique within a tenant: the key's tenant is the only one looked in.
+        integration = self._config.get_integration(api_key.tenant_id, integration_id)
         if integration is None or not api_key.may_use(integration):
             # Same answer whether it does not exist or belongs to someone else.
             raise NotFound("integration not found")

@@ -21,7 +21,7 @@ MARK_EVERY = timedelta(minutes=5)
 
 
 class ReceptionStore(Protocol):
-    def mark_received(self, integration_id: str, at: datetime) -> None:
+    def mark_received(self, tenant_id: str, integration_id: str, at: datetime) -> None:
         """Sets the integration's `last_received_at` to `at` (never creates an item)."""
         ...
 
@@ -33,20 +33,21 @@ class Receptions:
         self._store = store
         self._every = every
         self._max = max_entries
-        #: integration id -> when this instance last recorded (or tried to).
+        #: `<tenant>#<integration id>` -> when this instance last recorded (or tried to).
         self._marked: dict[str, datetime] = {}
 
-    def seen(self, integration_id: str, now: datetime) -> None:
-        """Records that `integration_id` received a message at `now`. Never raises."""
-        last = self._marked.get(integration_id)
+    def seen(self, tenant_id: str, integration_id: str, now: datetime) -> None:
+        """Records that the tenant's `integration_id` received a message at `now`. Never raises."""
+        marked = f"{tenant_id}#{integration_id}"
+        last = self._marked.get(marked)
         if last is not None and now - last < self._every:
             return
         if len(self._marked) >= self._max:
             self._marked.clear()
         # Remembered before the write: a failing write is not tried again on every message.
-        self._marked[integration_id] = now
+        self._marked[marked] = now
         try:
-            self._store.mark_received(integration_id, now)
+            self._store.mark_received(tenant_id, integration_id, now)
         except Exception:  # best effort: recording must never fail an ingest
             logger.warning(
                 "integration reception not recorded", extra={"integration_id": integration_id}, exc_info=True

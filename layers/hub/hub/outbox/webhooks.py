@@ -113,8 +113,8 @@ class SubscriptionDirectory(Protocol):
 
 
 class SubscriptionSource(Protocol):
-    def for_delivery(self, subscription_id: str) -> Subscription | None:
-        """The subscription with its secrets opened; None when there is none."""
+    def for_delivery(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        """The tenant's subscription with its secrets opened; None when there is none."""
         ...
 
     def disable(self, subscription: Subscription, reason: str, event: OutboxEvent, now: datetime) -> bool:
@@ -138,17 +138,19 @@ class WebhookScheduler(Protocol):
 class FailedDeliveries(Protocol):
     def record(self, failure: FailedWebhook) -> None: ...
 
-    def get(self, subscription_id: str, event_id: str) -> FailedWebhook | None: ...
+    def get(self, tenant_id: str, subscription_id: str, event_id: str) -> FailedWebhook | None: ...
 
-    def clear(self, subscription_id: str, event_id: str) -> None: ...
+    def clear(self, tenant_id: str, subscription_id: str, event_id: str) -> None: ...
 
-    def mark_replayed(self, subscription_id: str, event_id: str, at: datetime) -> None: ...
+    def mark_replayed(self, tenant_id: str, subscription_id: str, event_id: str, at: datetime) -> None: ...
 
-    def list_failures(self, subscription_id: str, limit: int, cursor: str | None) -> FailurePage:
+    def list_failures(
+        self, tenant_id: str, subscription_id: str, limit: int, cursor: str | None
+    ) -> FailurePage:
         """Newest first."""
         ...
 
-    def since(self, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]:
+    def since(self, tenant_id: str, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]:
         """Every failure recorded at or after `since`, oldest first."""
         ...
 
@@ -216,7 +218,7 @@ def body_bytes(event: OutboxEvent) -> bytes:
 def schedule_name(job: WebhookJob) -> str:
     """Deterministic per (subscription, event, run, attempt): a rerun of the same decision never
     schedules twice; a replay (a new run) never meets an earlier run's schedule."""
-    raw = f"{job.subscription_id}|{job.event.id}|{job.run_id}|{job.attempt}".encode()
+    raw = f"{job.event.tenant_id}|{job.subscription_id}|{job.event.id}|{job.run_id}|{job.attempt}".encode()
     return "wh-" + hashlib.sha256(raw).hexdigest()[:48]
 
 
@@ -225,7 +227,7 @@ def disabled_event(subscription: Subscription, reason: str, now: datetime) -> Ou
     version): one id per disable."""
     version = subscription.version + 1
     return OutboxEvent(
-        id=f"subscription.disabled:{subscription.subscription_id}:{version}",
+        id=f"subscription.disabled:{subscription.tenant_id}:{subscription.subscription_id}:{version}",
         type=EventType.SUBSCRIPTION_DISABLED,
         tenant_id=subscription.tenant_id,
         occurred_at=now,
@@ -259,7 +261,8 @@ class WebhookSender:
     def deliver(self, job: WebhookJob) -> Outcome:
         now = self._clock()
         event = job.event
-        subscription = self._subscriptions.for_delivery(job.subscription_id)
+        # The job's event names the tenant: subscription ids are unique within a tenant only.
+        subscription = self._subscriptions.for_delivery(event.tenant_id, job.subscription_id)
         if subscription is None or subscription.tenant_id != event.tenant_id:
             self._log("webhook dropped: no such subscription", job)
             return Outcome.DROPPED
@@ -278,7 +281,7 @@ class WebhookSender:
         except DeliveryFailed as failure:
             return self._failed(job, subscription, failure, now)
         if job.replay:
-            self._failures.clear(subscription.subscription_id, event.id)
+            self._failures.clear(subscription.tenant_id, subscription.subscription_id, event.id)
         self._log("webhook sent", job, dest_status=str(status))
         return Outcome.SENT
 
@@ -366,9 +369,11 @@ class CachedSubscriptions:
         self._inner = inner
         self._cache: TtlCache[Subscription | None] = TtlCache(ttl_seconds, clock=clock)
 
-    def for_delivery(self, subscription_id: str) -> Subscription | None:
-        return self._cache.get(subscription_id, lambda: self._inner.for_delivery(subscription_id))
+    def for_delivery(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        return self._cache.get(
+            f"{tenant_id}#{subscription_id}", lambda: self._inner.for_delivery(tenant_id, subscription_id)
+        )
 
     def disable(self, subscription: Subscription, reason: str, event: OutboxEvent, now: datetime) -> bool:
-        self._cache.forget(subscription.subscription_id)
+        self._cache.forget(f"{subscription.tenant_id}#{subscription.subscription_id}")
         return self._inner.disable(subscription, reason, event, now)

@@ -43,11 +43,12 @@ def lock_wait_delay(lock_wait: int, rand: Callable[[], float] = random.random) -
     return max(1, round(base * factor))
 
 
-def entity_key(integration_id: str, message_type: str, key_values: list[str]) -> str:
+def entity_key(tenant_id: str, integration_id: str, message_type: str, key_values: list[str]) -> str:
     """What one step at a time is serialized on, and what duplicate rules compare: the business
     entity when the message type declares duplicate-key fields and the payload has them (two
-    versions of PO-1 never interleave); "" when the message is its own entity."""
+    versions of PO-1 never interleave); "" when the message is its own entity. It names the
+    tenant: integration ids are unique within a tenant only."""
     if not key_values:
         return ""
     digest = hashlib.sha256(chr(31).join(key_values).encode()).hexdigest()
-    return f"{integration_id}#{message_type}#{digest}"
+    return f"{tenant_id}#{integration_id}#{message_type}#{digest}"

@@ -84,7 +84,7 @@ class Steps:
     def run(self, step: StepMessage, taken: Taken, now: datetime) -> StepReport | EntityBusy:
         """Runs `step` on the message it holds, to one finishing update (or EntityBusy)."""
         record = taken.record
-        integration = self._config.get_integration(record.integration_id)
+        integration = self._config.get_integration(record.tenant_id, record.integration_id)
         if integration is None:
             self.finish(
                 step, taken, failed_outcome(ErrorClass.SYNTAX, "integration no longer exists", step, now)
@@ -123,6 +123,7 @@ class Steps:
             return StepReport(StepOutcome.DONE, "failed")
         config = integration.message_type_config(record.message_type)
         entity = record.entity_key or rules.entity_key(
+            record.tenant_id,
             record.integration_id,
             record.message_type,
             idempotency.duplicate_key_values(
@@ -299,7 +300,7 @@ class Steps:
         admission: Admission | None = None
         if connection_id is not None and self._gate is not None:
             # Pause and circuit breaker (issue 12): a held message waits on its connection.
-            admission = self._gate.admit(connection_id, record.message_id, started)
+            admission = self._gate.admit(record.tenant_id, connection_id, record.message_id, started)
             if admission.gate is Gate.HOLD:
                 reason = admission.reason or HeldReason.PAUSED
                 return self._hold(step, taken, connection_id, reason, started=started, log=log)
@@ -355,7 +356,7 @@ class Steps:
             prefix=log,
         )
         if admission is not None and connection_id is not None and self._gate is not None:
-            self._gate.delivered(connection_id, admission, record.message_id, self._clock())
+            self._gate.delivered(record.tenant_id, connection_id, admission, record.message_id, self._clock())
         if sent is None:
             # Delivered, but another run took the message over meanwhile (our lease expired): the
             # destination has it, and may get it again from that run with the same

@@ -1,8 +1,10 @@
-"""POST /api/webhook/{integration_id}: a partner's own payload, verified, adapted, ingested.
+"""POST /api/webhook/{tenant_id}/{integration_id}: a partner's own payload, verified, adapted,
+ingested.
 
 Order (each step only runs on what the previous one accepted):
-1. the integration, read by the id in the path: it decides the tenant and the verification
-   scheme (unknown, or without an inbound webhook: 404, the same answer for both);
+1. the integration, read by the tenant and id in the path (integration ids are unique within a
+   tenant only): it decides the verification scheme (unknown tenant, unknown integration, or one
+   without an inbound webhook: 404, the same answer for all three);
 2. the signature or credential, on the raw bytes as received, in constant time (401, no
    business change);
 3. the Content-Type: one the adapter takes (415), before anything parses the body;
@@ -30,7 +32,8 @@ from hub.webhooks.signatures import verify
 
 logger = logging.getLogger(__name__)
 
-_INTEGRATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+#: Tenant and integration ids: no '#' (they are parts of table keys).
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
 
 class WebhookReceiver:
@@ -42,13 +45,18 @@ class WebhookReceiver:
         self._clock = clock
 
     def receive(
-        self, integration_id: str, headers: Mapping[str, str], body: bytes, correlation_id: str
+        self,
+        tenant_id: str,
+        integration_id: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        correlation_id: str,
     ) -> ReceiveOutcome:
         """Stores a verified delivery once. `headers` have lowercase names; `body` is the raw
         bytes as received (base64-decoded when the gateway encoded them). A redelivery with the
         same event id (or Standard Webhooks `webhook-id`) answers the original message."""
-        known = _INTEGRATION_ID.fullmatch(integration_id) is not None
-        integration = self._config.get_integration(integration_id) if known else None
+        known = _ID.fullmatch(tenant_id) is not None and _ID.fullmatch(integration_id) is not None
+        integration = self._config.get_integration(tenant_id, integration_id) if known else None
         if integration is None or integration.inbound_webhook is None:
             raise NotFound("integration not found")
         webhook = integration.inbound_webhook

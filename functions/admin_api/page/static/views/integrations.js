@@ -137,7 +137,7 @@ async function pauseOrResume(ctx, item, pause, button, refresh) {
   }
   button.disabled = true;
   try {
-    await ctx.api("POST", `/api/admin/connections/${encodeURIComponent(connection)}/${pause ? "pause" : "resume"}`);
+    await ctx.api("POST", `/api/admin/connections/${encodeURIComponent(connection)}/${pause ? "pause" : "resume"}?tenant_id=${encodeURIComponent(ctx.tenant)}`);
     toast(pause ? `Paused ${connection}` : `Resumed ${connection}`);
     await refresh(item.integration_id, pause ? "resume" : "pause");
   } catch (error) {

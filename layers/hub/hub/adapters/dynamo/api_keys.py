@@ -8,7 +8,7 @@ and one BatchGetItem reads the page's items (an admin listing, never a hot path)
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -50,10 +50,10 @@ class DynamoApiKeys:
     def tenant_exists(self, tenant_id: str) -> bool:
         return self._table.get(keys.tenant_key(tenant_id), consistent=False) is not None
 
-    def integration_tenants(self, integration_ids: Collection[str]) -> Mapping[str, str]:
-        wanted = [keys.integration_key(i) for i in sorted(set(integration_ids))]
-        found = self._table.batch_get(wanted) if wanted else {}
-        return {item["PK"].removeprefix("INTEGRATION#"): item["tenant_id"] for item in found.values()}
+    def tenant_integrations(self, tenant_id: str, integration_ids: Collection[str]) -> set[str]:
+        wanted = {i: keys.integration_key(tenant_id, i) for i in sorted(set(integration_ids))}
+        found = self._table.batch_get(list(wanted.values())) if wanted else {}
+        return {i for i, key in wanted.items() if (key["PK"], key["SK"]) in found}
 
     def create(self, key: ApiKey) -> None:
         """Conflict when a key of the same hash is stored (never for a generated key: 256 random

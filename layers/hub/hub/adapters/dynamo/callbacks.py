@@ -75,7 +75,7 @@ def callback_item(received: ReceivedCallback) -> dict[str, Any]:
 
 def credential_item(credential: CallbackCredential) -> dict[str, Any]:
     return {
-        **keys.callback_credential_key(credential.connection_id),
+        **keys.callback_credential_key(credential.tenant_id, credential.connection_id),
         "item_type": "callback_credential",
         "connection_id": credential.connection_id,
         "tenant_id": credential.tenant_id,
@@ -104,8 +104,8 @@ class DynamoStatusCallbacks:
         item = self._table.get(keys.message_key(message_id))
         return record_from(item) if item else None
 
-    def credential(self, connection_id: str) -> CallbackCredential | None:
-        item = self._table.get(keys.callback_credential_key(connection_id))
+    def credential(self, tenant_id: str, connection_id: str) -> CallbackCredential | None:
+        item = self._table.get(keys.callback_credential_key(tenant_id, connection_id))
         return credential_from(item) if item else None
 
     def record_callback(self, received: ReceivedCallback) -> None:
@@ -159,8 +159,8 @@ class DynamoStatusCallbacks:
 
     # --- the admin API --------------------------------------------------------------------------
 
-    def get(self, connection_id: str) -> CallbackCredential | None:
-        return self.credential(connection_id)
+    def get(self, tenant_id: str, connection_id: str) -> CallbackCredential | None:
+        return self.credential(tenant_id, connection_id)
 
     def save(self, credential: CallbackCredential, replacing: str | None) -> None:
         """Stores `credential` if the stored one is still `replacing` (a token hash; None: none
@@ -174,10 +174,12 @@ class DynamoStatusCallbacks:
         except ConditionFailed as lost:
             raise Conflict("the callback token changed meanwhile; try again") from lost
 
-    def revoke(self, connection_id: str) -> bool:
+    def revoke(self, tenant_id: str, connection_id: str) -> bool:
         """Deletes the connection's credential (every token of it); False when there was none."""
         try:
-            self._table.delete(keys.callback_credential_key(connection_id), condition="attribute_exists(PK)")
+            self._table.delete(
+                keys.callback_credential_key(tenant_id, connection_id), condition="attribute_exists(PK)"
+            )
         except ConditionFailed:
             return False
         return True

@@ -1,12 +1,12 @@
 """A connection's pause and breaker state, and its held set (issue 12), on the hub table.
 
-- ``CONNSTATE#<connection>`` / ``STATE``: paused, circuit, probe claim, counting window,
+- ``CONNSTATE#<tenant>#<connection>`` / ``STATE``: paused, circuit, probe claim, counting window,
   counters (hub.delivery.breaker.ConnectionState). Every change of state is one conditional
   write; a change that is an event (paused, resumed, circuit opened / closed) is a transaction
   with its event item (hub.adapters.dynamo.outbox.event_put), the event id
-  ``<connection>:state:<version>``. Apart from the connection's own item, which an admin PUT
+  ``<tenant>:<connection>:state:<version>``. Apart from the connection's own item, which an admin PUT
   replaces whole.
-- ``HELD#<connection>`` / ``<message_id>``: one pointer per held message, written after the
+- ``HELD#<tenant>#<connection>`` / ``<message_id>``: one pointer per held message, written after the
   message's finishing update moved it to `retry_pending` / `held_reason`; the release job pages
   through the partition with a cursor and deletes each pointer it handled (conditioned on the
   pointer's `seq`, so a newer hold of the same message keeps its own).
@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,12 +41,12 @@ def _ts(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value)) if value else None
 
 
-def state_from(connection_id: str, item: Mapping[str, Any] | None) -> ConnectionState:
+def state_from(tenant_id: str, connection_id: str, item: Mapping[str, Any] | None) -> ConnectionState:
     if not item:
-        return ConnectionState(connection_id=connection_id)
+        return ConnectionState(connection_id=connection_id, tenant_id=tenant_id)
     return ConnectionState(
         connection_id=connection_id,
-        tenant_id=str(item.get("tenant_id", "")),
+        tenant_id=tenant_id,
         paused=bool(item.get("paused", False)),
         circuit=Circuit(str(item.get("circuit", Circuit.CLOSED.value))),
         probe_at=_ts(item.get("probe_at")),
@@ -77,13 +77,15 @@ class DynamoConnectionStates:
 
     # --- state ----------------------------------------------------------------------------
 
-    def get(self, connection_id: str) -> ConnectionState:
-        return state_from(connection_id, self._table.get(keys.connection_state_key(connection_id)))
+    def get(self, tenant_id: str, connection_id: str) -> ConnectionState:
+        return state_from(
+            tenant_id, connection_id, self._table.get(keys.connection_state_key(tenant_id, connection_id))
+        )
 
     def count(
         self,
-        connection_id: str,
         tenant_id: str,
+        connection_id: str,
         *,
         failures: int,
         attempts: int,
@@ -92,7 +94,7 @@ class DynamoConnectionStates:
     ) -> ConnectionState:
         """Adds to the counting window (a tumbling window of `policy.window`: an expired one
         starts again with these counts). One UpdateItem (two at a window's turn)."""
-        key = keys.connection_state_key(connection_id)
+        key = keys.connection_state_key(tenant_id, connection_id)
         cutoff = format_ts(now - policy.window)
         for _ in range(_ROUNDS):
             add = Update().set(tenant_id=tenant_id).add("failures", failures).add("attempts", attempts)
@@ -100,7 +102,7 @@ class DynamoConnectionStates:
             add.set_expression(f"{start} = if_not_exists({start}, {add.value(format_ts(now))})")
             add.where(f"attribute_not_exists({start}) OR {start} > {add.value(cutoff)}")
             try:
-                return state_from(connection_id, self._table.update(key, add))
+                return state_from(tenant_id, connection_id, self._table.update(key, add))
             except ConditionFailed:
                 pass
             restart = Update().set(
@@ -108,10 +110,10 @@ class DynamoConnectionStates:
             )
             restart.where(f"{restart.name('window_start')} <= {restart.value(cutoff)}")
             try:
-                return state_from(connection_id, self._table.update(key, restart))
+                return state_from(tenant_id, connection_id, self._table.update(key, restart))
             except ConditionFailed:
                 continue  # another instance turned the window meanwhile: add to its one
-        return self.get(connection_id)
+        return self.get(tenant_id, connection_id)
 
     def open(self, state: ConnectionState, now: datetime, cooldown_seconds: int) -> ConnectionState | None:
         """closed -> open with its `connection.circuit_opened` event, in one transaction; None
@@ -135,10 +137,10 @@ class DynamoConnectionStates:
             attempts=state.attempts,
             cooldown_seconds=cooldown_seconds,
         )
-        return self._transact(state.connection_id, update, event, now)
+        return self._transact(state.tenant_id, state.connection_id, update, event, now)
 
     def claim_probe(
-        self, connection_id: str, message_id: str, now: datetime, lease: timedelta
+        self, tenant_id: str, connection_id: str, message_id: str, now: datetime, lease: timedelta
     ) -> ConnectionState | None:
         """Makes `message_id` the open breaker's one probe (None: not due, or another's)."""
         update = Update().set(probe_message=message_id, probe_until=format_ts(now + lease))
@@ -151,17 +153,21 @@ class DynamoConnectionStates:
         )
         try:
             return state_from(
-                connection_id, self._table.update(keys.connection_state_key(connection_id), update)
+                tenant_id,
+                connection_id,
+                self._table.update(keys.connection_state_key(tenant_id, connection_id), update),
             )
         except ConditionFailed:
             return None
 
-    def close(self, connection_id: str, message_id: str, now: datetime) -> ConnectionState | None:
+    def close(
+        self, tenant_id: str, connection_id: str, message_id: str, now: datetime
+    ) -> ConnectionState | None:
         """The probe `message_id` succeeded: open -> closed with `connection.circuit_closed`, the
         window restarted and a new release generation, in one transaction (None: not our probe
         any more)."""
         for _ in range(_ROUNDS):
-            state = self.get(connection_id)
+            state = self.get(tenant_id, connection_id)
             if state.circuit is not Circuit.OPEN or state.probe_message != message_id:
                 return None
             update = Update().set(
@@ -178,13 +184,13 @@ class DynamoConnectionStates:
             update.where(f"{update.name('probe_message')} = {update.value(message_id)}")
             _at_version(update, state.version)
             event = self._event(state, EventType.CONNECTION_CIRCUIT_CLOSED, now, probe_message_id=message_id)
-            closed = self._transact(connection_id, update, event, now)
+            closed = self._transact(tenant_id, connection_id, update, event, now)
             if closed is not None:
                 return closed
         return None
 
     def reopen(
-        self, connection_id: str, message_id: str, now: datetime, cooldown_seconds: int
+        self, tenant_id: str, connection_id: str, message_id: str, now: datetime, cooldown_seconds: int
     ) -> ConnectionState | None:
         """The probe `message_id` failed: the breaker stays open, the next probe after the
         longer cool-down (no event: the state did not change)."""
@@ -195,7 +201,9 @@ class DynamoConnectionStates:
         update.where(f"{update.name('probe_message')} = {update.value(message_id)}")
         try:
             return state_from(
-                connection_id, self._table.update(keys.connection_state_key(connection_id), update)
+                tenant_id,
+                connection_id,
+                self._table.update(keys.connection_state_key(tenant_id, connection_id), update),
             )
         except ConditionFailed as failed:
             # A resend after a lost answer (a read timeout) finds its own write applied: the
@@ -208,17 +216,17 @@ class DynamoConnectionStates:
                 and "probe_message" not in old
                 and old.get("probe_at") == probe_at
             ):
-                return state_from(connection_id, old)
+                return state_from(tenant_id, connection_id, old)
             return None
 
     def set_paused(
-        self, connection_id: str, tenant_id: str, paused: bool, now: datetime, actor: str
+        self, tenant_id: str, connection_id: str, paused: bool, now: datetime, actor: str
     ) -> tuple[ConnectionState, ConnectionState] | None:
         """Pauses or resumes with its `connection.paused` / `connection.resumed` event in one
         transaction; a resume starts a new release generation. (before, after), or None when
         the connection already was so."""
         for _ in range(_ROUNDS):
-            state = self.get(connection_id)
+            state = self.get(tenant_id, connection_id)
             if state.paused is paused:
                 return None
             update = Update().set(tenant_id=tenant_id, paused=paused)
@@ -229,15 +237,16 @@ class DynamoConnectionStates:
                 update.set(release_page=release_page_key(state.release_generation + 1, None))
             _at_version(update, state.version)
             kind = EventType.CONNECTION_PAUSED if paused else EventType.CONNECTION_RESUMED
-            event = self._event(replace(state, tenant_id=tenant_id), kind, now, actor=actor)
-            after = self._transact(connection_id, update, event, now)
+            event = self._event(state, kind, now, actor=actor)
+            after = self._transact(tenant_id, connection_id, update, event, now)
             if after is not None:
                 return state, after
         return None
 
     def _event(self, state: ConnectionState, kind: EventType, now: datetime, **details: Any) -> OutboxEvent:
         return OutboxEvent(
-            id=f"{state.connection_id}:state:{state.version + 1}",
+            # Connection ids are unique within a tenant only: the event id names the tenant.
+            id=f"{state.tenant_id}:{state.connection_id}:state:{state.version + 1}",
             type=kind,
             tenant_id=state.tenant_id,
             occurred_at=now,
@@ -246,19 +255,26 @@ class DynamoConnectionStates:
         )
 
     def _transact(
-        self, connection_id: str, update: Update, event: OutboxEvent, now: datetime
+        self, tenant_id: str, connection_id: str, update: Update, event: OutboxEvent, now: datetime
     ) -> ConnectionState | None:
-        key = keys.connection_state_key(connection_id)
+        key = keys.connection_state_key(tenant_id, connection_id)
         try:
             self._table.transact([self._table.update_entry(key, update), event_put(self._table, event, now)])
         except TransactionCancelled:
             return None
-        return self.get(connection_id)
+        return self.get(tenant_id, connection_id)
 
     # --- the release's pages ---------------------------------------------------------------
 
     def claim_release_page(
-        self, connection_id: str, generation: int, page: str, now: datetime, lease: timedelta
+        self,
+        tenant_id: str,
+        connection_id: str,
+        generation: int,
+        page: str,
+        *,
+        now: datetime,
+        lease: timedelta,
     ) -> PageClaim:
         """Claims the release's next page `page` of `generation` for `lease`. Not claimed: the
         page was released already or a newer release started (nothing to do), or a run holds it
@@ -269,7 +285,7 @@ class DynamoConnectionStates:
         until = update.name("release_lease_until")
         update.where(f"attribute_not_exists({until}) OR {until} < {update.value(format_ts(now))}")
         try:
-            self._table.update(keys.connection_state_key(connection_id), update)
+            self._table.update(keys.connection_state_key(tenant_id, connection_id), update)
         except ConditionFailed as failed:
             old = failed.old or {}
             held_until = old.get("release_lease_until")
@@ -278,12 +294,12 @@ class DynamoConnectionStates:
             return PageClaim(claimed=False)
         return PageClaim(claimed=True)
 
-    def advance_release(self, connection_id: str, page: str, following: str) -> None:
+    def advance_release(self, tenant_id: str, connection_id: str, page: str, following: str) -> None:
         """The page `page` is released: the release goes on with `following`."""
         update = Update().set(release_page=following).remove("release_lease_until")
         update.where(f"{update.name('release_page')} = {update.value(page)}")
         try:
-            self._table.update(keys.connection_state_key(connection_id), update)
+            self._table.update(keys.connection_state_key(tenant_id, connection_id), update)
         except ConditionFailed:
             return  # a newer release started meanwhile
 
@@ -293,7 +309,7 @@ class DynamoConnectionStates:
         """The pointer of a held message (idempotent: the same hold writes the same item)."""
         self._table.put(
             {
-                **keys.held_key(connection_id, record.message_id),
+                **keys.held_key(record.tenant_id, connection_id, record.message_id),
                 "item_type": "held",
                 "tenant_id": record.tenant_id,
                 "message_id": record.message_id,
@@ -304,10 +320,10 @@ class DynamoConnectionStates:
         )
 
     def held_page(
-        self, connection_id: str, limit: int, cursor: str | None
+        self, tenant_id: str, connection_id: str, limit: int, cursor: str | None
     ) -> tuple[list[HeldPointer], str | None]:
         """Up to `limit` pointers after `cursor` (a message id), oldest message first."""
-        partition = keys.held_partition(connection_id)
+        partition = keys.held_partition(tenant_id, connection_id)
         request: dict[str, Any] = {
             "KeyConditionExpression": "PK = :pk",
             "ExpressionAttributeValues": {":pk": {"S": partition}},
@@ -327,14 +343,14 @@ class DynamoConnectionStates:
         records = (record_from(item) for item in found.values())
         return {record.message_id: record for record in records}
 
-    def unhold(self, connection_id: str, message_id: str, seq: int | None = None) -> None:
+    def unhold(self, tenant_id: str, connection_id: str, message_id: str, seq: int | None = None) -> None:
         """Deletes the pointer (only the hold at `seq`, when given)."""
         try:
             if seq is None:
-                self._table.delete(keys.held_key(connection_id, message_id))
+                self._table.delete(keys.held_key(tenant_id, connection_id, message_id))
             else:
                 self._table.delete(
-                    keys.held_key(connection_id, message_id),
+                    keys.held_key(tenant_id, connection_id, message_id),
                     condition="seq = :seq",
                     values={":seq": seq},
                 )

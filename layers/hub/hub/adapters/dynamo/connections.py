@@ -1,6 +1,7 @@
 """Connections for the admin API (hub.admin.connections) and their resolution for the pipeline.
 
-One item per connection, ``CONNECTION#<id>`` / ``CONFIG``: `tenant_id`, `version`, `name`, the
+One item per connection, ``CONNECTION#<tenant>#<id>`` / ``CONFIG`` (ids are unique within a tenant
+only): `tenant_id`, `version`, `name`, the
 destination as `config_json` (the pipeline's own model), and GSI1 keys
 (``TENANT#<tenant>#CONNECTIONS`` / ``<connection_id>``), so a tenant's listing is one Query;
 GSI1 projects only message attributes, so one BatchGetItem reads the page's items. Writes are
@@ -51,7 +52,7 @@ def connection_item(connection: Connection, sealer: Sealer = _NO_KEYS) -> dict[s
         connection.sealed,
     )
     return {
-        **keys.connection_key(connection.connection_id),
+        **keys.connection_key(connection.tenant_id, connection.connection_id),
         **keys.connection_index_keys(connection.tenant_id, connection.connection_id),
         "item_type": "connection",
         "connection_id": connection.connection_id,
@@ -132,9 +133,8 @@ class DynamoConnections:
     def tenant_exists(self, tenant_id: str) -> bool:
         return self._table.get(keys.tenant_key(tenant_id)) is not None
 
-    def certificate_tenant(self, connection_id: str) -> str | None:
-        item = self._table.get(keys.certificate_key(connection_id))
-        return str(item["tenant_id"]) if item else None
+    def has_certificate(self, tenant_id: str, connection_id: str) -> bool:
+        return self._table.get(keys.certificate_key(tenant_id, connection_id)) is not None
 
     def create(self, connection: Connection) -> None:
         try:
@@ -144,15 +144,15 @@ class DynamoConnections:
                 "connection exists", details={"connection_id": connection.connection_id}
             ) from taken
 
-    def get(self, connection_id: str) -> Connection | None:
-        item = self._table.get(keys.connection_key(connection_id))
+    def get(self, tenant_id: str, connection_id: str) -> Connection | None:
+        item = self._table.get(keys.connection_key(tenant_id, connection_id))
         return connection_from(item) if item else None
 
     def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
         partition = keys.connection_partition(tenant_id)
 
         def belongs(key: dict[str, str]) -> bool:
-            return key["SK"] == CONFIG_SK and key["PK"] == keys.connection_key(key["GSI1SK"])["PK"]
+            return key["SK"] == CONFIG_SK and key["PK"] == keys.connection_key(tenant_id, key["GSI1SK"])["PK"]
 
         rows, next_cursor = index_page(self._table, partition, limit, cursor, belongs, newest_first=False)
         items = items_of(self._table, rows, CONFIG_SK)
@@ -171,22 +171,24 @@ class DynamoConnections:
         except ConditionFailed as lost:
             raise VersionConflict(_version_of(lost.old)) from lost
 
-    def delete(self, connection_id: str, expected_version: int) -> None:
+    def delete(self, tenant_id: str, connection_id: str, expected_version: int) -> None:
         """Deletes the connection and, in the same transaction, its status-callback credential
         (issue 12): a connection created later under the same id starts without one."""
         entries = [
             self._table.delete_entry(
-                keys.connection_key(connection_id),
+                keys.connection_key(tenant_id, connection_id),
                 condition="version = :expected",
                 values={":expected": expected_version},
             ),
-            self._table.delete_entry(keys.callback_credential_key(connection_id)),
+            self._table.delete_entry(keys.callback_credential_key(tenant_id, connection_id)),
         ]
         try:
             self._table.transact(entries)
         except TransactionCancelled as cancelled:
             if cancelled.reasons and cancelled.reasons[0][0] == "ConditionalCheckFailed":
-                current = cancelled.reasons[0][1] or self._table.get(keys.connection_key(connection_id))
+                current = cancelled.reasons[0][1] or self._table.get(
+                    keys.connection_key(tenant_id, connection_id)
+                )
                 raise VersionConflict(_version_of(current)) from cancelled
             raise StorageUnavailable(
                 "configuration storage is busy", details={"operation": "TransactWriteItems"}
@@ -210,11 +212,13 @@ class DynamoConnections:
                 return found
             request["ExclusiveStartKey"] = {name: {"S": str(value)} for name, value in last.items()}
 
-    def clear_connection_gone(self, integration_ids: Collection[str], connection_id: str) -> None:
+    def clear_connection_gone(
+        self, tenant_id: str, integration_ids: Collection[str], connection_id: str
+    ) -> None:
         for integration_id in integration_ids:
             update = Update().remove("connection_gone_at", "connection_gone_status")
             update.where(f"{update.name('connection_id')} = {update.value(connection_id)}")
             try:
-                self._table.update(keys.integration_key(integration_id), update)
+                self._table.update(keys.integration_key(tenant_id, integration_id), update)
             except ConditionFailed:
                 continue  # switched to another connection (or deleted) meanwhile

@@ -1,6 +1,6 @@
 """Integrations for the admin API (hub.admin.integrations).
 
-One item per integration, the one the pipeline reads: ``INTEGRATION#<id>`` / ``CONFIG`` with the
+One item per integration, the one the pipeline reads: ``INTEGRATION#<tenant>#<id>`` / ``CONFIG`` with the
 configuration in `config_json` (hub.adapters.dynamo.tenancy). Beside it: `version` (optimistic
 updates: every write is conditional on the version read), `connection_id`, and GSI1 keys
 (``TENANT#<tenant>#INTEGRATIONS`` / ``<integration_id>``), so a tenant's listing is one Query;
@@ -43,7 +43,8 @@ def updated_event(integration: Integration, version: int, at: datetime) -> Outbo
     """What a saved change of an integration announces (no configuration: subscribers read it
     through the admin API with their own token)."""
     return OutboxEvent(
-        id=f"{integration.integration_id}:{version}",
+        # Integration ids are unique within a tenant only: the event id names the tenant.
+        id=f"{integration.tenant_id}:{integration.integration_id}:{version}",
         type=EventType.INTEGRATION_UPDATED,
         tenant_id=integration.tenant_id,
         occurred_at=at,
@@ -85,12 +86,11 @@ class DynamoIntegrations:
         item = self._table.get(keys.tenant_key(tenant_id))
         return tenant_from(item) if item else None
 
-    def connection_tenant(self, connection_id: str) -> str | None:
-        item = self._table.get(keys.connection_key(connection_id))
-        return str(item["tenant_id"]) if item and item.get("tenant_id") else None
+    def connection_exists(self, tenant_id: str, connection_id: str) -> bool:
+        return self._table.get(keys.connection_key(tenant_id, connection_id)) is not None
 
-    def get(self, integration_id: str) -> StoredIntegration | None:
-        item = self._table.get(keys.integration_key(integration_id))
+    def get(self, tenant_id: str, integration_id: str) -> StoredIntegration | None:
+        item = self._table.get(keys.integration_key(tenant_id, integration_id))
         return stored_from(item) if item else None
 
     def create(self, integration: Integration) -> StoredIntegration:
@@ -118,7 +118,9 @@ class DynamoIntegrations:
         try:
             self._table.transact(
                 [
-                    self._table.update_entry(keys.integration_key(integration.integration_id), update),
+                    self._table.update_entry(
+                        keys.integration_key(integration.tenant_id, integration.integration_id), update
+                    ),
                     event_put(self._table, announced, announced.occurred_at),
                 ]
             )
@@ -133,6 +135,7 @@ class DynamoIntegrations:
 
     def delete(self, current: StoredIntegration) -> None:
         integration_id = current.integration.integration_id
+        key = keys.integration_key(current.integration.tenant_id, integration_id)
         update = Update()
         received = update.name("last_received_at")
         condition = _at_version(update, current.version) + (
@@ -141,7 +144,7 @@ class DynamoIntegrations:
             else f" AND attribute_not_exists({received})"
         )
         try:
-            self._table.delete(keys.integration_key(integration_id), condition, update.values, update.names)
+            self._table.delete(key, condition, update.values, update.names)
         except ConditionFailed as lost:
             if lost.old is not None and integration_version(lost.old) == current.version:
                 raise Conflict(
@@ -151,9 +154,14 @@ class DynamoIntegrations:
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
         partition = keys.integration_partition(tenant_id)
-        rows, next_cursor = index_page(
-            self._table, partition, limit, cursor, _one_of_the_integrations, newest_first=False
-        )
+
+        def belongs(key: dict[str, str]) -> bool:
+            """A cursor of this listing names one of this tenant's integration items."""
+            return (
+                key["SK"] == _CONFIG_SK and key["PK"] == keys.integration_key(tenant_id, key["GSI1SK"])["PK"]
+            )
+
+        rows, next_cursor = index_page(self._table, partition, limit, cursor, belongs, newest_first=False)
         page = [stored_from(item) for item in items_of(self._table, rows, _CONFIG_SK)]
         # An item changed to another tenant meanwhile is not this tenant's.
         return IntegrationPage(
@@ -188,7 +196,7 @@ class DynamoReceptions:
     def __init__(self, table_name: str) -> None:
         self._table = Table(table_name, "configuration storage", best_effort=True)
 
-    def mark_received(self, integration_id: str, at: datetime) -> None:
+    def mark_received(self, tenant_id: str, integration_id: str, at: datetime) -> None:
         update = Update().set(last_received_at=format_ts(at))
         field = update.name("last_received_at")
         # Never creates an item (a deleted integration stays deleted), never moves backwards.
@@ -197,7 +205,7 @@ class DynamoReceptions:
             f"(attribute_not_exists({field}) OR {field} < {update.value(format_ts(at))})"
         )
         try:
-            self._table.update(keys.integration_key(integration_id), update)
+            self._table.update(keys.integration_key(tenant_id, integration_id), update)
         except ConditionFailed:
             return
 
@@ -210,8 +218,3 @@ def _at_version(update: Update, expected: int) -> str:
     if expected == UNVERSIONED:
         condition += f" OR attribute_not_exists({version})"
     return condition + ")"
-
-
-def _one_of_the_integrations(key: dict[str, str]) -> bool:
-    """A cursor of an integration listing names an integration item, under its own id."""
-    return key["SK"] == _CONFIG_SK and key["PK"] == keys.integration_key(key["GSI1SK"])["PK"]

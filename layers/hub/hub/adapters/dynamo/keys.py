@@ -1,20 +1,26 @@
 """Every partition / sort key shape of the hub table, with its TTL and the use case that owns
 it. Nothing else in the code base spells a key.
 
+Connection, integration, subscription and client-certificate ids are chosen by the client and
+unique within a tenant only (issue 27, point 7): every key derived from one carries the tenant,
+``<tenant>#<id>``, so another tenant's same id is another item and nothing answers that an id
+exists elsewhere. Ids and tenant ids never hold ``#`` (their patterns refuse it), so no two
+shapes meet. Every read by id therefore names the tenant.
+
 - message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; no TTL
 - large payload: ``MSG#<message>`` / ``PAYLOAD`` - ingest; no TTL
-- idempotency-key claim: ``IDEM#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
-- fingerprint claim: ``FP#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
-- business key (+ entity lease): ``BK#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
-- API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<id>`` / ``CONFIG``,
-  connection ``CONNECTION#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
+- idempotency-key claim: ``IDEM#<tenant>#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
+- fingerprint claim: ``FP#<tenant>#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
+- business key (+ entity lease): ``BK#<tenant>#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
+- API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<tenant>#<id>`` /
+  ``CONFIG``, connection ``CONNECTION#<tenant>#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
   configuration (the worker flags a gone connection); integrations and connections keep their
   secrets sealed in a `sealed` attribute, not in `config_json` (hub.sealed_config)
-- dead-letter alert: ``ALERT#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
+- dead-letter alert: ``ALERT#<tenant>#<integration>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
   (hub.adapters.alert_claims); TTL
 - alarm alert: ``ALARM#<alarm name>#<YYYY-MM-DDTHH>`` / ``ALERT`` - alert notifier
   (hub.adapters.alert_claims); TTL
-- client certificate: ``CERT#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
+- client certificate: ``CERT#<tenant>#<connection>`` / ``CLIENT`` - admin API (upload), worker (mTLS),
   expiry check (GSI1) (hub.adapters.certificates); no TTL
 - admin token: ``ADMINTOKEN#<sha256(token)>`` / ``ADMINTOKEN`` (what authentication reads),
   and its id's pointer ``ADMINTOKENID#<token id>`` / ``ADMINTOKEN`` (the hash; written once with
@@ -24,20 +30,21 @@ it. Nothing else in the code base spells a key.
 - outbox event item (an event that is not a message's status, issue 12): ``EVENT#<event id>`` /
   ``EVENT`` - written in the same transaction as the change it announces, read only by the
   stream (hub.adapters.dynamo.outbox); TTL 1 day
-- webhook subscription (issue 12): ``SUBSCRIPTION#<subscription>`` / ``CONFIG`` - admin API,
+- webhook subscription (issue 12): ``SUBSCRIPTION#<tenant>#<subscription>`` / ``CONFIG`` - admin API,
   subscription sink, webhook sender (hub.adapters.dynamo.subscriptions); secrets sealed per
   secret (purpose `subscription-secret`); no TTL
-- failed webhook delivery: ``WHFAIL#<subscription>#<event id>`` / ``FAILED`` - webhook sender
+- failed webhook delivery: ``WHFAIL#<tenant>#<subscription>#<event id>`` / ``FAILED`` - webhook sender
   (written), admin API (listed, replayed); TTL 30 days
-- connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<connection>`` / ``STATE``
+- connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<tenant>#<connection>`` /
+  ``STATE``
   - worker (breaker), admin API (pause / resume) (hub.adapters.dynamo.connection_state); no TTL
-- held message pointer: ``HELD#<connection>`` / ``<message_id>`` - one per message waiting on a
+- held message pointer: ``HELD#<tenant>#<connection>`` / ``<message_id>`` - one per message waiting on a
   paused connection or an open breaker; the worker writes it, the release job pages through the
   partition and deletes it, a cancel deletes it (hub.adapters.dynamo.connection_state); no TTL
-- certificate expiry alert: ``CERTALERT#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
+- certificate expiry alert: ``CERTALERT#<tenant>#<connection>#<not_after>#<bucket>`` / ``ALERT`` - expiry
   check (hub.adapters.certificates); TTL
-- status-callback credential of a connection (issue 12, pattern 5): ``CONNECTION#<id>`` /
-  ``CALLBACK`` - the token's SHA-256 (and the previous one's during a rotation's grace); admin API
+- status-callback credential of a connection (issue 12, pattern 5): ``CONNECTION#<tenant>#<id>``
+  / ``CALLBACK`` - the token's SHA-256 (and the previous one's during a rotation's grace); admin API
   (mint, revoke; deleted with its connection), partner API (callbacks) (hub.adapters.dynamo.
   callbacks); no TTL
 - status callback as received: ``MSG#<message>`` / ``CALLBACK#<received_at>#<callback_id>`` -
@@ -62,7 +69,7 @@ integrations ``TENANT#<tenant>#INTEGRATIONS`` / ``<integration_id>`` (with a top
 ``connection_id`` attribute), so a connection's users are one Query of its tenant's integrations.
 Webhook subscriptions use GSI1 per tenant, ``TENANT#<tenant>#SUBSCRIPTIONS`` /
 ``<subscription_id>`` (the sink's lookup and the admin listing: one Query); failed webhook
-deliveries use GSI1 per subscription, ``SUBSCRIPTION#<subscription>#FAILED`` /
+deliveries use GSI1 per subscription, ``SUBSCRIPTION#<tenant>#<subscription>#FAILED`` /
 ``<failed_at>#<event id>``, so the listing is one Query newest first and "since T" a range.
 
 GSI2 (issue 13) indexes every message of a tenant by receipt: partition ``GSI2PK`` = the
@@ -101,16 +108,17 @@ def message_id_of(pk: str) -> str:
     return pk.removeprefix(MESSAGE_PREFIX)
 
 
-def idempotency_claim_key(integration_id: str, key_hash: str) -> Key:
-    return {"PK": f"IDEM#{integration_id}#{key_hash}", "SK": "CLAIM"}
+def idempotency_claim_key(tenant_id: str, integration_id: str, key_hash: str) -> Key:
+    return {"PK": f"IDEM#{tenant_id}#{integration_id}#{key_hash}", "SK": "CLAIM"}
 
 
-def fingerprint_claim_key(integration_id: str, fingerprint: str) -> Key:
-    return {"PK": f"FP#{integration_id}#{fingerprint}", "SK": "CLAIM"}
+def fingerprint_claim_key(tenant_id: str, integration_id: str, fingerprint: str) -> Key:
+    return {"PK": f"FP#{tenant_id}#{integration_id}#{fingerprint}", "SK": "CLAIM"}
 
 
 def business_key(entity: str) -> Key:
-    """`entity` is `<integration>#<message type>#<digest of the key values>`."""
+    """`entity` is `<tenant>#<integration>#<message type>#<digest of the key values>`
+    (hub.pipeline.rules.entity_key)."""
     return {"PK": f"BK#{entity}", "SK": "CURRENT"}
 
 
@@ -128,8 +136,9 @@ def api_key_index_keys(tenant_id: str, key_id: str) -> Key:
     return {"GSI1PK": api_key_partition(tenant_id), "GSI1SK": key_id}
 
 
-def integration_key(integration_id: str) -> Key:
-    return {"PK": f"INTEGRATION#{integration_id}", "SK": "CONFIG"}
+def integration_key(tenant_id: str, integration_id: str) -> Key:
+    """A tenant's integration: its id is unique within the tenant only."""
+    return {"PK": f"INTEGRATION#{tenant_id}#{integration_id}", "SK": "CONFIG"}
 
 
 def integration_partition(tenant_id: str) -> str:
@@ -142,9 +151,10 @@ def integration_index_keys(tenant_id: str, integration_id: str) -> Key:
     return {"GSI1PK": integration_partition(tenant_id), "GSI1SK": integration_id}
 
 
-def connection_key(connection_id: str) -> Key:
-    """A tenant's connection (issue 11): where and how an integration delivers."""
-    return {"PK": f"CONNECTION#{connection_id}", "SK": "CONFIG"}
+def connection_key(tenant_id: str, connection_id: str) -> Key:
+    """A tenant's connection (issue 11): where and how an integration delivers; its id is
+    unique within the tenant only."""
+    return {"PK": f"CONNECTION#{tenant_id}#{connection_id}", "SK": "CONFIG"}
 
 
 def connection_partition(tenant_id: str) -> str:
@@ -203,9 +213,9 @@ def received_index_keys(tenant_id: str) -> Key:
 ALERT_SK = "ALERT"
 
 
-def dead_letter_alert_key(integration_id: str, hour: str) -> Key:
+def dead_letter_alert_key(tenant_id: str, integration_id: str, hour: str) -> Key:
     """The dead letters of one integration in one UTC hour (``YYYY-MM-DDTHH``)."""
-    return {"PK": f"ALERT#{integration_id}#{hour}", "SK": ALERT_SK}
+    return {"PK": f"ALERT#{tenant_id}#{integration_id}#{hour}", "SK": ALERT_SK}
 
 
 def alarm_alert_key(alarm_name: str, hour: str) -> Key:
@@ -217,8 +227,8 @@ def alarm_alert_key(alarm_name: str, hour: str) -> Key:
 CERT_EXPIRY_PARTITION = "CERT#EXPIRY"
 
 
-def certificate_key(connection_id: str) -> Key:
-    return {"PK": f"CERT#{connection_id}", "SK": "CLIENT"}
+def certificate_key(tenant_id: str, connection_id: str) -> Key:
+    return {"PK": f"CERT#{tenant_id}#{connection_id}", "SK": "CLIENT"}
 
 
 def certificate_expiry_index_keys(not_after: str, tenant_id: str, connection_id: str) -> Key:
@@ -234,9 +244,9 @@ def certificate_expiry_of(gsi1sk: str) -> tuple[str, str, str]:
     return not_after, tenant_id, connection_id
 
 
-def cert_alert_key(connection_id: str, not_after: str, bucket: int) -> Key:
+def cert_alert_key(tenant_id: str, connection_id: str, not_after: str, bucket: int) -> Key:
     """One expiry alert of a certificate (`not_after` as in its GSI1SK) and alert bucket (days)."""
-    return {"PK": f"CERTALERT#{connection_id}#{not_after}#{bucket}", "SK": ALERT_SK}
+    return {"PK": f"CERTALERT#{tenant_id}#{connection_id}#{not_after}#{bucket}", "SK": ALERT_SK}
 
 
 ADMIN_TOKEN_SK = "ADMINTOKEN"  # noqa: S105 - a sort key, not a secret
@@ -273,9 +283,9 @@ def event_key(event_id: str) -> Key:
     return {"PK": f"EVENT#{event_id}", "SK": "EVENT"}
 
 
-def subscription_key(subscription_id: str) -> Key:
-    """An outbound webhook subscription (issue 12)."""
-    return {"PK": f"SUBSCRIPTION#{subscription_id}", "SK": "CONFIG"}
+def subscription_key(tenant_id: str, subscription_id: str) -> Key:
+    """An outbound webhook subscription (issue 12); its id is unique within the tenant only."""
+    return {"PK": f"SUBSCRIPTION#{tenant_id}#{subscription_id}", "SK": "CONFIG"}
 
 
 def subscription_partition(tenant_id: str) -> str:
@@ -290,28 +300,31 @@ def subscription_index_keys(tenant_id: str, subscription_id: str) -> Key:
 WEBHOOK_FAILURE_SK = "FAILED"
 
 
-def webhook_failure_key(subscription_id: str, event_id: str) -> Key:
+def webhook_failure_key(tenant_id: str, subscription_id: str, event_id: str) -> Key:
     """A webhook delivery given up on (one per subscription and event: a later failure of the
     same event replaces it)."""
-    return {"PK": f"WHFAIL#{subscription_id}#{event_id}", "SK": WEBHOOK_FAILURE_SK}
+    return {"PK": f"WHFAIL#{tenant_id}#{subscription_id}#{event_id}", "SK": WEBHOOK_FAILURE_SK}
 
 
-def webhook_failure_partition(subscription_id: str) -> str:
-    return f"SUBSCRIPTION#{subscription_id}#FAILED"
+def webhook_failure_partition(tenant_id: str, subscription_id: str) -> str:
+    return f"SUBSCRIPTION#{tenant_id}#{subscription_id}#FAILED"
 
 
-def webhook_failure_index_keys(subscription_id: str, failed_at: str, event_id: str) -> Key:
+def webhook_failure_index_keys(tenant_id: str, subscription_id: str, failed_at: str, event_id: str) -> Key:
     """GSI1: a subscription's failed deliveries by failure time (fixed-width UTC)."""
-    return {"GSI1PK": webhook_failure_partition(subscription_id), "GSI1SK": f"{failed_at}#{event_id}"}
+    return {
+        "GSI1PK": webhook_failure_partition(tenant_id, subscription_id),
+        "GSI1SK": f"{failed_at}#{event_id}",
+    }
 
 
 CALLBACK_SK = "CALLBACK"
 CALLBACK_RECORD_PREFIX = "CALLBACK#"
 
 
-def callback_credential_key(connection_id: str) -> Key:
+def callback_credential_key(tenant_id: str, connection_id: str) -> Key:
     """A connection's status-callback credential (beside its `CONFIG` item)."""
-    return {"PK": f"CONNECTION#{connection_id}", "SK": CALLBACK_SK}
+    return {"PK": connection_key(tenant_id, connection_id)["PK"], "SK": CALLBACK_SK}
 
 
 def callback_record_key(message_id: str, received_at: str, callback_id: str) -> Key:
@@ -323,16 +336,16 @@ def callback_record_key(message_id: str, received_at: str, callback_id: str) -> 
     }
 
 
-def connection_state_key(connection_id: str) -> Key:
+def connection_state_key(tenant_id: str, connection_id: str) -> Key:
     """A connection's pause and breaker state (apart from its configuration item, which an
     admin PUT replaces whole)."""
-    return {"PK": f"CONNSTATE#{connection_id}", "SK": "STATE"}
+    return {"PK": f"CONNSTATE#{tenant_id}#{connection_id}", "SK": "STATE"}
 
 
-def held_partition(connection_id: str) -> str:
-    return f"HELD#{connection_id}"
+def held_partition(tenant_id: str, connection_id: str) -> str:
+    return f"HELD#{tenant_id}#{connection_id}"
 
 
-def held_key(connection_id: str, message_id: str) -> Key:
+def held_key(tenant_id: str, connection_id: str, message_id: str) -> Key:
     """A message held on a connection (paused / breaker open); message ids sort by receipt."""
-    return {"PK": held_partition(connection_id), "SK": message_id}
+    return {"PK": held_partition(tenant_id, connection_id), "SK": message_id}

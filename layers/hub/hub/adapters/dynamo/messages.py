@@ -251,17 +251,22 @@ class DynamoMessageRepository:
     def lookup_for_ingest(
         self,
         key_hash: str | None,
+        tenant_id: str,
         integration_id: str,
         idempotency_key_hash: str | None,
         fingerprint: str,
+        *,
         now: datetime,
     ) -> IngestLookup:
         """The live claims (read only to find a winner after an ambiguous failure)."""
-        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(integration_id, fingerprint))]
+        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(tenant_id, integration_id, fingerprint))]
         if idempotency_key_hash is not None:
             wanted.insert(
                 0,
-                (DedupKind.IDEMPOTENCY_KEY, keys.idempotency_claim_key(integration_id, idempotency_key_hash)),
+                (
+                    DedupKind.IDEMPOTENCY_KEY,
+                    keys.idempotency_claim_key(tenant_id, integration_id, idempotency_key_hash),
+                ),
             )
         found = self._table.batch_get([key for _, key in wanted])
         claims = [
@@ -288,7 +293,9 @@ class DynamoMessageRepository:
                 (
                     DedupKind.IDEMPOTENCY_KEY,
                     {
-                        **keys.idempotency_claim_key(record.integration_id, new.idempotency_key_hash),
+                        **keys.idempotency_claim_key(
+                            record.tenant_id, record.integration_id, new.idempotency_key_hash
+                        ),
                         **base,
                         "expires_at": epoch(new.idempotency_expires_at),
                     },
@@ -298,7 +305,7 @@ class DynamoMessageRepository:
             (
                 DedupKind.FINGERPRINT,
                 {
-                    **keys.fingerprint_claim_key(record.integration_id, record.fingerprint),
+                    **keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint),
                     **base,
                     "expires_at": epoch(new.fingerprint_expires_at),
                 },

@@ -1,6 +1,7 @@
 """Outbound webhook subscriptions and their failed deliveries in the hub table (issue 12).
 
-One item per subscription, ``SUBSCRIPTION#<id>`` / ``CONFIG``, with GSI1 keys per tenant
+One item per subscription, ``SUBSCRIPTION#<tenant>#<id>`` / ``CONFIG`` (ids are unique within a
+tenant only), with GSI1 keys per tenant
 (``TENANT#<tenant>#SUBSCRIPTIONS`` / ``<id>``): the admin listing and the sink's lookup are one
 Query (GSI1 projects only message attributes, so one BatchGetItem reads the page's items).
 Each secret is sealed on its own (hub.sealing: a data key bound to {tenant_id,
@@ -8,8 +9,8 @@ owner "subscription:<id>", purpose "subscription-secret"}), so the admin API add
 rotation without opening the others; only the webhook sender opens them. Writes are conditional
 on `version`.
 
-A failed delivery is ``WHFAIL#<subscription>#<event id>`` / ``FAILED`` (30-day TTL) with GSI1
-keys ``SUBSCRIPTION#<subscription>#FAILED`` / ``<failed_at>#<event id>``: newest first in one
+A failed delivery is ``WHFAIL#<tenant>#<subscription>#<event id>`` / ``FAILED`` (30-day TTL) with
+GSI1 keys ``SUBSCRIPTION#<tenant>#<subscription>#FAILED`` / ``<failed_at>#<event id>``: newest first in one
 Query, "since T" a key range. Key shapes in hub.adapters.dynamo.keys.
 """
 
@@ -83,7 +84,7 @@ class DynamoSubscriptions:
 
     def item(self, subscription: Subscription) -> dict[str, Any]:
         return {
-            **keys.subscription_key(subscription.subscription_id),
+            **keys.subscription_key(subscription.tenant_id, subscription.subscription_id),
             **keys.subscription_index_keys(subscription.tenant_id, subscription.subscription_id),
             "item_type": "subscription",
             **subscription.settings(),
@@ -135,12 +136,12 @@ class DynamoSubscriptions:
     def tenant_exists(self, tenant_id: str) -> bool:
         return self._table.get(keys.tenant_key(tenant_id)) is not None
 
-    def get(self, subscription_id: str) -> Subscription | None:
-        item = self._table.get(keys.subscription_key(subscription_id))
+    def get(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        item = self._table.get(keys.subscription_key(tenant_id, subscription_id))
         return self.subscription(item) if item else None
 
-    def for_delivery(self, subscription_id: str) -> Subscription | None:
-        item = self._table.get(keys.subscription_key(subscription_id), consistent=False)
+    def for_delivery(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        item = self._table.get(keys.subscription_key(tenant_id, subscription_id), consistent=False)
         return self.subscription(item, opened=self._opens) if item else None
 
     def list_subscriptions(
@@ -149,7 +150,9 @@ class DynamoSubscriptions:
         partition = keys.subscription_partition(tenant_id)
 
         def belongs(key: dict[str, str]) -> bool:
-            return key["SK"] == CONFIG_SK and key["PK"] == keys.subscription_key(key["GSI1SK"])["PK"]
+            return (
+                key["SK"] == CONFIG_SK and key["PK"] == keys.subscription_key(tenant_id, key["GSI1SK"])["PK"]
+            )
 
         rows, next_cursor = index_page(self._table, partition, limit, cursor, belongs, newest_first=False)
         found = [self.subscription(i) for i in items_of(self._table, rows, CONFIG_SK)]
@@ -219,7 +222,9 @@ class DynamoSubscriptions:
         try:
             self._table.transact(
                 [
-                    self._table.update_entry(keys.subscription_key(subscription.subscription_id), update),
+                    self._table.update_entry(
+                        keys.subscription_key(subscription.tenant_id, subscription.subscription_id), update
+                    ),
                     event_put(self._table, event, now),
                 ]
             )
@@ -227,15 +232,15 @@ class DynamoSubscriptions:
             return False  # disabled or deleted already, or this event was written already
         return True
 
-    def delete(self, subscription_id: str, expected_version: int) -> None:
+    def delete(self, tenant_id: str, subscription_id: str, expected_version: int) -> None:
         try:
             self._table.delete(
-                keys.subscription_key(subscription_id),
+                keys.subscription_key(tenant_id, subscription_id),
                 condition="version = :expected",
                 values={":expected": expected_version},
             )
         except ConditionFailed as lost:
-            current = self._table.get(keys.subscription_key(subscription_id))
+            current = self._table.get(keys.subscription_key(tenant_id, subscription_id))
             raise VersionConflict(int(current["version"]) if current else None) from lost
 
 
@@ -249,8 +254,10 @@ class DynamoWebhookFailures:
     def _item(failure: FailedWebhook) -> dict[str, Any]:
         failed_at = format_ts(failure.failed_at)
         return {
-            **keys.webhook_failure_key(failure.subscription_id, failure.event.id),
-            **keys.webhook_failure_index_keys(failure.subscription_id, failed_at, failure.event.id),
+            **keys.webhook_failure_key(failure.tenant_id, failure.subscription_id, failure.event.id),
+            **keys.webhook_failure_index_keys(
+                failure.tenant_id, failure.subscription_id, failed_at, failure.event.id
+            ),
             "item_type": "webhook_failure",
             "subscription_id": failure.subscription_id,
             "tenant_id": failure.tenant_id,
@@ -282,39 +289,41 @@ class DynamoWebhookFailures:
     def record(self, failure: FailedWebhook) -> None:
         self._table.put(self._item(failure))
 
-    def get(self, subscription_id: str, event_id: str) -> FailedWebhook | None:
-        item = self._table.get(keys.webhook_failure_key(subscription_id, event_id))
+    def get(self, tenant_id: str, subscription_id: str, event_id: str) -> FailedWebhook | None:
+        item = self._table.get(keys.webhook_failure_key(tenant_id, subscription_id, event_id))
         return self._failure(item) if item else None
 
-    def clear(self, subscription_id: str, event_id: str) -> None:
-        self._table.delete(keys.webhook_failure_key(subscription_id, event_id))
+    def clear(self, tenant_id: str, subscription_id: str, event_id: str) -> None:
+        self._table.delete(keys.webhook_failure_key(tenant_id, subscription_id, event_id))
 
-    def mark_replayed(self, subscription_id: str, event_id: str, at: datetime) -> None:
+    def mark_replayed(self, tenant_id: str, subscription_id: str, event_id: str, at: datetime) -> None:
         update = Update().set(replayed_at=format_ts(at))
         update.where("attribute_exists(PK)")
         try:
-            self._table.update(keys.webhook_failure_key(subscription_id, event_id), update)
+            self._table.update(keys.webhook_failure_key(tenant_id, subscription_id, event_id), update)
         except ConditionFailed:
             return  # delivered (and cleared) meanwhile
 
-    def list_failures(self, subscription_id: str, limit: int, cursor: str | None) -> FailurePage:
-        partition = keys.webhook_failure_partition(subscription_id)
+    def list_failures(
+        self, tenant_id: str, subscription_id: str, limit: int, cursor: str | None
+    ) -> FailurePage:
+        partition = keys.webhook_failure_partition(tenant_id, subscription_id)
 
         def belongs(key: dict[str, str]) -> bool:
             _, _, event_id = key["GSI1SK"].partition("#")
-            own = keys.webhook_failure_key(subscription_id, event_id)
+            own = keys.webhook_failure_key(tenant_id, subscription_id, event_id)
             return key["SK"] == own["SK"] and key["PK"] == own["PK"]
 
         rows, next_cursor = index_page(self._table, partition, limit, cursor, belongs, newest_first=True)
         items = items_of(self._table, rows, keys.WEBHOOK_FAILURE_SK)
         return FailurePage([self._failure(i) for i in items], next_cursor)
 
-    def since(self, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]:
+    def since(self, tenant_id: str, subscription_id: str, since: datetime) -> Iterator[FailedWebhook]:
         request: dict[str, Any] = {
             "IndexName": "GSI1",
             "KeyConditionExpression": "GSI1PK = :pk AND GSI1SK >= :since",
             "ExpressionAttributeValues": {
-                ":pk": {"S": keys.webhook_failure_partition(subscription_id)},
+                ":pk": {"S": keys.webhook_failure_partition(tenant_id, subscription_id)},
                 ":since": {"S": format_ts(since)},
             },
             "Limit": _PAGE,

@@ -115,7 +115,7 @@ def integration_item(
         sealed or {},
     )
     return {
-        **keys.integration_key(integration.integration_id),
+        **keys.integration_key(integration.tenant_id, integration.integration_id),
         **keys.integration_index_keys(integration.tenant_id, integration.integration_id),
         "item_type": "integration",
         "tenant_id": integration.tenant_id,
@@ -179,15 +179,18 @@ class DynamoConfigRepository:
         item = self._table.get(keys.api_key_key(key_hash), consistent=False)
         return api_key_from(item) if item else None
 
-    def get_integration(self, integration_id: str) -> Integration | None:
-        """The integration with its connection resolved into `destination` (one more read when
-        it names a connection; CachedConfig keeps the resolved integration)."""
-        item = self._table.get(keys.integration_key(integration_id), consistent=False)
+    def get_integration(self, tenant_id: str, integration_id: str) -> Integration | None:
+        """The tenant's integration with its connection (the same tenant's) resolved into
+        `destination` (one more read when it names a connection; CachedConfig keeps the resolved
+        integration)."""
+        item = self._table.get(keys.integration_key(tenant_id, integration_id), consistent=False)
         if not item:
             return None
         integration = integration_from(item, self._sealer)
         if integration.destination is None and integration.connection_id:
-            connection = self._table.get(keys.connection_key(integration.connection_id), consistent=False)
+            connection = self._table.get(
+                keys.connection_key(integration.tenant_id, integration.connection_id), consistent=False
+            )
             return with_connection(integration, connection, self._sealer)
         return integration
 
@@ -204,7 +207,7 @@ class DynamoConfigRepository:
         the same id (tests, the local stack's demo data). Its secrets are sealed when this
         repository has a key, kept in clear otherwise (as an item written by hand)."""
         # Stand-ins (an integration read here and written back) keep the stored seals.
-        current = self._table.get(keys.integration_key(integration.integration_id))
+        current = self._table.get(keys.integration_key(integration.tenant_id, integration.integration_id))
         sealed = blobs_from(current) if current else {}
         self._table.put(integration_item(integration, UNVERSIONED, self._sealer, sealed))
 
@@ -213,7 +216,7 @@ class DynamoConfigRepository:
         still exists); put_integration replaces the item, so saving the connection clears it.
         The first flag writes `connection.gone` in the same transaction; a later 410 while
         still gone only moves the time."""
-        key = keys.integration_key(integration.integration_id)
+        key = keys.integration_key(integration.tenant_id, integration.integration_id)
         status = dest_status or "410"
         first = Update().set(connection_gone_at=format_ts(now), connection_gone_status=status)
         first.where(f"attribute_exists({first.name('PK')})")

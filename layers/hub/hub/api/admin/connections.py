@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from hub.admin.access import Role, TenantFrom, by_use_case, requires, tenant
+from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.admin.connections import CertificateRequired, ConnectionExists, ConnectionInUse, ConnectionSpec
 from hub.api.admin.common import (
     ADMIN,
@@ -275,12 +275,12 @@ def revoke_callback_token(tenant_id: str, connection_id: str) -> Response:
         description="Operator role. Pausing a paused connection changes nothing.",
     ),
 )
-@documented(path=ConnectionPath)
-@requires(by_use_case(Role.OPERATOR, what="connection"))
+@documented(query=TenantQuery, path=ConnectionPath)
+@requires(tenant(Role.OPERATOR, tenant_from=TenantFrom.QUERY, what="connection"))
 def pause_connection(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
-    # The connection's tenant is known from its item: the use case reads it, then requires.
-    return json_response(200, connection_control().pause(_principal(), path.connection_id))
+    query = parse_query(router.current_event, TenantQuery)
+    return json_response(200, connection_control().pause(_principal(), query.tenant_id, path.connection_id))
 
 
 @router.post(
@@ -293,11 +293,12 @@ def pause_connection(connection_id: str) -> Response:
         description="Operator role. Resuming a running connection changes nothing.",
     ),
 )
-@documented(path=ConnectionPath)
-@requires(by_use_case(Role.OPERATOR, what="connection"))
+@documented(query=TenantQuery, path=ConnectionPath)
+@requires(tenant(Role.OPERATOR, tenant_from=TenantFrom.QUERY, what="connection"))
 def resume_connection(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
-    return json_response(200, connection_control().resume(_principal(), path.connection_id))
+    query = parse_query(router.current_event, TenantQuery)
+    return json_response(200, connection_control().resume(_principal(), query.tenant_id, path.connection_id))
 
 
 @router.get(
@@ -309,8 +310,9 @@ def resume_connection(connection_id: str) -> Response:
         tags=["connections"],
     ),
 )
-@documented(path=ConnectionPath)
-@requires(by_use_case(Role.VIEWER, what="connection"))
+@documented(query=TenantQuery, path=ConnectionPath)
+@requires(tenant(Role.VIEWER, tenant_from=TenantFrom.QUERY, what="connection"))
 def connection_state(connection_id: str) -> Response:
     path = validated(ConnectionPath, {"connection_id": connection_id}, "path")
-    return json_response(200, connection_control().state(_principal(), path.connection_id))
+    query = parse_query(router.current_event, TenantQuery)
+    return json_response(200, connection_control().state(_principal(), query.tenant_id, path.connection_id))

@@ -11,7 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hub.admin.access import Role, TenantFrom, by_use_case, platform, requires, tenant
 from hub.admin.operations import DeliveryInProgress, ExecutionInFlight, NotCancellable, QueueTab
-from hub.api.admin.common import ADMIN, BODY, MESSAGE, Id, IntegrationPath, KeyListQuery, ReprocessRequest
+from hub.api.admin.common import (
+    ADMIN,
+    BODY,
+    MESSAGE,
+    Id,
+    IntegrationPath,
+    KeyListQuery,
+    ReprocessRequest,
+    TenantQuery,
+)
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
@@ -108,17 +117,20 @@ def message_view(message_id: str) -> Response:
 @router.get(
     "/api/admin/integrations/<integration_id>",
     **answers(
-        "An integration's operational view",
+        "An integration's operational view (of the `tenant_id` query's tenant)",
         ok={200: OBJECT},
         errors=(*ADMIN, *MESSAGE),
         tags=["messages"],
     ),
 )
-@documented(path=IntegrationPath)
-@requires(by_use_case(Role.VIEWER, what="integration"))
+@documented(query=TenantQuery, path=IntegrationPath)
+@requires(tenant(Role.VIEWER, tenant_from=TenantFrom.QUERY, what="integration"))
 def integration_view(integration_id: str) -> Response:
     checked = validated(IntegrationPath, {"integration_id": integration_id}, "path")
-    return json_response(200, operations().integration_view(checked.integration_id, _principal()))
+    query = parse_query(router.current_event, TenantQuery)
+    return json_response(
+        200, operations().integration_view(query.tenant_id, checked.integration_id, _principal())
+    )
 
 
 @router.get(
