@@ -748,11 +748,13 @@ def _stack(config: SoakConfig) -> Iterator[LocalStack]:
             env_overrides=dict.fromkeys(function_names(), cooldown),
         ) as stack,
     ):
-        # The operator's knob: a crashed batch comes back after this, not after 21 minutes.
-        stack.client("sqs").set_queue_attributes(
-            QueueUrl=stack.resources["PipelineQueue"],
-            Attributes={"VisibilityTimeout": str(config.visibility_s)},
-        )
+        # The operator's knob: a crashed batch comes back after this, not after 21 minutes. Set
+        # while the worker's poller holds its receives (a long poll under way read the old one).
+        with stack.sqs_poller("PipelineWorkerFunction").paused():
+            stack.client("sqs").set_queue_attributes(
+                QueueUrl=stack.resources["PipelineQueue"],
+                Attributes={"VisibilityTimeout": str(config.visibility_s)},
+            )
         yield stack
 
 

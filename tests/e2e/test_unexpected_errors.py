@@ -45,10 +45,15 @@ def local_stack() -> Iterator[LocalStack]:
     with local_stack_on_free_ports(
         stack_name="hub-e2e-internal", parameter_overrides=overrides, env_overrides=no_cache
     ) as stack:
-        stack.client("sqs").set_queue_attributes(
-            QueueUrl=stack.resources["PipelineQueue"],
-            Attributes={"VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS)},
-        )
+        # A receive reads the queue's visibility timeout when it starts, and the worker's pollers
+        # long-poll from the moment the stack is up: change it while they hold their receives,
+        # once the long polls under way have ended, or a message that arrives within one long
+        # poll is hidden for the template's 21 minutes.
+        with stack.sqs_poller("PipelineWorkerFunction").paused():
+            stack.client("sqs").set_queue_attributes(
+                QueueUrl=stack.resources["PipelineQueue"],
+                Attributes={"VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS)},
+            )
         seed(stack)
         yield stack
 

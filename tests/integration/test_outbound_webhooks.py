@@ -503,7 +503,8 @@ def test_a_subscription_id_is_unique_within_its_tenant_only(
     changed = api(
         "PUT",
         subscriptions(OTHER, "sub_same"),
-        body={"url": "https://hooks.example.com/t2", "event_types": ["*"]},
+        # Another host: the signing secret is bound to the receiver, so the move rotates it.
+        body={"url": "https://hooks.example.com/t2", "event_types": ["*"], "rotate_secret": True},
     )
     assert (changed.status, changed.body["version"]) == (200, 2)
     assert api("GET", subscriptions(TENANT, "sub_same")).body["url"] == receiver.url
