@@ -208,6 +208,22 @@ class TestSoapWithTheClientCertificate:
         assert "client_certificate" not in moved.body
         assert PFX_PASSWORD.decode() not in json.dumps(moved.body)
 
+    def test_a_connection_deleted_and_created_again_elsewhere_needs_the_certificate_again(
+        self, api, sefaz, attacker, pki
+    ):
+        assert api("DELETE", path("t1", "sefaz-sp")).status == 204
+        assert (
+            api("GET", "/api/admin/connections/sefaz-sp/certificate", query={"tenant_id": "t1"}).status == 404
+        )
+
+        again = api("POST", path(), body={**sefaz, "url": elsewhere(attacker, "/ws")})
+
+        assert (again.status, again.code) == (422, "certificate_required"), again.body
+        api("POST", path("t1", "sefaz-sp", "test"))
+        assert attacker.requests == []
+        upload(api, pki, "sefaz-sp")
+        assert api("POST", path(), body={**sefaz, "url": elsewhere(attacker, "/ws")}).status == 201
+
     def test_another_path_on_the_same_endpoint_keeps_the_certificate(self, api, sefaz, mtls_server):
         changed = api("PUT", path("t1", "sefaz-sp"), body={**sefaz, "url": mtls_server.url + "/v2"})
 

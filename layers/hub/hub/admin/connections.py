@@ -343,8 +343,9 @@ class ConnectionAdmin:
 
     def delete(self, principal: Principal, tenant_id: str, connection_id: str, if_match: int | None) -> None:
         """Deletes an unused connection; ConnectionInUse (409) while an integration names it.
-        The client certificate uploaded under its id stays (this tenant's, for a new connection
-        of the same id)."""
+        Its client certificate and callback credential go with it: a connection created again
+        under the same id needs the certificate uploaded again (it was bound to the old one's
+        destination)."""
         stored = self._stored(tenant_id, connection_id)
         self._check_version(stored, if_match)
         using = self._store.integrations_using(tenant_id, connection_id)

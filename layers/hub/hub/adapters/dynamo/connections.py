@@ -173,7 +173,8 @@ class DynamoConnections:
 
     def delete(self, tenant_id: str, connection_id: str, expected_version: int) -> None:
         """Deletes the connection and, in the same transaction, its status-callback credential
-        (issue 12): a connection created later under the same id starts without one."""
+        (issue 12) and its client certificate (issue 27: credentials are bound to where they go):
+        a connection created later under the same id starts without either, wherever it points."""
         entries = [
             self._table.delete_entry(
                 keys.connection_key(tenant_id, connection_id),
@@ -181,6 +182,7 @@ class DynamoConnections:
                 values={":expected": expected_version},
             ),
             self._table.delete_entry(keys.callback_credential_key(tenant_id, connection_id)),
+            self._table.delete_entry(keys.certificate_key(tenant_id, connection_id)),
         ]
         try:
             self._table.transact(entries)
