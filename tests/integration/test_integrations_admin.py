@@ -303,6 +303,43 @@ class TestUpdate:
 
 
 class TestSecrets:
+    def test_an_embedded_destination_moved_elsewhere_needs_its_secret_again(self, stack, tenants, admin):
+        bearer = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}
+        assert admin("POST", url(), body=body(destination=bearer)).status == 201
+        elsewhere = {"url": "https://collector.example.net/", "auth": {"kind": "bearer"}}
+
+        moved = admin("PUT", url(integration="int_po"), body=body(destination=elsewhere))
+        path_only = admin(
+            "PUT",
+            url(integration="int_po"),
+            body=body(destination={**elsewhere, "url": "https://erp.example/v2/orders"}),
+        )
+        resent = admin(
+            "PUT",
+            url(integration="int_po"),
+            body=body(destination={**elsewhere, "auth": {"kind": "bearer", "token": "new-token"}}),
+        )
+
+        assert (moved.status, moved.body["error"]["code"]) == (400, "secret_required"), moved.body
+        assert moved.body["error"]["details"][0]["field"] == "destination.auth.token"
+        assert (path_only.status, resent.status) == (200, 200)
+        stored = opening_config(stack).get_integration("t1", "int_po")
+        assert stored is not None
+        assert stored.destination is not None
+        assert (stored.destination.url, stored.destination.auth.token) == (
+            "https://collector.example.net/",
+            "new-token",
+        )
+
+    def test_an_embedded_destination_cannot_name_a_client_certificate(self, stack, tenants, admin):
+        mtls = {"url": "https://any.example.net/", "client_certificate_id": "sefaz-sp"}
+
+        refused = admin("POST", url(), body=body(destination=mtls))
+
+        assert (refused.status, refused.body["error"]["code"]) == (400, "validation_error"), refused.body
+        assert refused.body["error"]["details"][0]["field"] == "destination.client_certificate_id"
+        assert opening_config(stack).get_integration("t1", "int_po") is None
+
     def test_webhook_and_destination_secrets_are_never_answered_and_a_save_without_them_keeps_them(
         self, stack, tenants, admin
     ):

@@ -146,3 +146,19 @@ def test_moved_lists_every_field_that_changed_origin():
     before = dest(auth=auth)
     after = dest("https://b.example.com/", auth={**auth, "token_url": "https://c.example.com/t"})
     assert moved(before, after) == ["url", "auth.token_url"]
+
+
+CA_A = "-----BEGIN CERTIFICATE-----\nMIIBowner\n-----END CERTIFICATE-----\n"
+CA_B = "-----BEGIN CERTIFICATE-----\nMIIBattacker\n-----END CERTIFICATE-----\n"
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, CA_B), (CA_A, CA_B), (CA_A, None)])
+def test_new_pinned_roots_count_as_a_move(before, after):
+    # Roots the attacker holds let whoever is on the path answer for the same host.
+    bearer = {"kind": "bearer", "token": "t"}
+    was = dest(auth=bearer, trusted_ca_pem=before)
+    now = dest(auth=bearer, trusted_ca_pem=after)
+
+    assert moved(was, now) == ["trusted_ca_pem"]
+    assert credentials_to_resend(was, now, sent=set()) == (["trusted_ca_pem"], ["auth.token"])
+    assert credentials_to_resend(was, dest(auth=bearer, trusted_ca_pem=before), sent=set()) == ([], [])

@@ -88,6 +88,44 @@ def test_oauth2_token_is_fetched_once_and_refreshed_after_a_401(destination):
     assert b"grant_type=client_credentials" in token_server.requests[0].body
 
 
+def test_a_cached_token_is_only_handed_to_the_credentials_that_fetched_it(destination):
+    """The token endpoint, client id and scope are shown in admin views: a second connection
+    naming them with another secret must fetch (and be refused) its own, never reuse the cache."""
+    token_server = HttpDestination()
+    with token_server:
+        token_server.script(
+            Answer(200, json.dumps({"access_token": "the-real-token", "expires_in": 3600})),
+            Answer(401, '{"error": "invalid_client"}'),
+        )
+        shown = {"token_url": token_server.url, "client_id": "hub", "scope": "orders"}
+        real = HttpAuth(kind=AuthKind.OAUTH2_CLIENT_CREDENTIALS, client_secret="cs-real", **shown)
+        guessed = HttpAuth(kind=AuthKind.OAUTH2_CLIENT_CREDENTIALS, client_secret="x", **shown)
+        http = connector()
+        destination.script(Answer(200), Answer(200))
+
+        http.deliver(Destination(url=destination.url, auth=real), REQUEST)
+        with pytest.raises(DeliveryFailed) as refused:
+            http.deliver(Destination(url=destination.url, auth=guessed), REQUEST)
+
+    assert refused.value.error_class is ErrorClass.HTTP_401
+    assert [r.headers["authorization"] for r in destination.requests] == ["Bearer the-real-token"]
+    assert len(token_server.requests) == 2
+
+
+def test_a_cookie_one_destination_sets_never_travels_with_a_later_delivery(destination):
+    """One client serves every tenant's deliveries: it keeps no cookie jar."""
+    http = connector()
+    destination.script(
+        Answer(200, headers={"Set-Cookie": "sid=tenant-a-session; Path=/"}),
+        Answer(200),
+    )
+
+    http.deliver(Destination(url=destination.url), REQUEST)
+    http.deliver(Destination(url=destination.url + "/other-tenant"), REQUEST)
+
+    assert [r.headers.get("cookie") for r in destination.requests] == [None, None]
+
+
 def test_credentials_echoed_by_the_destination_are_scrubbed(destination):
     destination.script(Answer(400, '{"error": "bad token tok-SECRET"}'))
     with pytest.raises(DeliveryFailed) as failed:

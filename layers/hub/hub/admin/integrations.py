@@ -33,6 +33,7 @@ from hub.admin.audit import Audit
 from hub.api.http import validated
 from hub.domain import idempotency
 from hub.domain.clock import utcnow
+from hub.domain.destination_binding import AUTH_SECRET, CLIENT_CERTIFICATE, credentials_to_resend
 from hub.domain.ids import new_id
 from hub.domain.redaction import CREDENTIAL_FIELDS, MASK, redact_credentials
 from hub.domain.tenancy import Integration, MessageTypeConfig, Tenant
@@ -41,6 +42,7 @@ from hub.errors import (
     HubError,
     NotFound,
     PreconditionFailed,
+    SecretRequired,
     UnknownMessageType,
     ValidationFailed,
 )
@@ -128,6 +130,58 @@ def keep_secrets(incoming: Any, stored: Any) -> Any:
         elif key in incoming:
             merged[key] = keep_secrets(new, old)
     return merged
+
+
+def _destination_secrets_sent(destination: Any) -> set[str]:
+    """The auth secrets an embedded `destination` in the request carries itself (a secret left
+    out, null or masked is kept from the stored one, so it is not "sent")."""
+    auth = destination.get("auth") if isinstance(destination, dict) else None
+    if not isinstance(auth, dict):
+        return set()
+    return {f"auth.{name}" for name in AUTH_SECRET.values() if auth.get(name) not in (None, MASK)}
+
+
+def _check_embedded_destination(stored: Integration | None, saved: Integration, sent: set[str]) -> None:
+    """The rules connections follow (issue 27), for a destination embedded in an integration
+    (written before connections were their own items): a client certificate is presented only
+    through a connection (`connection_id`), so an embedded destination may not name one it did
+    not already; and a save moving a kept secret to another origin must send it again."""
+    destination = saved.destination
+    if destination is None:
+        return
+    before = stored.destination if stored is not None else None
+    named = destination.client_certificate_id
+    if named is not None and (before is None or before.client_certificate_id != named):
+        raise ValidationFailed(
+            "request body failed validation",
+            details=[
+                {
+                    "field": "destination.client_certificate_id",
+                    "problem": "a client certificate is presented through a connection: set connection_id",
+                }
+            ],
+        )
+    if before is None:
+        return
+    fields, missing = credentials_to_resend(before, destination, sent=sent)
+    if missing:
+        raise SecretRequired(
+            f"{', '.join(f'destination.{f}' for f in fields)} changes where the integration's "
+            "credentials go: send them again in the same request",
+            details=[
+                {
+                    "field": f"destination.{name}",
+                    "problem": "secret_required",
+                    "message": (
+                        "a client certificate moves with a connection only (set connection_id)"
+                        if name == CLIENT_CERTIFICATE
+                        else "send the secret again (it is kept only while the destination stays)"
+                    ),
+                    "moved": [f"destination.{f}" for f in fields],
+                }
+                for name in missing
+            ],
+        )
 
 
 def _masked(value: Any) -> bool:
@@ -360,11 +414,13 @@ class IntegrationAdmin:
             )
         if data.get("mode") is None:
             data["mode"] = tenant.default_mode.value
+        sent = _destination_secrets_sent(data.get("destination"))
         if stored is not None:
             data = keep_secrets(data, stored.model_dump(mode="json"))
         data.update(tenant_id=tenant.tenant_id, integration_id=integration_id)
         checked = validated(IntegrationBody, data, "request body")
         integration = Integration.model_validate_json(checked.model_dump_json())
+        _check_embedded_destination(stored, integration, sent)
         connection_id = integration.connection_id
         if connection_id is not None and not self._store.connection_exists(tenant.tenant_id, connection_id):
             raise UnknownConnection(

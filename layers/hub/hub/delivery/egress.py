@@ -23,6 +23,7 @@ check is the one that matters.
 
 from __future__ import annotations
 
+import http.cookiejar
 import ipaddress
 import os
 import socket
@@ -292,6 +293,9 @@ class EgressPolicy:
             trust_env=False,
             follow_redirects=False,
             event_hooks={"request": [checked]},
+            # One client serves every tenant's deliveries: a cookie one destination sets must
+            # never travel with another's request (nor with the next message).
+            cookies=_no_cookies(),
             **options,
         )
 
@@ -299,6 +303,16 @@ class EgressPolicy:
         """A requests session (zeep's transport) that connects through this policy, with
         `ssl_context` for https, never follows redirects and ignores environment variables."""
         return _checked_requests_session(self, ssl_context)
+
+
+def _refuse_every_cookie() -> http.cookiejar.DefaultCookiePolicy:
+    """No domain may set or read a cookie."""
+    return http.cookiejar.DefaultCookiePolicy(allowed_domains=[])
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A cookie jar that stores nothing."""
+    return http.cookiejar.CookieJar(policy=_refuse_every_cookie())
 
 
 def _literal_address(host: str) -> str | None:
@@ -423,6 +437,7 @@ def _checked_requests_session(policy: EgressPolicy, ssl_context: ssl.SSLContext 
 
     session = NoRedirectSession()
     session.trust_env = False  # REQUESTS_CA_BUNDLE and proxy variables must not change trust
+    session.cookies.set_policy(_refuse_every_cookie())  # shared across tenants: keep no cookie
     adapter = CheckedAdapter()
     session.mount("http://", adapter)
     session.mount("https://", adapter)

@@ -4,6 +4,7 @@ library error translated into a `DeliveryFailed` with its class."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import ssl
 import threading
 import time
@@ -87,16 +88,24 @@ def _transport_failure(exc: httpx.TransportError, duration_ms: int) -> DeliveryF
     )
 
 
+def _token_key(auth: HttpAuth) -> tuple[str, str, str, str]:
+    """A cached token is found only with the credentials that fetched it: the endpoint, client
+    id and scope are shown in admin views, so without the secret's digest a second connection
+    (any tenant's) naming the same three with any secret would be handed the token."""
+    digest = hashlib.sha256((auth.client_secret or "").encode()).hexdigest()
+    return (auth.token_url or "", auth.client_id or "", auth.scope or "", digest)
+
+
 class TokenCache:
     """OAuth2 client-credentials tokens, reused until shortly before they expire."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._tokens: dict[tuple[str, str, str], tuple[str, float]] = {}
+        self._tokens: dict[tuple[str, str, str, str], tuple[str, float]] = {}
         self._lock = threading.Lock()
         self._clock = clock
 
     def token(self, auth: HttpAuth, http: httpx.Client) -> str:
-        key = (auth.token_url or "", auth.client_id or "", auth.scope or "")
+        key = _token_key(auth)
         with self._lock:
             cached = self._tokens.get(key)
             if cached and cached[1] > self._clock():
@@ -133,7 +142,7 @@ class TokenCache:
     def forget(self, auth: HttpAuth) -> None:
         """Drops the cached token (after a 401: the next attempt fetches a new one)."""
         with self._lock:
-            self._tokens.pop((auth.token_url or "", auth.client_id or "", auth.scope or ""), None)
+            self._tokens.pop(_token_key(auth), None)
 
 
 class HttpConnector:

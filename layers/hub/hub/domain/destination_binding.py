@@ -70,9 +70,14 @@ def endpoints(destination: Destination) -> dict[str, Origin | None]:
 
 def moved(before: Destination, after: Destination) -> list[str]:
     """The fields (of `url`, `auth.token_url`, `soap.wsdl`) whose origin differs between the
-    stored destination and the saved one; empty when every credential stays where it went."""
+    stored destination and the saved one, and `trusted_ca_pem` when the pinned roots change
+    (new roots let whoever holds them answer for the same host, credentials and all); empty when
+    every credential stays where it went."""
     was, now = endpoints(before), endpoints(after)
-    return [field for field in now if was[field] != now[field]]
+    fields = [field for field in now if was[field] != now[field]]
+    if before.trusted_ca_pem != after.trusted_ca_pem:
+        fields.append("trusted_ca_pem")
+    return fields
 
 
 def credentials_to_resend(

@@ -17,7 +17,7 @@ from hub.api.openapi import OBJECT, answers, documented
 from hub.api.views import IfMatch
 from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import MessageTypeConfig
-from hub.errors import UnknownMessageType, ValidationFailed
+from hub.errors import SecretRequired, UnknownMessageType, ValidationFailed
 from hub.mapping import MappingTooLarge
 from hub.wiring import integration_admin, integration_cards
 
@@ -116,7 +116,7 @@ def get_integration(tenant_id: str, integration_id: str) -> Response:
     **answers(
         "Replace an integration (If-Match: its ETag)",
         ok={200: OBJECT},
-        errors=(*ADMIN, *BODY, *VERSIONED, UnknownConnection),
+        errors=(*ADMIN, *BODY, *VERSIONED, UnknownConnection, SecretRequired),
         tags=["integrations"],
         headers={200: ETAG},
     ),
