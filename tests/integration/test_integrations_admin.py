@@ -302,6 +302,19 @@ class TestUpdate:
         assert "connection_gone_at" not in raw_item(stack, "int_po")
 
 
+def test_the_operators_view_shows_their_own_save_at_once(stack, tenants, admin):
+    """Issue 28, point 7: the admin API reads what is stored now, not the 30 s configuration
+    cache the partner API and the worker keep."""
+    assert admin("POST", url(), body=body()).status == 201
+    view = "/api/admin/integrations/int_po"
+    assert admin("GET", view, query={"tenant_id": "t1"}).body["name"] == "Purchase orders"
+
+    saved = admin("PUT", url(integration="int_po"), body=body(name="Renamed"))
+
+    assert saved.status == 200
+    assert admin("GET", view, query={"tenant_id": "t1"}).body["name"] == "Renamed"
+
+
 class TestSecrets:
     def test_an_embedded_destination_moved_elsewhere_needs_its_secret_again(self, stack, tenants, admin):
         bearer = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}

@@ -436,6 +436,28 @@ def test_410_gone_disables_the_subscription_and_emits_subscription_disabled(
     assert api("POST", f"{path}/enable", role="operator").body["enabled"] is True
 
 
+def test_a_replay_right_after_enabling_again_is_delivered_not_refused_by_a_warm_cache(
+    api: Any, lane: Lane, receiver: HttpDestination
+) -> None:
+    """Issue 28, point 7: the warm sender remembered the subscription as disabled (its 30 s
+    cache); the operator enabled it and replayed at once. Each event reaches the subscriber once."""
+    created = subscribe(api, receiver.url)
+    path = subscriptions(TENANT, created["subscription_id"])
+    receiver.script(Answer(status=410), Answer(200), Answer(200))
+    wiring.subscription_sink().publish([event(version=2), event(version=3)])
+    lane.deliver()  # 410: disabled; the second job read the (now cached) disabled subscription
+    assert api("GET", path).body["enabled"] is False
+
+    assert api("POST", f"{path}/enable", role="operator").body["enabled"] is True
+    replayed = api("POST", f"{path}/failed-deliveries/replay", body={"since": "2020-01-01T00:00:00Z"})
+    assert replayed.status == 202, replayed.body
+    lane.deliver()
+
+    delivered = [json.loads(r.body)["data"]["version"] for r in receiver.requests[1:]]
+    assert sorted(delivered) == [2, 3]
+    assert api("GET", f"{path}/failed-deliveries").body["items"] == []
+
+
 # --- configuration through the admin API ------------------------------------------------------
 
 

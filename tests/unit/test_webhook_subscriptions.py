@@ -26,6 +26,7 @@ from hub.outbox.subscriptions import (
 )
 from hub.outbox.webhooks import (
     SUBSCRIPTION_DISABLED,
+    CachedSubscriptions,
     FailedWebhook,
     FailurePage,
     Outcome,
@@ -242,6 +243,9 @@ class Source:
     def for_delivery(self, tenant_id: str, subscription_id: str) -> Subscription | None:
         return self.subscription
 
+    def current(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        return self.subscription
+
     def disable(self, subscription: Subscription, reason: str, event: OutboxEvent, now: datetime) -> bool:
         self.disabled.append(event)
         return True
@@ -322,6 +326,31 @@ def test_a_retryable_failure_is_scheduled_with_the_same_event_and_the_next_attem
     assert at == NOW + timedelta(seconds=5)
     assert name == schedule_name(following)
     assert failures.recorded == []
+
+
+def test_a_warm_senders_remembered_disabled_subscription_is_read_again_before_refusing() -> None:
+    """Issue 28, point 7: an operator enabled the subscription and replayed at once, while this
+    sender still remembered it as disabled (its configuration cache): what is stored decides."""
+    source = Source(subscription(enabled=False, disabled_reason="410 Gone"))
+    cached = CachedSubscriptions(source, ttl_seconds=30, clock=lambda: 0.0)
+    assert cached.for_delivery("t1", "sub_1") is not None  # remembered: disabled
+    source.subscription = subscription()  # enabled by the operator, in another process
+    poster, failures = Poster(200), Failures()
+    run = WebhookSender(cached, poster, Scheduler(), failures, clock=lambda: NOW, rand=lambda: 1.0)
+
+    assert run.deliver(WebhookJob(subscription_id="sub_1", event=event(), replay=True)) is Outcome.SENT
+    assert len(poster.posts) == 1
+    assert failures.recorded == []
+
+
+def test_a_subscription_still_disabled_when_read_again_is_refused_without_a_post() -> None:
+    source = Source(subscription(enabled=False, disabled_reason="410 Gone"))
+    poster = Poster(200)
+    run, _, failures = sender(source, poster)
+
+    assert run.deliver(WebhookJob(subscription_id="sub_1", event=event())) is Outcome.FAILED
+    assert poster.posts == []
+    assert len(failures.recorded) == 1
 
 
 def test_a_timeout_is_retried_since_receivers_deduplicate_by_webhook_id() -> None:

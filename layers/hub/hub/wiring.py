@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from hub.outbox.publisher import Publisher
     from hub.outbox.webhooks import SubscriptionSink, WebhookSender
     from hub.pipeline.worker import PipelineWorker
-    from hub.ports import AlertChannel
+    from hub.ports import AlertChannel, ConfigRepository
     from hub.webhooks.receive import WebhookReceiver
 
 
@@ -263,7 +263,7 @@ def operations() -> Operations:
         DynamoStatusIndex(s.table_name),
         DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
-        config=config_repository(),
+        config=current_config(),
         scheduler=retry_scheduler(),
         mover=SqsDeadLetterMover(),
         lanes={
@@ -480,6 +480,17 @@ def config_repository() -> CachedConfig:
 
 
 @lru_cache(maxsize=1)
+def current_config() -> ConfigRepository:
+    """The configuration as stored now, with no cache: what the admin API's views and operator
+    actions read (an operator's own save must show at once; admin reads are few). Sealed secrets
+    are not opened."""
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository
+    from hub.sealed_config import Sealer
+
+    return DynamoConfigRepository(settings().table_name, Sealer(_data_keys(), ()))
+
+
+@lru_cache(maxsize=1)
 def webhook_config() -> CachedConfig:
     """The configuration as inbound webhooks read it: webhook secrets opened (one KMS Decrypt
     per integration and cache period, then kept in memory as long as the configuration)."""
@@ -585,6 +596,7 @@ def reset() -> None:
     integration_cards.cache_clear()
     cert_expiry_alerter.cache_clear()
     config_repository.cache_clear()
+    current_config.cache_clear()
     webhook_config.cache_clear()
     delivery_config.cache_clear()
     secret_values.cache_clear()

@@ -117,6 +117,10 @@ class SubscriptionSource(Protocol):
         """The tenant's subscription with its secrets opened; None when there is none."""
         ...
 
+    def current(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        """As `for_delivery`, but as stored now: a remembered copy is read again."""
+        ...
+
     def disable(self, subscription: Subscription, reason: str, event: OutboxEvent, now: datetime) -> bool:
         """Disables `subscription` if it is still enabled, writing `event` in the same
         transaction; False when it was disabled (or deleted) already."""
@@ -267,6 +271,13 @@ class WebhookSender:
             self._log("webhook dropped: no such subscription", job)
             return Outcome.DROPPED
         if not subscription.enabled:
+            # A remembered "disabled" may be older than an operator's enable (then a replay at
+            # once): what is stored now decides, at one more read for a disabled one only.
+            subscription = self._subscriptions.current(event.tenant_id, job.subscription_id)
+            if subscription is None or subscription.tenant_id != event.tenant_id:
+                self._log("webhook dropped: no such subscription", job)
+                return Outcome.DROPPED
+        if not subscription.enabled:
             self._record(job, now, SUBSCRIPTION_DISABLED, None, subscription.disabled_reason or "")
             return Outcome.FAILED
         secrets = subscription.signing_values(now)
@@ -373,6 +384,10 @@ class CachedSubscriptions:
         return self._cache.get(
             f"{tenant_id}#{subscription_id}", lambda: self._inner.for_delivery(tenant_id, subscription_id)
         )
+
+    def current(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        self._cache.forget(f"{tenant_id}#{subscription_id}")
+        return self._inner.current(tenant_id, subscription_id)
 
     def disable(self, subscription: Subscription, reason: str, event: OutboxEvent, now: datetime) -> bool:
         self._cache.forget(f"{subscription.tenant_id}#{subscription.subscription_id}")

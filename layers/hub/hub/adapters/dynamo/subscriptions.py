@@ -144,6 +144,11 @@ class DynamoSubscriptions:
         item = self._table.get(keys.subscription_key(tenant_id, subscription_id), consistent=False)
         return self.subscription(item, opened=self._opens) if item else None
 
+    def current(self, tenant_id: str, subscription_id: str) -> Subscription | None:
+        """As `for_delivery`, strongly consistent: an enable of a moment ago is seen."""
+        item = self._table.get(keys.subscription_key(tenant_id, subscription_id))
+        return self.subscription(item, opened=self._opens) if item else None
+
     def list_subscriptions(
         self, tenant_id: str, limit: int, cursor: str | None
     ) -> tuple[list[Subscription], str | None]:
