@@ -484,10 +484,7 @@ def current_config() -> ConfigRepository:
     """The configuration as stored now, with no cache: what the admin API's views and operator
     actions read (an operator's own save must show at once; admin reads are few). Sealed secrets
     are not opened."""
-    from hub.adapters.dynamo.tenancy import DynamoConfigRepository
-    from hub.sealed_config import Sealer
-
-    return DynamoConfigRepository(settings().table_name, Sealer(_data_keys(), ()))
+    return _config_store(())
 
 
 @lru_cache(maxsize=1)
@@ -509,13 +506,17 @@ def delivery_config() -> CachedConfig:
 
 
 def _cached_config(opens: tuple[str, ...]) -> CachedConfig:
-    from hub.adapters.dynamo.tenancy import DynamoConfigRepository
     from hub.config_cache import CachedConfig
+
+    return CachedConfig(_config_store(opens), settings().config_cache_seconds)
+
+
+def _config_store(opens: tuple[str, ...]) -> ConfigRepository:
+    """The stored configuration, opening the sealed secrets of the purposes `opens` names."""
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository
     from hub.sealed_config import Sealer
 
-    s = settings()
-    repository = DynamoConfigRepository(s.table_name, Sealer(_data_keys(), opens))
-    return CachedConfig(repository, s.config_cache_seconds)
+    return DynamoConfigRepository(settings().table_name, Sealer(_data_keys(), opens))
 
 
 def _data_keys() -> KmsDataKeys | None:

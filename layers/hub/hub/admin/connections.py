@@ -38,7 +38,7 @@ from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
 from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
-from hub.domain.destination_binding import CLIENT_CERTIFICATE, credentials_to_resend, origin
+from hub.domain.destination_binding import CLIENT_CERTIFICATE, check_resent, origin
 from hub.domain.ids import new_id
 from hub.domain.tenancy import (
     NFELIB_PREFIX,
@@ -50,7 +50,7 @@ from hub.domain.tenancy import (
     Platform,
     SoapSettings,
 )
-from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, SecretRequired, ValidationFailed
+from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
 from hub.ports import ConnectionStore, VersionConflict
 from hub.sealed_config import DESTINATION_PATHS, in_clear, recognize
 
@@ -544,26 +544,13 @@ def _sent(spec: ConnectionSpec) -> set[str]:
 
 def _check_bound(stored: Destination, saved: Destination, spec: ConnectionSpec) -> None:
     """SecretRequired when the save moves a kept credential to another origin."""
-    fields, missing = credentials_to_resend(stored, saved, sent=_sent(spec))
-    if not missing:
-        return
-    moved = ", ".join(fields)
-    raise SecretRequired(
-        f"{moved} changes where the connection's credentials go: send them again in the same request",
-        details=[
-            {
-                "field": name,
-                "problem": "secret_required",
-                "message": (
-                    "upload the client certificate with the save (client_certificate: "
-                    "{pkcs12_base64, password})"
-                    if name == CLIENT_CERTIFICATE
-                    else "send the secret again (it is kept only while the destination stays)"
-                ),
-                "moved": fields,
-            }
-            for name in missing
-        ],
+    check_resent(
+        stored,
+        saved,
+        sent=_sent(spec),
+        owner="the connection's",
+        certificate_hint="upload the client certificate with the save (client_certificate: "
+        "{pkcs12_base64, password})",
     )
 
 

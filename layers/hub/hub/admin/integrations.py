@@ -33,7 +33,7 @@ from hub.admin.audit import Audit
 from hub.api.http import validated
 from hub.domain import idempotency
 from hub.domain.clock import utcnow
-from hub.domain.destination_binding import AUTH_SECRET, CLIENT_CERTIFICATE, credentials_to_resend
+from hub.domain.destination_binding import AUTH_SECRET, check_resent
 from hub.domain.ids import new_id
 from hub.domain.redaction import CREDENTIAL_FIELDS, MASK, redact_credentials
 from hub.domain.tenancy import Integration, MessageTypeConfig, Tenant
@@ -42,7 +42,6 @@ from hub.errors import (
     HubError,
     NotFound,
     PreconditionFailed,
-    SecretRequired,
     UnknownMessageType,
     ValidationFailed,
 )
@@ -163,25 +162,14 @@ def _check_embedded_destination(stored: Integration | None, saved: Integration, 
         )
     if before is None:
         return
-    fields, missing = credentials_to_resend(before, destination, sent=sent)
-    if missing:
-        raise SecretRequired(
-            f"{', '.join(f'destination.{f}' for f in fields)} changes where the integration's "
-            "credentials go: send them again in the same request",
-            details=[
-                {
-                    "field": f"destination.{name}",
-                    "problem": "secret_required",
-                    "message": (
-                        "a client certificate moves with a connection only (set connection_id)"
-                        if name == CLIENT_CERTIFICATE
-                        else "send the secret again (it is kept only while the destination stays)"
-                    ),
-                    "moved": [f"destination.{f}" for f in fields],
-                }
-                for name in missing
-            ],
-        )
+    check_resent(
+        before,
+        destination,
+        sent=sent,
+        owner="the integration's",
+        prefix="destination.",
+        certificate_hint="a client certificate moves with a connection only (set connection_id)",
+    )
 
 
 def _masked(value: Any) -> bool:

@@ -30,7 +30,7 @@ import socket
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from hub.errors import ConfigurationError, HubError
 
@@ -226,16 +226,12 @@ class EgressPolicy:
         URL that can never pass (a scheme other than http(s), user-info, an IP literal or
         `localhost` in a denied range). `https_only`: plain http only to an allowed private
         literal. Host names are not resolved here: the connect-time check judges them."""
+        parts = self._http_parts(url, field_name)
+        scheme = parts.scheme.lower()
         try:
-            parts = urlsplit(url)
-            port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+            port = parts.port or (443 if scheme == "https" else 80)
         except ValueError:
             raise self._refused(field_name, "not a valid URL") from None
-        scheme = parts.scheme.lower()
-        if scheme not in SCHEMES:
-            raise self._refused(field_name, "the scheme must be http or https")
-        if "@" in parts.netloc or parts.username is not None:
-            raise self._refused(field_name, "user-info in the URL (user:password@) is not allowed")
         if any(ch.isspace() or ord(ch) < 32 or ch == "\\" for ch in url):
             raise self._refused(field_name, "whitespace, control characters or backslashes")
         host = (parts.hostname or "").rstrip(".")
@@ -255,14 +251,19 @@ class EgressPolicy:
         """The URL rules again when a request is made (a connection saved before the save-time
         check, or built another way, must still never reach `file:` or carry user-info):
         DestinationNotAllowed, the same refusal a denied address gets."""
+        self._http_parts(url, "url")
+
+    def _http_parts(self, url: str, field_name: str) -> SplitResult:
+        """`url` split, when it is http(s) without user-info; else the refusal naming the field."""
         try:
             parts = urlsplit(url)
         except ValueError:
-            raise self._refused("url", "not a valid URL") from None
+            raise self._refused(field_name, "not a valid URL") from None
         if parts.scheme.lower() not in SCHEMES:
-            raise self._refused("url", "the scheme must be http or https")
+            raise self._refused(field_name, "the scheme must be http or https")
         if "@" in parts.netloc:
-            raise self._refused("url", "user-info in the URL (user:password@) is not allowed")
+            raise self._refused(field_name, "user-info in the URL (user:password@) is not allowed")
+        return parts
 
     @staticmethod
     def _refused(field_name: str, rule: str) -> DestinationNotAllowed:

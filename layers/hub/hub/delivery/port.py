@@ -12,7 +12,7 @@ from typing import Protocol
 
 from hub.delivery.egress import DESTINATION_NOT_ALLOWED
 from hub.domain.failure import ErrorClass, classify_http_status
-from hub.domain.redaction import STATUS_TEXT_LIMIT, status_text
+from hub.domain.redaction import status_text
 from hub.domain.tenancy import Destination
 
 
@@ -53,10 +53,11 @@ class DeliveryFailed(Exception):
         duration_ms: int = 0,
         fault_code: str | None = None,
     ) -> None:
-        super().__init__(f"{error_class.value}: {dest_status_text}")
+        # Bounded and cleaned once, here, for every connector: the exception's own text too.
+        self.dest_status_text = status_text(dest_status_text)
+        super().__init__(f"{error_class.value}: {self.dest_status_text}")
         self.error_class = error_class
         self.dest_status = dest_status
-        self.dest_status_text = status_text(dest_status_text)
         self.retry_after_seconds = retry_after_seconds
         self.uncertain = uncertain
         self.duration_ms = duration_ms
@@ -158,16 +159,11 @@ class Connector(Protocol):
 
 def answer_text(status: int, text: str) -> str:
     """What a failed attempt keeps of an HTTP answer: for a redirect, why nothing was delivered
-    (no client of the hub follows one, hub.delivery.egress); otherwise an excerpt of the body."""
+    (no client of the hub follows one, hub.delivery.egress); otherwise the body, which
+    DeliveryFailed bounds and cleans (hub.domain.redaction.status_text) like every failure text."""
     if 300 <= status < 400:
         return (
             f"the destination answered {status}, a redirect: redirects are never followed "
             "(point the connection at the final URL)"
         )
-    return excerpt(text)
-
-
-def excerpt(text: str, limit: int = STATUS_TEXT_LIMIT) -> str:
-    """A short, single-line excerpt of a destination's failing answer for dest_status_text
-    (hub.domain.redaction.status_text): it is stored, logged and shown."""
-    return status_text(text, limit)
+    return text

@@ -43,7 +43,6 @@ from hub.delivery.port import (
     OutboundRequest,
     ProbeResult,
     answer_text,
-    excerpt,
     pinned_roots,
 )
 from hub.delivery.tls import certificate_fingerprint, client_ssl_context
@@ -258,7 +257,7 @@ def _answer_failure(
     if isinstance(exc, zeep.exceptions.Fault) and fault_code is not None:
         return DeliveryFailed(
             ErrorClass.SOAP_FAULT,
-            excerpt(f"{exc.code}: {exc.message or ''}"),
+            f"{exc.code}: {exc.message or ''}",
             dest_status=dest_status,
             duration_ms=duration_ms,
             fault_code=fault_code,
@@ -322,12 +321,13 @@ def _tls_error(exc: BaseException) -> ssl.SSLError | None:
 
 
 def _tls_text(error: ssl.SSLError) -> str:
+    """Why the handshake failed (DeliveryFailed bounds and cleans it, as every failure text)."""
     if isinstance(error, ssl.SSLCertVerificationError):
-        return excerpt(f"server certificate not trusted: {error.verify_message}")
+        return f"server certificate not trusted: {error.verify_message}"
     if isinstance(error, ssl.SSLEOFError | ssl.SSLZeroReturnError):
         return "TLS connection closed by the destination without an answer (client certificate rejected?)"
     # OpenSSL reason names (e.g. TLSV13_ALERT_CERTIFICATE_REQUIRED, SSLV3_ALERT_CERTIFICATE_UNKNOWN).
-    return excerpt(f"TLS handshake failed: {error.reason or type(error).__name__}")
+    return f"TLS handshake failed: {error.reason or type(error).__name__}"
 
 
 def _elapsed_ms(started: float) -> int:

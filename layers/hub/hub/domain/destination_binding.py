@@ -19,6 +19,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from hub.domain.tenancy import NFELIB_PREFIX, AuthKind, Destination
+from hub.errors import SecretRequired
 
 #: The secret field of each auth kind (write-only, kept by a save that leaves it out).
 AUTH_SECRET: dict[AuthKind, str] = {
@@ -107,6 +108,42 @@ def credentials_to_resend(
     if after.client_certificate_id is not None:
         required.append(CLIENT_CERTIFICATE)
     return fields or ["use_client_certificate"], [name for name in required if name not in sent]
+
+
+def check_resent(
+    before: Destination,
+    after: Destination,
+    *,
+    sent: set[str],
+    owner: str,
+    prefix: str = "",
+    certificate_hint: str,
+) -> None:
+    """SecretRequired (400) when a save moves a kept credential (`credentials_to_resend`) without
+    carrying it: one `details` entry per credential to send, named `prefix` + its field path, with
+    the fields that moved. `owner` names what is saved (the message's subject), and
+    `certificate_hint` says how the client certificate comes with the save."""
+    fields, missing = credentials_to_resend(before, after, sent=sent)
+    if not missing:
+        return
+    moved_fields = [f"{prefix}{field}" for field in fields]
+    raise SecretRequired(
+        f"{', '.join(moved_fields)} changes where {owner} credentials go: send them again in the "
+        "same request",
+        details=[
+            {
+                "field": f"{prefix}{name}",
+                "problem": "secret_required",
+                "message": (
+                    certificate_hint
+                    if name == CLIENT_CERTIFICATE
+                    else "send the secret again (it is kept only while the destination stays)"
+                ),
+                "moved": moved_fields,
+            }
+            for name in missing
+        ],
+    )
 
 
 def subscription_moved(before_url: str, after_url: str) -> bool:
