@@ -105,6 +105,66 @@ class TestReprocess:
         assert status(stack, message_id)["pipeline_status"] == "retry_pending"
         assert stack.drain_queue() == []
 
+    def test_a_delivered_message_is_sent_again_only_with_force(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination)
+        destination.script(Answer(200), Answer(200))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-TWICE"})
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+
+        refused = reprocess(admin_api, message_id)
+        again = reprocess(admin_api, message_id)
+
+        for answer in (refused, again):
+            assert (answer.status, answer.body["error"]["code"]) == (409, "already_delivered")
+            assert answer.body["error"]["details"] == {"message_id": message_id, "pipeline_status": "sent"}
+        assert stack.drain_queue() == []
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert audit_events(stack, message_id) == []
+
+        forced = admin_api(
+            "POST", "/api/edi-hub/reprocess-message", body={"message_id": message_id, "force": True}
+        )
+        assert (forced.status, forced.body["pipeline_status"]) == (202, "received")
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert len(destination.requests) == 2
+        [event] = audit_events(stack, message_id)
+        assert (event["event"], event["forced"]) == ("message.reprocessed", True)
+
+    def test_a_message_delivered_after_the_operator_read_it_is_refused_as_delivered(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        """The refusal is the update's condition, not only the read: a reprocess that read the
+        message in `error` while another reprocess delivered it is refused as delivered."""
+        from hub.admin.operations import AlreadyDelivered  # noqa: PLC0415
+
+        configure(stack, tenancy, destination)
+        destination.script(Answer(503), Answer(200))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-RACE"})
+        worker()
+        repository = DynamoMessageRepository(stack.table)
+        seen_in_error = repository.get(message_id)
+        assert seen_in_error is not None and seen_in_error.pipeline_status.value == "error"
+        assert reprocess(admin_api, message_id).status == 202
+        worker()
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+
+        class ReadBeforeTheDelivery(DynamoMessageRepository):
+            def get(self, wanted: str):  # the operator's read, taken before the delivery
+                return seen_in_error if wanted == message_id else super().get(wanted)
+
+        operations = wiring.operations()
+        operations._messages = ReadBeforeTheDelivery(stack.table)
+        from hub.admin.access import Principal, Role  # noqa: PLC0415
+
+        with pytest.raises(AlreadyDelivered):
+            operations.reprocess(message_id, Principal("race-test", "race", Role.OPERATOR, None))
+        assert status(stack, message_id)["pipeline_status"] == "sent"
+        assert stack.drain_queue() == []
+
     def test_an_unknown_message_is_404_and_a_bad_body_400(self, stack, admin_api):
         missing = reprocess(admin_api, "msg_01aaaaaaaaaaaaaaaaaaaaaaaa")
         malformed = admin_api("POST", "/api/edi-hub/reprocess-message", body={"id": "x"})

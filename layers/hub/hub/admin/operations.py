@@ -49,6 +49,27 @@ class NotCancellable(Conflict):
     code = "not_cancellable"
 
 
+class AlreadyDelivered(Conflict):
+    """A reprocess of a message its destination already accepted, without `force`."""
+
+    code = "already_delivered"
+
+
+#: The statuses whose message reached its end with the destination's acceptance (or, observed,
+#: was recorded as received): sending it again needs the operator's explicit `force`.
+DELIVERED = frozenset({PipelineStatus.SENT, PipelineStatus.RECEIVED_OBSERVED})
+
+
+def refuse_redelivery(message_id: str, status: PipelineStatus | str | None, force: bool) -> None:
+    """AlreadyDelivered when `status` is a delivered one and the operator did not force."""
+    if force or status is None or PipelineStatus(status) not in DELIVERED:
+        return
+    raise AlreadyDelivered(
+        "the destination already accepted this message; reprocess it again only with force",
+        details={"message_id": message_id, "pipeline_status": str(PipelineStatus(status).value)},
+    )
+
+
 class DeliveryInProgress(Conflict):
     code = "delivery_in_progress"
 
@@ -188,21 +209,32 @@ class Operations:
         principal.require(role, record.tenant_id, what="message")
         return record
 
-    def reprocess(self, message_id: str, actor: Principal) -> MessageRecord:
+    def reprocess(self, message_id: str, actor: Principal, *, force: bool = False) -> MessageRecord:
         """Re-runs the message's pipeline from the start as a new execution (seed 000, D). One
         conditional update admits the execution and moves the message to `received`: while
         another execution is alive - a click a moment ago, a pending retry - this raises
-        ExecutionInFlight and nothing is published."""
+        ExecutionInFlight and nothing is published. A message its destination already accepted
+        (`sent`, `received_observed`) is sent again only with `force` (else AlreadyDelivered):
+        the update is conditioned on the status read, so one delivered in between is refused
+        the same way."""
         record = self._record(message_id, actor, Role.OPERATOR)
+        refuse_redelivery(message_id, record.pipeline_status, force)
         now = self._clock()
         execution_id = new_id("exe")
         # The message's own timeline keeps a short event; the audit log has the full entry.
-        audit = {"event": "message.reprocessed", "actor": actor.token_id, "execution_id": execution_id}
+        audit: dict[str, Any] = {
+            "event": "message.reprocessed",
+            "actor": actor.token_id,
+            "execution_id": execution_id,
+        }
+        if force and record.pipeline_status in DELIVERED:
+            audit["forced"] = True
         try:
             rerun = self._messages.restart(
                 record, execution_id, now, rules.ADMISSION_ABANDONED_AFTER, [audit]
             )
         except InvalidTransition as moved:
+            refuse_redelivery(message_id, (moved.details or {}).get("from"), force)
             raise ExecutionInFlight(
                 "the message changed while reprocessing was requested; try again", details=moved.details
             ) from moved
@@ -221,7 +253,11 @@ class Operations:
             actor,
             record.tenant_id,
             "message.reprocessed",
-            {"message_id": message_id, "execution_id": execution_id},
+            {
+                "message_id": message_id,
+                "execution_id": execution_id,
+                **({"forced": True} if "forced" in audit else {}),
+            },
             now,
             before=_status_view(record),
             after=_status_view(rerun),

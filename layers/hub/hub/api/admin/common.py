@@ -38,6 +38,12 @@ class ReprocessRequest(BaseModel):
     message_id: MessageId
 
 
+class ReprocessBody(ReprocessRequest):
+    #: Send again a message its destination already accepted (`sent`, `received_observed`);
+    #: without it such a reprocess is 409 `already_delivered`.
+    force: bool = False
+
+
 class IntegrationPath(BaseModel):
     integration_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 

@@ -10,7 +10,13 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from hub.admin.access import Role, TenantFrom, by_use_case, platform, requires, tenant
-from hub.admin.operations import DeliveryInProgress, ExecutionInFlight, NotCancellable, QueueTab
+from hub.admin.operations import (
+    AlreadyDelivered,
+    DeliveryInProgress,
+    ExecutionInFlight,
+    NotCancellable,
+    QueueTab,
+)
 from hub.api.admin.common import (
     ADMIN,
     BODY,
@@ -18,6 +24,7 @@ from hub.api.admin.common import (
     Id,
     IntegrationPath,
     KeyListQuery,
+    ReprocessBody,
     ReprocessRequest,
     TenantQuery,
 )
@@ -63,15 +70,23 @@ class QueueQuery(BaseModel):
     **answers(
         "Reprocess a message (a new execution)",
         ok={202: OBJECT},
-        errors=(*ADMIN, *BODY, *MESSAGE, ExecutionInFlight, InvalidTransition, QueueUnavailable),
+        errors=(
+            *ADMIN,
+            *BODY,
+            *MESSAGE,
+            ExecutionInFlight,
+            AlreadyDelivered,
+            InvalidTransition,
+            QueueUnavailable,
+        ),
         tags=["messages"],
     ),
 )
-@documented(body=ReprocessRequest)
+@documented(body=ReprocessBody)
 @requires(by_use_case(Role.OPERATOR, what="message"))
 def reprocess_message() -> Response:
-    request = parse_body(router.current_event, ReprocessRequest)
-    record = operations().reprocess(request.message_id, _principal())
+    request = parse_body(router.current_event, ReprocessBody)
+    record = operations().reprocess(request.message_id, _principal(), force=request.force)
     return json_response(202, _moved(record))
 
 
