@@ -13,12 +13,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.adapters.metrics import emits_dimensioned_metrics
+from hub.admin.bulk import parse_bulk_page
 from hub.config import settings
 from hub.delivery.gate import parse_job
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import pipeline_worker, releaser
+from hub.wiring import bulk_runner, pipeline_worker, releaser
 
 logger = Logger()
 configure_logging(logger)
@@ -27,7 +28,12 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def record_handler(record: SQSRecord) -> None:
-    job = parse_job(json.loads(record.body))
+    body = json.loads(record.body)
+    page = parse_bulk_page(body)
+    if page is not None:  # a page of an operator's bulk job (issue 28)
+        bulk_runner().run(page)
+        return
+    job = parse_job(body)
     if job is not None:  # a connection job (issue 12: release held messages, probe)
         releaser().run(job)
         return

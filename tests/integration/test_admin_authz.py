@@ -128,7 +128,22 @@ def _given_disabled(w: World) -> None:
     _ok(w.api("POST", _subscription("/disable")(w)), 200)
 
 
+def _given_bulk_job(w: World) -> None:
+    created = w.api("POST", "/api/admin/bulk-jobs", body=BULK_JOB)
+    _ok(created, 202)
+    w.bulk_job_id = created.body["job_id"]  # type: ignore[attr-defined]
+
+
+def _bulk_job(tail: str = "") -> Callable[[World], Request]:
+    return lambda w: (
+        "GET" if not tail else "POST",
+        f"/api/admin/bulk-jobs/{w.bulk_job_id}{tail}",  # type: ignore[attr-defined]
+        {"query": {"tenant_id": TENANT}},
+    )
+
+
 PURCHASE_ORDER = {"duplicate_key_fields": ["po_number"]}
+BULK_JOB = {"tenant_id": TENANT, "action": "cancel", "filter": {"tab": "dead_letter"}}
 
 #: (method, rule) → its sample requests. Keys must be exactly the app's routes (a test checks).
 SAMPLES: dict[tuple[str, str], list[Sample]] = {
@@ -157,6 +172,11 @@ SAMPLES: dict[tuple[str, str], list[Sample]] = {
         Sample(_post("/api/admin/dlq/pipeline/redrive"), target=None)
     ],
     ("GET", "/api/admin/health"): [Sample(_get("/api/admin/health", tenant_id=TENANT))],
+    # --- bulk jobs (the tenant in the body or the query)
+    ("POST", "/api/admin/bulk-jobs"): [Sample(_post("/api/admin/bulk-jobs", BULK_JOB), allowed=202)],
+    ("GET", "/api/admin/bulk-jobs"): [Sample(_get("/api/admin/bulk-jobs", tenant_id=TENANT))],
+    ("GET", "/api/admin/bulk-jobs/<job_id>"): [Sample(_bulk_job(), given=_given_bulk_job)],
+    ("POST", "/api/admin/bulk-jobs/<job_id>/cancel"): [Sample(_bulk_job("/cancel"), given=_given_bulk_job)],
     # --- connections
     ("POST", "/api/admin/connections/<connection_id>/certificate"): [
         Sample(

@@ -41,6 +41,7 @@ SAMPLE_PARAMETERS = {
     "token_id": "tok_" + "0" * 26,
     "lane": "pipeline",
     "subscription_id": "sub1",
+    "job_id": "bulk_" + "0" * 26,
 }
 
 

@@ -240,7 +240,8 @@ class TestProjection:
         worker()
         report(ingest_api, message_id, world["con_a"], "rejected")
 
-        rerun = admin("POST", "/api/edi-hub/reprocess-message", body={"message_id": message_id, "force": True})
+        forced = {"message_id": message_id, "force": True}  # the destination had accepted it
+        rerun = admin("POST", "/api/edi-hub/reprocess-message", body=forced)
 
         assert rerun.status == 202, rerun.body
         assert rerun.body["delivery_status"] is None

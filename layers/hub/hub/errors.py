@@ -201,6 +201,12 @@ class LeaseHeld(Conflict):
     code = "delivery_in_progress"
 
 
+class AlreadyActed(Conflict):
+    """The bulk job named already acted on this message (an earlier run of the same page)."""
+
+    code = "already_acted"
+
+
 class TransitionNotAllowed(HubError):
     """A move the transition table forbids: a bug in the caller, never retried into success."""
 

@@ -24,13 +24,14 @@ if TYPE_CHECKING:
     from hub.adapters.webhook_queue import SqsWebhookQueue
     from hub.admin.api_keys import ApiKeyAdmin
     from hub.admin.audit import Audit, AuditLog, AuditTrail
+    from hub.admin.bulk import BulkJobs, BulkRunner
     from hub.admin.callback_tokens import CallbackTokenAdmin
     from hub.admin.cards import IntegrationCards
     from hub.admin.connection_control import ConnectionControl
     from hub.admin.connections import ConnectionAdmin
     from hub.admin.health import Health
     from hub.admin.integrations import IntegrationAdmin
-    from hub.admin.operations import Operations
+    from hub.admin.operations import Lane, Operations
     from hub.admin.subscriptions import SubscriptionAdmin
     from hub.admin.tenants import TenantAdmin
     from hub.admin.token_guard import FailedTokenGuard
@@ -247,17 +248,28 @@ def _soap_connector(certificates: CertificateStore) -> SoapConnector:
 
 @lru_cache(maxsize=1)
 def operations() -> Operations:
+    from hub.admin.operations import Lane
+
+    s = settings()
+    if not s.pipeline_dlq_url:
+        raise ConfigurationError("the admin API needs HUB_PIPELINE_DLQ_URL")
+    return _operations(
+        lanes={
+            "pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)
+        }
+    )
+
+
+def _operations(lanes: Mapping[str, Lane]) -> Operations:
     from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
     from hub.adapters.dynamo.connection_state import DynamoConnectionStates
     from hub.adapters.dynamo.executions import DynamoExecutions
     from hub.adapters.dynamo.messages import DynamoMessageRepository
     from hub.adapters.dynamo.status_index import DynamoStatusIndex
     from hub.adapters.sqs import SqsDeadLetterMover, SqsStepQueue
-    from hub.admin.operations import Lane, Operations
+    from hub.admin.operations import Operations
 
     s = settings()
-    if not s.pipeline_dlq_url:
-        raise ConfigurationError("the admin API needs HUB_PIPELINE_DLQ_URL")
     return Operations(
         DynamoMessageRepository(s.table_name),
         DynamoStatusIndex(s.table_name),
@@ -266,12 +278,38 @@ def operations() -> Operations:
         config=current_config(),
         scheduler=retry_scheduler(),
         mover=SqsDeadLetterMover(),
-        lanes={
-            "pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)
-        },
+        lanes=lanes,
         audit=_audit(),
         callbacks=DynamoStatusCallbacks(s.table_name),
         held=DynamoConnectionStates(s.table_name),
+    )
+
+
+@lru_cache(maxsize=1)
+def bulk_jobs() -> BulkJobs:
+    """The admin API's bulk jobs (issue 28): create, show, list, cancel."""
+    from hub.adapters.dynamo.bulk_jobs import DynamoBulkJobs
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.admin.bulk import BulkJobs
+
+    s = settings()
+    return BulkJobs(DynamoBulkJobs(s.table_name), SqsStepQueue(s.pipeline_queue_url), audit=_audit())
+
+
+@lru_cache(maxsize=1)
+def bulk_runner() -> BulkRunner:
+    """The pipeline worker's side of bulk jobs: one page per queue message, acting through the
+    operator's moves (no lanes: the worker redrives nothing)."""
+    from hub.adapters.dynamo.bulk_jobs import DynamoBulkJobs
+    from hub.adapters.sqs import SqsStepQueue
+    from hub.admin.bulk import BulkRunner
+
+    s = settings()
+    return BulkRunner(
+        DynamoBulkJobs(s.table_name),
+        _operations(lanes={}),
+        SqsStepQueue(s.pipeline_queue_url),
+        rate_per_second=s.release_rate_per_second,
     )
 
 
@@ -589,6 +627,8 @@ def reset() -> None:
     pipeline_worker.cache_clear()
     releaser.cache_clear()
     operations.cache_clear()
+    bulk_jobs.cache_clear()
+    bulk_runner.cache_clear()
     alert_notifier.cache_clear()
     certificate_service.cache_clear()
     api_key_admin.cache_clear()

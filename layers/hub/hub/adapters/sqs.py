@@ -12,6 +12,7 @@ from hub.domain.message import StepMessage
 from hub.errors import QueueUnavailable
 
 if TYPE_CHECKING:
+    from hub.admin.bulk import BulkPage
     from hub.delivery.gate import ConnectionJob
 
 
@@ -40,6 +41,10 @@ class SqsStepQueue:
             (("connection_id", job.connection_id), ("step", f"job:{job.job.value}")),
             delay_seconds,
         )
+
+    def publish_bulk_page(self, page: BulkPage, delay_seconds: int = 0) -> None:
+        """One page of a bulk job (issue 28: reprocess or cancel the messages a filter matches)."""
+        self._send(page.model_dump_json(), (("bulk_job", page.bulk_job), ("step", "job:bulk")), delay_seconds)
 
     def _send(self, body: str, ids: tuple[tuple[str, str], ...], delay_seconds: int) -> None:
         attributes = {name: {"DataType": "String", "StringValue": value} for name, value in ids}

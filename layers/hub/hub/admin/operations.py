@@ -29,7 +29,7 @@ from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord, PayloadFormat
 from hub.domain.redaction import redact, redact_credentials, redact_payload, redact_text
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import MessageTypeConfig
-from hub.errors import Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
+from hub.errors import AlreadyActed, Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
 from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
@@ -104,9 +104,16 @@ class OperatorMoves(Protocol):
         now: datetime,
         abandoned_after: timedelta,
         log: Sequence[Mapping[str, Any]] = (),
+        *,
+        bulk_job: str | None = None,
     ) -> MessageRecord | None: ...
     def cancel(
-        self, record: MessageRecord, now: datetime, log: Sequence[Mapping[str, Any]] = ()
+        self,
+        record: MessageRecord,
+        now: datetime,
+        log: Sequence[Mapping[str, Any]] = (),
+        *,
+        bulk_job: str | None = None,
     ) -> MessageRecord: ...
 
 
@@ -209,15 +216,31 @@ class Operations:
         principal.require(role, record.tenant_id, what="message")
         return record
 
-    def reprocess(self, message_id: str, actor: Principal, *, force: bool = False) -> MessageRecord:
+    def reprocess(
+        self,
+        message_id: str,
+        actor: Principal,
+        *,
+        force: bool = False,
+        bulk_job: str | None = None,
+        delay_seconds: int = 0,
+    ) -> MessageRecord:
         """Re-runs the message's pipeline from the start as a new execution (seed 000, D). One
         conditional update admits the execution and moves the message to `received`: while
         another execution is alive - a click a moment ago, a pending retry - this raises
         ExecutionInFlight and nothing is published. A message its destination already accepted
         (`sent`, `received_observed`) is sent again only with `force` (else AlreadyDelivered):
         the update is conditioned on the status read, so one delivered in between is refused
-        the same way."""
+        the same way.
+
+        A `bulk_job` (hub.admin.bulk) marks the message in the same update and its timeline
+        entry names the job; the job's own audit entry stands for the per-message ones. A
+        message the job already marked raises AlreadyActed (and an admitted execution whose step
+        was lost gets it again: a second copy of a step is dropped by its sequence)."""
         record = self._record(message_id, actor, Role.OPERATOR)
+        if bulk_job is not None and record.bulk_job == bulk_job:
+            self._step_again(record)
+            raise AlreadyActed("this bulk job already acted on the message", details={"bulk_job": bulk_job})
         refuse_redelivery(message_id, record.pipeline_status, force)
         now = self._clock()
         execution_id = new_id("exe")
@@ -229,9 +252,11 @@ class Operations:
         }
         if force and record.pipeline_status in DELIVERED:
             audit["forced"] = True
+        if bulk_job is not None:
+            audit["bulk_job"] = bulk_job
         try:
             rerun = self._messages.restart(
-                record, execution_id, now, rules.ADMISSION_ABANDONED_AFTER, [audit]
+                record, execution_id, now, rules.ADMISSION_ABANDONED_AFTER, [audit], bulk_job=bulk_job
             )
         except InvalidTransition as moved:
             refuse_redelivery(message_id, (moved.details or {}).get("from"), force)
@@ -244,28 +269,39 @@ class Operations:
                 details={"message_id": message_id, "pipeline_status": record.pipeline_status.value},
             )
         try:
-            self._queue.publish(first_step(rerun))
+            self._queue.publish(first_step(rerun), delay_seconds=delay_seconds)
         except Exception:
             # Not published: free the message so the operator's next click can run it.
             self._executions.release_admission(message_id, execution_id, now)
             raise
+        if bulk_job is not None:
+            return rerun
         self._audit.record(
             actor,
             record.tenant_id,
             "message.reprocessed",
-            {
-                "message_id": message_id,
-                "execution_id": execution_id,
-                **({"forced": True} if "forced" in audit else {}),
-            },
+            {"message_id": message_id, "execution_id": execution_id},
             now,
             before=_status_view(record),
-            after=_status_view(rerun),
+            after={**_status_view(rerun), **({"forced": True} if "forced" in audit else {})},
         )
         logger.info("message reprocessed", extra={"message_id": message_id, "execution_id": execution_id})
         return rerun
 
-    def cancel_retry(self, message_id: str, actor: Principal) -> MessageRecord:
+    def _step_again(self, record: MessageRecord) -> None:
+        """A bulk job's reprocess admitted `record` but may have died before its first step was
+        out: publishes it again while that execution has not started (still `received`, alive,
+        unleased). A copy already out and this one carry the same sequence: one runs."""
+        if (
+            record.pipeline_status is PipelineStatus.RECEIVED
+            and record.completed_at is None
+            and record.lease_owner is None
+        ):
+            self._queue.publish(first_step(record))
+
+    def cancel_retry(
+        self, message_id: str, actor: Principal, *, bulk_job: str | None = None
+    ) -> MessageRecord:
         """Stops a waiting or dead-lettered message for good (seed 000, G): `cancelled`, no next
         retry, its pending schedule deleted (or its place in a connection's held set), and its
         execution closed - in one update that
@@ -274,8 +310,13 @@ class Operations:
         cancelled and sends nothing. Idempotent: cancelling a cancelled message again finishes
         any cleanup a failure left undone."""
         record = self._record(message_id, actor, Role.OPERATOR)
+        if bulk_job is not None and record.bulk_job == bulk_job:
+            self._close(record)
+            raise AlreadyActed("this bulk job already acted on the message", details={"bulk_job": bulk_job})
         if record.pipeline_status is PipelineStatus.CANCELLED:
             self._close(record)
+            if bulk_job is not None:
+                raise NotCancellable("already cancelled", details={"message_id": message_id})
             return record
         if record.pipeline_status not in (PipelineStatus.RETRY_PENDING, PipelineStatus.DEAD_LETTER):
             raise NotCancellable(
@@ -288,8 +329,10 @@ class Operations:
             "actor": actor.token_id,
             "previous": record.pipeline_status.value,
         }
+        if bulk_job is not None:
+            audit["bulk_job"] = bulk_job
         try:
-            cancelled = self._messages.cancel(record, now, [audit])
+            cancelled = self._messages.cancel(record, now, [audit], bulk_job=bulk_job)
         except LeaseHeld as running:
             raise DeliveryInProgress(
                 "a delivery attempt of this message is in progress; try again in a moment",
@@ -305,6 +348,8 @@ class Operations:
                 self._held.unhold(record.tenant_id, record.held_on, message_id)
             except ServiceUnavailable:
                 logger.warning("held pointer not deleted", extra={"message_id": message_id})
+        if bulk_job is not None:
+            return cancelled
         self._audit.record(
             actor,
             record.tenant_id,

@@ -47,6 +47,9 @@ shapes meet. Every read by id therefore names the tenant.
   / ``CALLBACK`` - the token's SHA-256 (and the previous one's during a rotation's grace); admin API
   (mint, revoke; deleted with its connection), partner API (callbacks) (hub.adapters.dynamo.
   callbacks); no TTL
+- bulk job (issue 28): ``BULKJOB#<tenant>#<job>`` / ``JOB`` - admin API (create, cancel), pipeline
+  worker (pages: claim, counts) (hub.adapters.dynamo.bulk_jobs); GSI1 ``TENANT#<tenant>#BULKJOBS``
+  / ``<job_id>`` (newest first); TTL 30 days
 - status callback as received: ``MSG#<message>`` / ``CALLBACK#<received_at>#<callback_id>`` -
   partner API (every callback, whether it moved the message's `delivery_status` or not), read by
   the admin message view (a Query of the message's partition, newest first); TTL 90 days
@@ -349,3 +352,17 @@ def held_partition(tenant_id: str, connection_id: str) -> str:
 def held_key(tenant_id: str, connection_id: str, message_id: str) -> Key:
     """A message held on a connection (paused / breaker open); message ids sort by receipt."""
     return {"PK": held_partition(tenant_id, connection_id), "SK": message_id}
+
+
+def bulk_job_key(tenant_id: str, job_id: str) -> Key:
+    """A bulk job (issue 28): its filter, its position and its counts; TTL 30 days."""
+    return {"PK": f"BULKJOB#{tenant_id}#{job_id}", "SK": "JOB"}
+
+
+def bulk_job_partition(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}#BULKJOBS"
+
+
+def bulk_job_index_keys(tenant_id: str, job_id: str) -> Key:
+    """GSI1: a tenant's bulk jobs, newest first (job ids sort by creation time)."""
+    return {"GSI1PK": bulk_job_partition(tenant_id), "GSI1SK": job_id}

@@ -32,6 +32,7 @@ from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey
 from hub.errors import (
+    AlreadyActed,
     ClaimTaken,
     InvalidTransition,
     LeaseHeld,
@@ -428,12 +429,19 @@ class DynamoMessageRepository:
             raise moved(record, target, failed.old) from failed
 
     def cancel(
-        self, record: MessageRecord, now: datetime, log: Sequence[Mapping[str, Any]] = ()
+        self,
+        record: MessageRecord,
+        now: datetime,
+        log: Sequence[Mapping[str, Any]] = (),
+        *,
+        bulk_job: str | None = None,
     ) -> MessageRecord:
         """`cancelled`, no next retry, the execution closed and its pending step dropped (the
         sequence moves on): only while no step holds the message's lease. Raises
-        InvalidTransition when the status moved, LeaseHeld while a step runs."""
+        InvalidTransition when the status moved, LeaseHeld while a step runs; with a `bulk_job`,
+        AlreadyActed when that job already marked the message."""
         update = Update()
+        _mark(update, bulk_job)
         stamp = status_update(
             update,
             record,
@@ -451,6 +459,7 @@ class DynamoMessageRepository:
             )
         except ConditionFailed as failed:
             old = failed.old
+            _acted(old, bulk_job, failed)
             if (
                 _unmoved(record, old)
                 and old
@@ -467,11 +476,15 @@ class DynamoMessageRepository:
         now: datetime,
         abandoned_after: timedelta,
         log: Sequence[Mapping[str, Any]] = (),
+        *,
+        bulk_job: str | None = None,
     ) -> MessageRecord | None:
         """Admits a new execution and moves the message back to `received` in one update: only
         while no other execution is alive (finished, or idle for `abandoned_after`). None when
-        one is; InvalidTransition / NotFound when the status moved."""
+        one is; InvalidTransition / NotFound when the status moved; with a `bulk_job`,
+        AlreadyActed when that job already marked the message."""
         update = Update()
+        _mark(update, bulk_job)
         stamp = status_update(
             update,
             record,
@@ -502,9 +515,26 @@ class DynamoMessageRepository:
                 trimmed(self._table, self._table.update(keys.message_key(record.message_id), update))
             )
         except ConditionFailed as failed:
+            _acted(failed.old, bulk_job, failed)
             if _unmoved(record, failed.old):
                 return None  # another execution is alive
             raise moved(record, PipelineStatus.RECEIVED, failed.old) from failed
+
+
+def _mark(update: Update, bulk_job: str | None) -> None:
+    """Marks the message with the bulk job acting on it, unless that job already did."""
+    if bulk_job is None:
+        return
+    name = update.name("bulk_job")
+    update.set(bulk_job=bulk_job)
+    update.where(f"attribute_not_exists({name}) OR {name} <> {update.value(bulk_job)}")
+
+
+def _acted(old: Mapping[str, Any] | None, bulk_job: str | None, failed: Exception) -> None:
+    if bulk_job is not None and old and old.get("bulk_job") == bulk_job:
+        raise AlreadyActed(
+            "this bulk job already acted on the message", details={"bulk_job": bulk_job}
+        ) from failed
 
 
 def lease_free(update: Update, now: datetime) -> str:

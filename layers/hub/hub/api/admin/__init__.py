@@ -9,6 +9,7 @@ from hub.api.admin import (
     admin_tokens,
     api_keys,
     audit,
+    bulk_jobs,
     connections,
     health,
     integrations,
@@ -28,4 +29,5 @@ ROUTERS: tuple[Router, ...] = (
     integrations.router,
     subscriptions.router,
     health.router,
+    bulk_jobs.router,
 )

@@ -1,0 +1,450 @@
+"""Bulk actions as a durable job (issue 28, point 3): "reprocess (or cancel) every message
+matching a filter".
+
+The admin API stores a job item and puts its first page on the pipeline queue; the pipeline
+worker runs one page per queue message (`BulkRunner`), beside the steps and the connection jobs:
+
+- a page is claimed on the job item (its number must be the job's next, no live lease), so two
+  copies of a page message never run it at once; a copy that finds the page done is dropped, one
+  that finds it leased comes back when the lease ends (a run that died with it cannot strand it);
+- each matching message is acted on through the operator's own moves (hub.admin.operations), as
+  the job's creator, marked with the job's id in the same conditional update: a page run again
+  after a crash finds its messages marked and counts them done without acting twice (a reprocess
+  that was admitted but whose step was lost gets the step again: the step's sequence makes a
+  second copy a no-op);
+- reprocessed messages are paced: their first steps are SQS-delayed so that at most the release
+  rate (`HUB_RELEASE_RATE_PER_SECOND`, 10/s) become visible per second, and the next page waits
+  for this page's last second; the worker holds them on a paused connection or an open breaker
+  as it holds any delivery;
+- the page's counts are added and the next page's position written in one conditional update
+  (after the next page's message is out); the last page completes the job;
+- a cancel stops the job before its next page (a page in progress finishes its messages).
+
+Cost: per matched message one GetItem, one UpdateItem and (reprocess) one SendMessage; per page
+one Query (+ one BatchGetItem for `all`), two job updates and one SendMessage.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hub.admin.access import Principal, Role
+from hub.admin.audit import Audit
+from hub.admin.operations import Operations, QueueTab
+from hub.delivery.breaker import release_page_size, release_plan
+from hub.domain.clock import utcnow
+from hub.domain.ids import new_id
+from hub.errors import Conflict, HubError, NotFound, ValidationFailed
+from hub.ports import QueueFilter, QueuePage
+
+logger = logging.getLogger(__name__)
+
+#: A page is leased this long: longer than a page takes (a copy finding it leased waits it out).
+PAGE_LEASE = timedelta(seconds=120)
+#: How long a finished job stays listed (the item's TTL).
+JOB_RETENTION = timedelta(days=30)
+_MAX_SQS_DELAY = 900
+
+
+class BulkAction(StrEnum):
+    REPROCESS = "reprocess"
+    CANCEL = "cancel"
+
+
+class BulkState(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+class BulkFilter(BaseModel):
+    """Which messages: a queue tab's (or a search's), narrowed like the queue."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: `dead_letter`, `waiting`, `error` or `all` (every message of the tenant).
+    tab: str = "dead_letter"
+    integration_id: str | None = None
+    #: Only messages whose last failure had this class (`http_5xx`, `network`, ...).
+    error_class: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    #: A search (GET /api/admin/messages?q=&by=): its matches instead of a tab's.
+    q: str | None = None
+    by: str | None = None
+
+
+class BulkJob(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    job_id: str
+    tenant_id: str
+    action: BulkAction
+    filter: BulkFilter
+    force: bool = False
+    state: BulkState = BulkState.RUNNING
+    created_at: datetime
+    updated_at: datetime
+    #: The creating token (the job acts as it, with its role, on its tenant).
+    created_by: str
+    created_label: str = ""
+    created_role: Role = Role.OPERATOR
+    matched: int = 0
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    skipped_reasons: dict[str, int] = Field(default_factory=dict)
+    failed_reasons: dict[str, int] = Field(default_factory=dict)
+    #: The next page to run, and the listing's cursor where it starts.
+    page: int = 0
+    cursor: str | None = None
+    #: Epoch seconds: the page is being run until then.
+    page_lease_until: int | None = None
+    #: The page being run: the messages it matched and the cursor after it, written before the
+    #: first is acted on, so a run after a crash acts on the same ones (acted-on messages have
+    #: left the tab the listing reads).
+    planned_page: int | None = None
+    planned: list[str] | None = None
+    planned_next: str | None = None
+
+    def view(self) -> dict[str, Any]:
+        """What the admin API and hubctl show."""
+        return self.model_dump(
+            mode="json",
+            exclude={
+                "cursor",
+                "page_lease_until",
+                "created_label",
+                "created_role",
+                "planned_page",
+                "planned",
+                "planned_next",
+            },
+        )
+
+    def actor(self) -> Principal:
+        """The job acts as the token that created it, limited to the job's tenant."""
+        return Principal(self.created_by, self.created_label, self.created_role, self.tenant_id)
+
+
+class BulkPage(BaseModel):
+    """The pipeline-queue message that runs one page of a job."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bulk_job: str
+    tenant_id: str
+    page: int
+    cursor: str | None = None
+
+
+def parse_bulk_page(data: object) -> BulkPage | None:
+    """The bulk page a pipeline-queue body (parsed JSON) carries; None for anything else."""
+    if isinstance(data, dict) and "bulk_job" in data:
+        return BulkPage.model_validate(data)
+    return None
+
+
+@dataclass(frozen=True)
+class PageClaim:
+    claimed: bool
+    #: Held by another run until then (None: done or stopped).
+    busy_until: datetime | None = None
+    job: BulkJob | None = None
+
+
+@dataclass
+class PageCounts:
+    matched: int = 0
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    skipped_reasons: dict[str, int] | None = None
+    failed_reasons: dict[str, int] | None = None
+
+    def skip(self, reason: str) -> None:
+        self.matched += 1
+        self.skipped += 1
+        self.skipped_reasons = {
+            **(self.skipped_reasons or {}),
+            reason: (self.skipped_reasons or {}).get(reason, 0) + 1,
+        }
+
+    def fail(self, reason: str) -> None:
+        self.matched += 1
+        self.failed += 1
+        self.failed_reasons = {
+            **(self.failed_reasons or {}),
+            reason: (self.failed_reasons or {}).get(reason, 0) + 1,
+        }
+
+    def did(self) -> None:
+        self.matched += 1
+        self.done += 1
+
+
+class BulkJobStore(Protocol):
+    def create(self, job: BulkJob) -> None: ...
+    def delete(self, tenant_id: str, job_id: str) -> None: ...
+    def get(self, tenant_id: str, job_id: str) -> BulkJob | None: ...
+    def list_jobs(
+        self, tenant_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[BulkJob], str | None]: ...
+    def claim_page(
+        self, tenant_id: str, job_id: str, page: int, now: datetime, lease: timedelta
+    ) -> PageClaim: ...
+    def finish_page(
+        self,
+        job: BulkJob,
+        counts: PageCounts,
+        next_cursor: str | None,
+        now: datetime,
+    ) -> None:
+        """Adds `counts`, moves to the next page (or completes the job when `next_cursor` is
+        None and it is still running); conditioned on the job still being at `job.page`."""
+        ...
+
+    def plan_page(self, job: BulkJob, message_ids: list[str], next_cursor: str | None) -> None:
+        """Records the page's matches and the cursor after it (conditioned on the page)."""
+        ...
+
+    def fail(self, job: BulkJob, now: datetime) -> None: ...
+    def cancel(self, tenant_id: str, job_id: str, now: datetime) -> BulkJob: ...
+
+
+class PageQueue(Protocol):
+    def publish_bulk_page(self, page: BulkPage, delay_seconds: int = 0) -> None: ...
+
+
+class MessageFinder(Protocol):
+    """The search (GET /api/admin/messages): a page of a lookup's matches."""
+
+    def page(
+        self,
+        tenant_id: str,
+        q: str,
+        *,
+        by: str | None,
+        integration_id: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> QueuePage: ...
+
+
+def _tab(name: str) -> QueueTab:
+    try:
+        return QueueTab(name)
+    except ValueError as exc:
+        raise ValidationFailed(
+            "tab must be one of waiting, dead_letter, error, all",
+            details=[{"field": "filter.tab", "problem": "invalid"}],
+        ) from exc
+
+
+class BulkJobs:
+    """The admin API's side: create, show, list, cancel."""
+
+    def __init__(
+        self,
+        store: BulkJobStore,
+        queue: PageQueue,
+        *,
+        audit: Audit | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._audit = audit or Audit(None)
+        self._clock = clock
+
+    def create(
+        self, tenant_id: str, action: BulkAction, filters: BulkFilter, force: bool, actor: Principal
+    ) -> BulkJob:
+        actor.require(Role.OPERATOR, tenant_id, what="message")
+        _tab(filters.tab)
+        if filters.by is not None and filters.q is None:
+            raise ValidationFailed(
+                "filter.by needs filter.q", details=[{"field": "filter.by", "problem": "needs_q"}]
+            )
+        now = self._clock()
+        job = BulkJob(
+            job_id=new_id("bulk"),
+            tenant_id=tenant_id,
+            action=action,
+            filter=filters,
+            force=force,
+            created_at=now,
+            updated_at=now,
+            created_by=actor.token_id,
+            created_label=actor.label,
+            created_role=actor.role,
+        )
+        self._store.create(job)
+        try:
+            self._queue.publish_bulk_page(BulkPage(bulk_job=job.job_id, tenant_id=tenant_id, page=0))
+        except HubError:
+            # Not started: no job is left behind, and the caller may send the request again.
+            self._store.delete(tenant_id, job.job_id)
+            raise
+        self._audit.record(
+            actor,
+            tenant_id,
+            "bulk_job.created",
+            {"job_id": job.job_id},
+            now,
+            after={
+                "action": action.value,
+                "filter": filters.model_dump(mode="json", exclude_none=True),
+                "force": force,
+            },
+        )
+        logger.info(
+            "bulk job created", extra={"job_id": job.job_id, "tenant_id": tenant_id, "action": action.value}
+        )
+        return job
+
+    def get(self, tenant_id: str, job_id: str, principal: Principal) -> BulkJob:
+        principal.require(Role.VIEWER, tenant_id, what="bulk job")
+        job = self._store.get(tenant_id, job_id)
+        if job is None:
+            raise NotFound("bulk job not found", details={"job_id": job_id})
+        return job
+
+    def list_jobs(
+        self, tenant_id: str, principal: Principal, limit: int, cursor: str | None
+    ) -> tuple[list[BulkJob], str | None]:
+        principal.require(Role.VIEWER, tenant_id, what="bulk job")
+        return self._store.list_jobs(tenant_id, limit, cursor)
+
+    def cancel(self, tenant_id: str, job_id: str, actor: Principal) -> BulkJob:
+        """Stops the job before its next page; a repeat (or a finished job) answers it as is."""
+        actor.require(Role.OPERATOR, tenant_id, what="bulk job")
+        job = self.get(tenant_id, job_id, actor)
+        if job.state is not BulkState.RUNNING:
+            return job
+        now = self._clock()
+        cancelled = self._store.cancel(tenant_id, job_id, now)
+        if cancelled.state is BulkState.CANCELLED and job.state is BulkState.RUNNING:
+            self._audit.record(actor, tenant_id, "bulk_job.cancelled", {"job_id": job_id}, now)
+        return cancelled
+
+
+#: What an operator move's refusal means for a bulk job's message (hub.errors codes).
+_SKIP_CODES = frozenset(
+    {
+        "execution_in_flight",
+        "already_delivered",
+        "not_cancellable",
+        "delivery_in_progress",
+        "not_found",
+        "invalid_transition",
+    }
+)
+
+
+class BulkRunner:
+    """The pipeline worker's side: runs one page of a job per queue message."""
+
+    def __init__(
+        self,
+        store: BulkJobStore,
+        operations: Operations,
+        queue: PageQueue,
+        *,
+        finder: MessageFinder | None = None,
+        rate_per_second: int = 10,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self._store = store
+        self._operations = operations
+        self._queue = queue
+        self._finder = finder
+        self._rate = max(1, rate_per_second)
+        self._clock = clock
+
+    def run(self, message: BulkPage) -> str:
+        """Runs the page once; what it did (for the log). Raises on an outage (SQS redelivers
+        the page message; a page run twice acts on each message once)."""
+        ids = {"job_id": message.bulk_job, "tenant_id": message.tenant_id, "page": message.page}
+        now = self._clock()
+        claim = self._store.claim_page(message.tenant_id, message.bulk_job, message.page, now, PAGE_LEASE)
+        if claim.busy_until is not None:
+            wait = int((claim.busy_until - now).total_seconds()) + 1
+            self._queue.publish_bulk_page(message, delay_seconds=min(max(wait, 1), _MAX_SQS_DELAY))
+            logger.info("bulk page busy: delayed until its lease ends", extra=ids)
+            return "busy"
+        if not claim.claimed or claim.job is None:
+            logger.info("bulk page not run (done, cancelled or gone)", extra=ids)
+            return "dropped"
+        job = claim.job
+        if job.planned_page == job.page and job.planned is not None:
+            matched, next_cursor = job.planned, job.planned_next  # a run after a crash
+        else:
+            try:
+                matched, next_cursor = self._matches(job)
+            except ValidationFailed as invalid:  # a cursor or filter no longer valid: the job ends
+                logger.warning("bulk job filter refused", extra={**ids, "code": invalid.code})
+                self._store.fail(job, now)
+                return "failed"
+            self._store.plan_page(job, matched, next_cursor)
+        counts = PageCounts()
+        delays = iter(release_plan(len(matched), self._rate).delays)
+        for message_id in matched:
+            self._act(job, message_id, counts, next(delays, 0))
+        if next_cursor is not None:
+            later = BulkPage(
+                bulk_job=job.job_id, tenant_id=job.tenant_id, page=job.page + 1, cursor=next_cursor
+            )
+            pace = release_plan(len(matched), self._rate).next_page_delay
+            self._queue.publish_bulk_page(later, delay_seconds=min(pace, _MAX_SQS_DELAY))
+        self._store.finish_page(job, counts, next_cursor, self._clock())
+        logger.info(
+            "bulk page run",
+            extra={**ids, "matched": counts.matched, "done": counts.done, "skipped": counts.skipped},
+        )
+        return "run"
+
+    def _matches(self, job: BulkJob) -> tuple[list[str], str | None]:
+        size = release_page_size(self._rate)
+        f = job.filter
+        if f.q is not None:
+            if self._finder is None:
+                raise ValidationFailed("search is not available", details=[{"field": "filter.q"}])
+            page = self._finder.page(
+                job.tenant_id, f.q, by=f.by, integration_id=f.integration_id, limit=size, cursor=job.cursor
+            )
+        else:
+            filters = QueueFilter(integration_id=f.integration_id, since=f.since, until=f.until)
+            page = self._operations.queue(job.tenant_id, _tab(f.tab), size, job.cursor, filters)
+        matched = [
+            str(row["message_id"])
+            for row in page.rows
+            if f.error_class is None or row.get("last_retry_error_class") == f.error_class
+        ]
+        return matched, page.next_cursor
+
+    def _act(self, job: BulkJob, message_id: str, counts: PageCounts, delay: int) -> None:
+        try:
+            if job.action is BulkAction.REPROCESS:
+                self._operations.reprocess(
+                    message_id, job.actor(), force=job.force, bulk_job=job.job_id, delay_seconds=delay
+                )
+            else:
+                self._operations.cancel_retry(message_id, job.actor(), bulk_job=job.job_id)
+        except HubError as refused:
+            if refused.code == "already_acted":
+                counts.did()  # this job's earlier run of the page acted on it
+            elif refused.code in _SKIP_CODES or isinstance(refused, Conflict):
+                counts.skip(refused.code)
+            else:
+                raise  # an outage: the page runs again
+            return
+        counts.did()
