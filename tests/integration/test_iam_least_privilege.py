@@ -491,7 +491,7 @@ def test_key_grants_are_bound_to_purposes_the_function_s_code_uses(function):
 
     constants = {
         name: getattr(sealed_config, name)
-        for name in ("WEBHOOK_SECRET", "DESTINATION_CREDENTIAL", "SUBSCRIPTION_SECRET")
+        for name in ("WEBHOOK_SECRET", "DESTINATION_CREDENTIAL", "SUBSCRIPTION_SECRET", "ADMIN_ANSWER")
     }
     assert set(constants.values()) == set(sealed_config.PURPOSES)
     reachable = {
