@@ -137,4 +137,9 @@ def test_each_function_opens_only_the_secrets_it_needs():
 
 
 def test_the_purposes_are_the_ones_the_code_seals_under():
-    assert set(PURPOSES) == {"webhook-secret", "destination-credential", "subscription-secret", "admin-answer"}
+    assert set(PURPOSES) == {
+        "webhook-secret",
+        "destination-credential",
+        "subscription-secret",
+        "admin-answer",
+    }

@@ -27,8 +27,9 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel, Field
 
 from hub import wiring
+from hub.admin.access import Principal
 from hub.admin.idempotency import Answer
-from hub.api.admin.guard import principal, registered_routes
+from hub.api.admin.guard import registered_routes
 from hub.api.http import body_bytes, error_response
 from hub.api.openapi import also_answers
 from hub.domain.admin_idempotency import (
@@ -81,8 +82,9 @@ ANSWERS = (
 def idempotency_guard(app: ApiGatewayResolver, next_middleware: NextMiddleware) -> Response:
     event = app.current_event
     raw = event.headers.get(HEADER.lower())
-    if raw is None or not _mutating_route(app):
-        return next_middleware(app)
+    caller: Principal | None = app.context.get("principal")  # set by the access middleware
+    if raw is None or caller is None or not _mutating_route(app):
+        return next_middleware(app)  # no key, or a public route: no token to own one
     key = idempotency_key(raw)
     fingerprint = request_fingerprint(
         event.http_method,
@@ -91,7 +93,7 @@ def idempotency_guard(app: ApiGatewayResolver, next_middleware: NextMiddleware) 
         body_bytes(event),
     )
     idempotency = wiring.admin_idempotency()
-    begun = idempotency.begin(principal().token_id, key, fingerprint)
+    begun = idempotency.begin(caller.token_id, key, fingerprint)
     if isinstance(begun, Answer):
         return Response(
             status_code=begun.status,
