@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import zlib
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from pydantic import BaseModel
 
+from devstack.cfn import load_template
 from hub.admin.idempotency import MAX_SEALED_BYTES, AdminIdempotency, Answer, Run
 from hub.api.openapi import OBJECT, also_answers, answers, documented, documented_parts, error_codes
 from hub.certificates.envelope import DataKey
@@ -42,6 +44,7 @@ from tests.fakes.data_keys import FakeDataKeys
 
 REQUEST = request_fingerprint("POST", "/api/admin/tenants", [], b'{"tenant_id":"t1"}')
 OTHER = request_fingerprint("POST", "/api/admin/tenants", [], b'{"tenant_id":"t2"}')
+ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hub_k_live_s3cr3t_shown_once"
 CREATED = Answer(201, '{"key_id":"key_1","key":"' + SECRET + '"}', {"Content-Type": "application/json"})
 
@@ -123,7 +126,8 @@ class TestTheVerdict:
         assert verdict(claim(ClaimState.RUNNING), REQUEST, EPOCH + LEASE) is Verdict.CLAIM
 
     def test_the_lease_outlives_the_admin_function_s_timeout(self) -> None:
-        assert timedelta(seconds=60) < LEASE  # template.yaml AdminApiFunction Timeout
+        admin = load_template(ROOT / "template.yaml")["Resources"]["AdminApiFunction"]["Properties"]
+        assert timedelta(seconds=admin["Timeout"]) < LEASE
         assert timedelta(hours=24) == RETENTION
 
     @pytest.mark.parametrize(
