@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Respo
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.admin.access import any_token, requires
-from hub.api.admin import ROUTERS
+from hub.api.admin import ROUTERS, idempotency
 from hub.api.admin.guard import access_guard
 from hub.api.http import body_limit, install_error_handlers
 from hub.api.openapi import OBJECT, answers, serve
@@ -32,10 +32,13 @@ configure_logging(logger)
 metrics = Metrics()
 app = LambdaFunctionUrlResolver()
 install_error_handlers(app)
-# The body limit first: a body over it is refused before any token is looked at.
-app.use([body_limit(lambda: settings().admin_max_body_bytes), access_guard])
+# The body limit first: a body over it is refused before any token is looked at. The
+# Idempotency-Key last: the key is the authenticated token's, and a request its route refuses
+# access to claims nothing.
+app.use([body_limit(lambda: settings().admin_max_body_bytes), access_guard, idempotency.idempotency_guard])
 for router in ROUTERS:
     app.include_router(router)
+idempotency.document(app)
 #: The operator's web page: this function's own `page/` folder (index.html and static/).
 PAGE = StaticSite(Path(__file__).parent / "page")
 
@@ -56,7 +59,12 @@ OPENAPI = {
         "60 s, that address gets `429 too_many_failed_tokens` with `Retry-After` until the window "
         "passes, whatever token it sends. Each admin token has a rate limit (per instance): over "
         "it, `429 rate_limited` with `Retry-After`, nothing done. A body over the admin API's "
-        "limit (1 MiB by default) is `413 payload_too_large`, before anything reads it."
+        "limit (1 MiB by default) is `413 payload_too_large`, before anything reads it. Every POST, "
+        "PUT, PATCH and DELETE takes an `Idempotency-Key` header (1-255 printable ASCII, the "
+        "calling token's for 24 hours): the same request again answers the first 2xx or 4xx "
+        "answer with `Idempotent-Replayed: true` and does nothing; the key with another request "
+        "is `422 idempotency_key_reused`, while the first still runs `409 idempotency_key_in_use`; "
+        "a 5xx frees the key."
     ),
     "security_schemes": {
         "adminToken": {"type": "http", "scheme": "bearer", "description": "An admin token (hub_admin_...)."}

@@ -322,23 +322,24 @@ def _http(handler: Any, event: dict[str, Any]) -> tuple[int, Any]:
 
 
 def test_every_call_real_handlers_make_is_one_the_scanner_found(stack, tenancy, destination, recorder):
-    """A representative run of all seven functions on moto: a subscription and the operator's
-    reads (admin), a message received (ingest), failed once and retried on the scheduler
-    (worker), its events published (outbox) and delivered to the subscriber (webhook sender), an
-    alarm (notifier) and the daily expiry check."""
+    """A representative run of all seven functions on moto: a subscription, sent twice with one
+    Idempotency-Key, and the operator's reads (admin), a message received (ingest), failed once
+    and retried on the scheduler (worker), its events published (outbox) and delivered to the
+    subscriber (webhook sender), an alarm (notifier) and the daily expiry check."""
     sqs = boto3.client("sqs", region_name=REGION)
     admin = recorder.handler("AdminApiFunction")
     with HttpDestination() as subscriber:
-        status, body = _http(
-            admin,
-            admin_event(
-                "POST",
-                "/api/admin/tenants/t1/subscriptions",
-                token=ADMIN_TOKEN,
-                body={"url": subscriber.url, "event_types": ["message.*"]},
-            ),
+        subscribe = admin_event(
+            "POST",
+            "/api/admin/tenants/t1/subscriptions",
+            token=ADMIN_TOKEN,
+            body={"url": subscriber.url, "event_types": ["message.*"]},
+            headers={"idempotency-key": "subscribe-1"},
         )
+        status, body = _http(admin, subscribe)
         assert status == 201, body
+        # A repeat opens the kept answer (sealed: it shows the signing secret once).
+        assert _http(admin, subscribe) == (status, body)
         configure(stack, tenancy, destination, retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=2))
         destination.script(Answer(503, '{"error": "maintenance"}'), Answer(200))
 
@@ -491,7 +492,7 @@ def test_key_grants_are_bound_to_purposes_the_function_s_code_uses(function):
 
     constants = {
         name: getattr(sealed_config, name)
-        for name in ("WEBHOOK_SECRET", "DESTINATION_CREDENTIAL", "SUBSCRIPTION_SECRET")
+        for name in ("WEBHOOK_SECRET", "DESTINATION_CREDENTIAL", "SUBSCRIPTION_SECRET", "ADMIN_ANSWER")
     }
     assert set(constants.values()) == set(sealed_config.PURPOSES)
     reachable = {

@@ -113,13 +113,15 @@ def test_each_function_opens_only_the_secrets_it_needs():
     admin = _kms_statements("AdminApiFunction")
     # The admin API seals everything, never opens a webhook secret; the connection test opens
     # the connection's credentials and client certificate.
+    # It keeps Idempotency-Key answers sealed, and opens them for a repeat (issue 28).
     assert _purposes(admin, "kms:GenerateDataKey") == {
         "webhook-secret",
         "destination-credential",
         "subscription-secret",
+        "admin-answer",
         "certificate",
     }
-    assert _purposes(admin, "kms:Decrypt") == {"destination-credential", "certificate"}
+    assert _purposes(admin, "kms:Decrypt") == {"destination-credential", "admin-answer", "certificate"}
     # Subscriptions' signing secrets open in the webhook sender only (issue 12).
     sender = _kms_statements("WebhookSenderFunction")
     assert _purposes(sender, "kms:Decrypt") == {"subscription-secret"}
@@ -135,4 +137,9 @@ def test_each_function_opens_only_the_secrets_it_needs():
 
 
 def test_the_purposes_are_the_ones_the_code_seals_under():
-    assert set(PURPOSES) == {"webhook-secret", "destination-credential", "subscription-secret"}
+    assert set(PURPOSES) == {
+        "webhook-secret",
+        "destination-credential",
+        "subscription-secret",
+        "admin-answer",
+    }

@@ -170,6 +170,8 @@ class NotFound(HubError):
 
 
 class IdempotencyKeyReused(HubError):
+    """The Idempotency-Key was first used with a different request: send this one with a new key."""
+
     code = "idempotency_key_reused"
     http_status = 422
 
@@ -193,6 +195,17 @@ class InvalidTransition(Conflict):
     """The stored status is no longer the one the caller read: someone else moved it."""
 
     code = "invalid_transition"
+
+
+class IdempotencyKeyInUse(Conflict):
+    """The first request with this Idempotency-Key is still running: resend after Retry-After
+    seconds to get its answer."""
+
+    code = "idempotency_key_in_use"
+    retry_after_seconds: ClassVar[int] = 1
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)}
 
 
 class LeaseHeld(Conflict):

@@ -34,7 +34,11 @@ DESTINATION_CREDENTIAL = "destination-credential"
 #: Outbound webhook subscriptions' signing secrets (issue 12; hub.adapters.dynamo.subscriptions):
 #: sealed one secret per data key, opened only by the webhook sender.
 SUBSCRIPTION_SECRET = "subscription-secret"  # noqa: S105 - a purpose name, not a secret
-PURPOSES = (WEBHOOK_SECRET, DESTINATION_CREDENTIAL, SUBSCRIPTION_SECRET)
+#: The admin API's kept answers to Idempotency-Key requests (issue 28; hub.admin.idempotency):
+#: sealed whole, since one may show a secret once (a new API key or admin token); sealed and
+#: opened by the admin API only. No configuration field has this purpose.
+ADMIN_ANSWER = "admin-answer"
+PURPOSES = (WEBHOOK_SECRET, DESTINATION_CREDENTIAL, SUBSCRIPTION_SECRET, ADMIN_ANSWER)
 
 #: The secret fields of a destination (a connection's `config_json`), all destination credentials.
 DESTINATION_PATHS: dict[str, str] = {

@@ -8,6 +8,9 @@ The item keeps, in clear, only *which* fields are sealed (`paths`: views show th
 never their values) and a scrypt digest of the values under a random salt, so a save can tell
 "the same secrets again" (nothing changes) without decrypting: the admin API may seal but not
 open. scrypt, not a fast hash, because a destination password may be short enough to guess.
+
+`seal_bytes` / `open_bytes` seal one opaque value the same way, with no digest (nothing compares
+it): the admin API's kept answers (hub.admin.idempotency), which may carry a secret shown once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hub.certificates.envelope import CertificateUndecryptable, DataKeys
+from hub.certificates.envelope import CertificateUndecryptable, DataKey, DataKeys
 
 ALGORITHM = "AES-256-GCM"
 _NONCE_BYTES = 12
@@ -151,3 +154,61 @@ def put_fields(data: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, 
             node = child
         node[leaf] = value
     return result
+
+
+@dataclass(frozen=True)
+class SealedBytes:
+    """One value sealed under its own data key (see `seal_bytes`)."""
+
+    key_id: str
+    encrypted_data_key: bytes
+    nonce: bytes
+    ciphertext: bytes
+    algorithm: str = ALGORITHM
+
+    def to_item(self) -> dict[str, Any]:
+        return {
+            "key_id": self.key_id,
+            "encrypted_data_key": self.encrypted_data_key,
+            "nonce": self.nonce,
+            "ciphertext": self.ciphertext,
+            "algorithm": self.algorithm,
+        }
+
+    @classmethod
+    def from_item(cls, data: Mapping[str, Any]) -> SealedBytes:
+        return cls(
+            key_id=str(data["key_id"]),
+            encrypted_data_key=bytes(data["encrypted_data_key"]),
+            nonce=bytes(data["nonce"]),
+            ciphertext=bytes(data["ciphertext"]),
+            algorithm=str(data.get("algorithm", ALGORITHM)),
+        )
+
+
+def seal_bytes(data_key: DataKey, context: Mapping[str, str], plaintext: bytes) -> SealedBytes:
+    """`plaintext` sealed with AES-256-GCM under `data_key` (generated for `context`, which is
+    also the associated data). The caller generates the key first (`DataKeys.generate`), so a key
+    service that does not answer fails before the work whose result is sealed."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415 - loaded on use
+
+    nonce = os.urandom(_NONCE_BYTES)
+    return SealedBytes(
+        key_id=data_key.key_id,
+        encrypted_data_key=data_key.encrypted,
+        nonce=nonce,
+        ciphertext=AESGCM(data_key.plaintext).encrypt(nonce, plaintext, _aad(context)),
+    )
+
+
+def open_bytes(keys: DataKeys, sealed: SealedBytes, context: Mapping[str, str]) -> bytes:
+    """The sealed value. `context` is what the reader expects (from the item's own key), not what
+    the item claims: a value moved to another item does not open (CertificateUndecryptable)."""
+    from cryptography.exceptions import InvalidTag  # noqa: PLC0415 - loaded on use
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415
+
+    aes = AESGCM(keys.decrypt(sealed.encrypted_data_key, dict(context)))
+    try:
+        return aes.decrypt(sealed.nonce, sealed.ciphertext, _aad(context))
+    except InvalidTag:
+        raise CertificateUndecryptable("a sealed value does not decrypt") from None

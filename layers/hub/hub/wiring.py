@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from hub.admin.connection_control import ConnectionControl
     from hub.admin.connections import ConnectionAdmin
     from hub.admin.health import Health
+    from hub.admin.idempotency import AdminIdempotency
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Lane, Operations
     from hub.admin.subscriptions import SubscriptionAdmin
@@ -389,6 +390,19 @@ def bootstrap_token_sha256() -> str:
 
 
 @lru_cache(maxsize=1)
+def admin_idempotency() -> AdminIdempotency:
+    """The admin API's Idempotency-Key claims (issue 28): kept answers sealed under the stack's
+    key, so a stack without one cannot take the header (nothing is ever kept in clear)."""
+    from hub.adapters.dynamo.admin_idempotency import DynamoAdminIdempotency
+    from hub.admin.idempotency import AdminIdempotency
+
+    keys = _data_keys()
+    if keys is None:
+        raise ConfigurationError("Idempotency-Key on the admin API needs HUB_CERTIFICATE_KEY_ID")
+    return AdminIdempotency(DynamoAdminIdempotency(settings().table_name), keys)
+
+
+@lru_cache(maxsize=1)
 def admin_authenticator() -> Authenticator:
     from hub.adapters.dynamo.admin_tokens import DynamoAdminTokens
     from hub.adapters.dynamo.tenants import DynamoTenants
@@ -623,6 +637,7 @@ def reset() -> None:
     tenant_throttle.cache_clear()
     failed_token_guard.cache_clear()
     admin_token_throttle.cache_clear()
+    admin_idempotency.cache_clear()
     webhook_receiver.cache_clear()
     pipeline_worker.cache_clear()
     releaser.cache_clear()

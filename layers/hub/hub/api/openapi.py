@@ -13,11 +13,11 @@ our strict JSON parser and answering in the one error shape.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Route
 from pydantic import BaseModel
 
 from hub.errors import HubError
@@ -44,6 +44,8 @@ class Documented:
     path: type[BaseModel] | None = None
     #: Request headers the handler reads (field `idempotency_key` is header `idempotency-key`).
     headers: type[BaseModel] | None = None
+    #: Request headers a middleware reads on this route (`also_answers`).
+    middleware_headers: tuple[type[BaseModel], ...] = ()
 
 
 def documented(
@@ -90,21 +92,54 @@ def answers(
     responses: dict[int, dict[str, Any]] = {}
     for status, body in ok.items():
         responses[status] = _success(status, body)
-    by_status: dict[int, dict[str, type[HubError]]] = {}
+    by_status: dict[int, dict[str, str]] = {}
     for error in (*errors, *ALWAYS):
-        by_status.setdefault(error.http_status, {})[error.code] = error
+        by_status.setdefault(error.http_status, {})[error.code] = _first_line(error)
     for status in sorted(by_status):
         responses[status] = _error_response(status, by_status[status])
     for status, named in (headers or {}).items():
-        responses[status].setdefault("headers", {}).update(
-            {name: {"description": text, "schema": {"type": "string"}} for name, text in named.items()}
-        )
+        responses[status].setdefault("headers", {}).update(_header_schemas(named))
     kwargs: dict[str, Any] = {"summary": summary, "tags": tags, "responses": responses}
     if description:
         kwargs["description"] = description
     if security is not None:
         kwargs["security"] = security
     return kwargs
+
+
+def also_answers(
+    route: Route,
+    errors: Iterable[type[HubError]],
+    *,
+    request_headers: type[BaseModel] | None = None,
+    success_headers: Mapping[str, str] | None = None,
+) -> None:
+    """Adds to `route`'s document what a middleware does on it, declared once for every route
+    it applies to: the `errors` it can answer (merged into the route's error answers of their
+    statuses), `success_headers` (name → description) on its 2xx answers, and the
+    `request_headers` it reads. Idempotent (a route amended twice is amended once)."""
+    responses: dict[int, Any] = route.responses if route.responses is not None else {}
+    route.responses = responses
+    by_status: dict[int, dict[str, str]] = {}
+    for error in errors:
+        by_status.setdefault(error.http_status, {})[error.code] = _first_line(error)
+    for status, added in by_status.items():
+        present = responses.get(status)
+        lines = {**added, **(_error_lines(present) if present else {})}
+        merged = _error_response(status, lines)
+        if present and present.get("headers"):
+            merged.setdefault("headers", {}).update(present["headers"])
+        responses[status] = merged
+    for status, response in responses.items():
+        if 200 <= status < 300 and success_headers:
+            response.setdefault("headers", {}).update(_header_schemas(success_headers))
+    parts = documented_parts(route.func)
+    if request_headers is not None and request_headers not in parts.middleware_headers:
+        setattr(
+            route.func,
+            _ATTRIBUTE,
+            replace(parts, middleware_headers=(*parts.middleware_headers, request_headers)),
+        )
 
 
 def error_codes(response: Mapping[str, Any]) -> list[str]:
@@ -133,10 +168,29 @@ _ERROR_HEADERS = {
 }
 
 
-def _error_response(status: int, errors: Mapping[str, type[HubError]]) -> dict[str, Any]:
-    lines = [f"- `{code}`: {_first_line(error)}" for code, error in sorted(errors.items())]
+def _header_schemas(named: Mapping[str, str]) -> dict[str, Any]:
+    """Documented response headers from {name: description}."""
+    return {name: {"description": text, "schema": {"type": "string"}} for name, text in named.items()}
+
+
+_ERROR_LINES_TITLE = "Error codes:"
+
+
+def _error_lines(response: Mapping[str, Any]) -> dict[str, str]:
+    """{code: its description} of an error answer `_error_response` wrote."""
+    lines = str(response.get("description", "")).split("\n")[1:]
+    found = {}
+    for line in lines:
+        code, _, text = line.removeprefix("- `").partition("`: ")
+        found[code] = text
+    return found
+
+
+def _error_response(status: int, errors: Mapping[str, str]) -> dict[str, Any]:
+    """The error answer at `status` listing `errors` ({code: description})."""
+    lines = [f"- `{code}`: {text}" for code, text in sorted(errors.items())]
     response: dict[str, Any] = {
-        "description": "Error codes:\n" + "\n".join(lines),
+        "description": f"{_ERROR_LINES_TITLE}\n" + "\n".join(lines),
         "content": {
             "application/json": {
                 "schema": {

@@ -106,7 +106,8 @@ def _declare_parameters(handler: Callable[..., Any], openapi_path: str) -> None:
         field = path_fields.get(name)
         annotation: Any = _annotated(field, Path()) if field else str
         parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation))
-    for model, marker in ((parts.query, Query), (parts.headers, Header)):
+    models = ((parts.query, Query), (parts.headers, Header), *((m, Header) for m in parts.middleware_headers))
+    for model, marker in models:
         for name, field in (model.model_fields if model else {}).items():
             default = inspect.Parameter.empty if field.is_required() else field.get_default()
             parameters.append(

@@ -25,6 +25,9 @@ shapes meet. Every read by id therefore names the tenant.
 - admin token: ``ADMINTOKEN#<sha256(token)>`` / ``ADMINTOKEN`` (what authentication reads),
   and its id's pointer ``ADMINTOKENID#<token id>`` / ``ADMINTOKEN`` (the hash; written once with
   it) - admin API (hub.adapters.dynamo.admin_tokens); no TTL
+- admin Idempotency-Key claim (issue 28): ``ADMINIDEM#<token id>#<sha256(key)>`` / ``CLAIM`` -
+  admin API's middleware (hub.adapters.dynamo.admin_idempotency); its kept answer sealed
+  (purpose `admin-answer`); TTL 24 h
 - audit entry: ``AUDIT#<tenant or "platform">`` / ``<at>#<entry id>`` - admin API
   (hub.adapters.dynamo.audit); no TTL (newest first: a Query in descending order)
 - outbox event item (an event that is not a message's status, issue 12): ``EVENT#<event id>`` /
@@ -271,6 +274,12 @@ def admin_token_partition(tenant_id: str | None) -> str:
 def admin_token_index_keys(tenant_id: str | None, token_id: str) -> Key:
     """GSI1: a scope's tokens by token id (time-ordered); the listing reads the items by PK."""
     return {"GSI1PK": admin_token_partition(tenant_id), "GSI1SK": token_id}
+
+
+def admin_idempotency_key(token_id: str, key_sha256: str) -> Key:
+    """An admin token's Idempotency-Key claim: the key is the token's own (token ids hold no
+    ``#``), stored by its hash."""
+    return {"PK": f"ADMINIDEM#{token_id}#{key_sha256}", "SK": "CLAIM"}
 
 
 def audit_key(scope: str, at: str, entry_id: str) -> Key:
