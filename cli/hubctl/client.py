@@ -119,7 +119,7 @@ def cause_of(error: httpx.TransportError, timeout: httpx.Timeout = TIMEOUT) -> s
         if isinstance(cause, ssl.SSLCertVerificationError):
             return f"TLS handshake failed: the server's certificate is not trusted ({cause.verify_message})"
         if isinstance(cause, ssl.SSLError):
-            return f"TLS handshake failed ({cause.reason or cause})"
+            return f"TLS handshake failed ({getattr(cause, 'reason', None) or cause})"
         if isinstance(cause, socket.gaierror):
             return f"DNS: the host name does not resolve ({cause.strerror})"
         if isinstance(cause, ConnectionRefusedError):

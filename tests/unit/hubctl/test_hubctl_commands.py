@@ -106,7 +106,9 @@ def hubctl(api: FakeAdminApi, *argv: str, stdin: str = "", environ: dict[str, st
     def context(args):
         return Context(
             args,
-            lambda: AdminClient("http://admin.test", TOKEN, transport=httpx.MockTransport(api)),
+            lambda: AdminClient(
+                "http://admin.test", TOKEN, transport=httpx.MockTransport(api), sleep=lambda _: None
+            ),
             out=out,
             err=err,
             stdin=io.StringIO(stdin),
