@@ -879,3 +879,35 @@ def test_top_level_help_lists_the_grammar_and_the_nouns():
         "HUB_TENANT",
     ):
         assert line in text
+
+
+# --- the documents' examples ------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def documented_commands(path: Path) -> list[str]:
+    """Every `hubctl ...` command of a document's sh code blocks (continuation lines joined,
+    what a pipe or a redirection adds cut off)."""
+    import shlex  # noqa: PLC0415
+
+    commands, block = [], False
+    for line in path.read_text(encoding="utf-8").replace("\\\n", " ").splitlines():
+        if line.startswith("```"):
+            block = line.strip() == "```sh"
+            continue
+        if block and line.lstrip().startswith("hubctl "):
+            words = shlex.split(line, comments=True)
+            cut = next((i for i, word in enumerate(words) if word in ("|", "<", ">")), len(words))
+            commands.append(" ".join(shlex.quote(word) for word in words[1:cut]))
+    return commands
+
+
+@pytest.mark.parametrize(
+    "command",
+    [c for doc in ("README.md", "docs/hubctl.md") for c in documented_commands(ROOT / doc)],
+)
+def test_every_documented_command_parses(command):
+    import shlex  # noqa: PLC0415
+
+    build_parser().parse_args(shlex.split(command))  # argparse exits 2 on anything it refuses
