@@ -1,6 +1,6 @@
 """hubctl as a real process: the console script `make install` puts beside the interpreter
 (pyproject's [project.scripts]), pointed at an admin API by its environment, never by a profile
-file of the machine it runs on."""
+file or a default tenant of the machine it runs on."""
 
 from __future__ import annotations
 
@@ -12,16 +12,24 @@ from pathlib import Path
 from typing import Any
 
 SCRIPT = Path(sys.executable).with_name("hubctl")
+#: The checkout these tests belong to: the console script imports hubctl from it (an editable
+#: install may point at another checkout of the same project).
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Hubctl:
     def __init__(self, url: str, token: str, tmp_path: Path) -> None:
         self.token = token
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("HUB_ADMIN_", "HUBCTL_"))}
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HUB_ADMIN_", "HUBCTL_")) and k != "HUB_TENANT"
+        }
         self.env.update(
             HUB_ADMIN_URL=url,
             HUB_ADMIN_TOKEN=token,
             HUBCTL_CONFIG=str(tmp_path / "no-profiles.toml"),
+            PYTHONPATH=os.pathsep.join(str(ROOT / part) for part in ("layers/hub", "cli", ".")),
         )
 
     def __call__(

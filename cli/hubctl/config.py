@@ -1,5 +1,6 @@
-"""Where hubctl finds the admin API and its token: flags, then an explicitly chosen profile, then
-the environment (HUB_ADMIN_URL, HUB_ADMIN_TOKEN), then the profile file's default profile.
+"""Where hubctl finds the admin API, its token and the default tenant: flags, then an explicitly
+chosen profile, then the environment (HUB_ADMIN_URL, HUB_ADMIN_TOKEN, HUB_TENANT), then the
+profile file's default profile.
 
 The profile file is TOML (`~/.config/hubctl/config.toml`, or `$XDG_CONFIG_HOME/hubctl/...`, or
 `$HUBCTL_CONFIG`)::
@@ -9,6 +10,7 @@ The profile file is TOML (`~/.config/hubctl/config.toml`, or `$XDG_CONFIG_HOME/h
     [profiles.local]
     url = "http://127.0.0.1:3001"
     token_env = "HUB_LOCAL_ADMIN_TOKEN"   # the token from this variable (or `token = "..."`)
+    tenant = "tnt_demo"                   # the tenant of commands given no --tenant
 
 The token itself is never printed: `describe()` says only where it came from.
 """
@@ -23,6 +25,7 @@ from typing import Any
 
 URL_ENV = "HUB_ADMIN_URL"
 TOKEN_ENV = "HUB_ADMIN_TOKEN"  # noqa: S105 - the variable's name, not a token
+TENANT_ENV = "HUB_TENANT"
 CONFIG_ENV = "HUBCTL_CONFIG"
 
 
@@ -58,21 +61,27 @@ def _profiles(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {error}") from error
 
 
-def _profile(document: dict[str, Any], name: str, path: Path, env: dict[str, str]) -> dict[str, str]:
+def _profile(
+    document: dict[str, Any], name: str, path: Path, env: dict[str, str], *, strict: bool = True
+) -> dict[str, str]:
+    """A profile's settings. `strict`: a token read from an unset variable is an error (not
+    when only its tenant is wanted)."""
     profiles = document.get("profiles", {})
     profile = profiles.get(name) if isinstance(profiles, dict) else None
     if not isinstance(profile, dict):
         raise ConfigError(f"no profile {name!r} in {path}")
     found: dict[str, str] = {}
-    if isinstance(profile.get("url"), str):
-        found["url"] = profile["url"]
+    for setting in ("url", "tenant"):
+        if isinstance(profile.get(setting), str):
+            found[setting] = profile[setting]
     if isinstance(profile.get("token"), str):
         found["token"] = profile["token"]
     elif isinstance(profile.get("token_env"), str):
         variable = profile["token_env"]
-        if not env.get(variable):
+        if env.get(variable):
+            found["token"] = env[variable]
+        elif strict:
             raise ConfigError(f"profile {name!r} takes its token from ${variable}, which is not set")
-        found["token"] = env[variable]
     return found
 
 
@@ -112,3 +121,27 @@ def resolve(
         raise ConfigError(f"no admin token: set {TOKEN_ENV}, pass --token, or add a profile to {path}")
     token_source = {"flag": "--token", "environment": TOKEN_ENV}.get(found_token[1], found_token[1])
     return Target(url=found_url[0].rstrip("/"), token=found_token[0], token_source=token_source)
+
+
+def resolve_tenant(
+    flag: str | None, profile: str | None, environ: dict[str, str] | None = None
+) -> tuple[str, str] | None:
+    """The tenant of a command and where it came from: --tenant, the tenant of the profile named
+    by --profile, $HUB_TENANT, the default profile's tenant; None when none has one."""
+    if flag:
+        return flag, "--tenant"
+    env = dict(os.environ if environ is None else environ)
+    path = config_path(env)
+    document = _profiles(path)
+    if profile:
+        named = _profile(document, profile, path, env, strict=False).get("tenant")
+        if named:
+            return named, f"profile {profile}"
+    if env.get(TENANT_ENV):
+        return env[TENANT_ENV], TENANT_ENV
+    default = document.get("default_profile")
+    if not profile and isinstance(default, str):
+        tenant = _profile(document, default, path, env, strict=False).get("tenant")
+        if tenant:
+            return tenant, f"profile {default}"
+    return None

@@ -306,8 +306,8 @@ def test_deletes_are_refused_while_in_use_then_done(applied, hubctl, tmp_path, l
     assert "int_acme_spare" in connection_in_use.stderr  # details name the integration using it
     assert integration_in_use.returncode == 1  # it received a message a moment ago
     assert "error: integration_in_use:" in integration_in_use.stderr
-    assert integration.stdout.strip() == "deleted: integration tnt_acme/int_acme_spare"
-    assert connection.stdout.strip() == "deleted: connection tnt_acme/conn_acme_spare"
+    assert integration.stdout == "integration/int_acme_spare deleted (tenant tnt_acme)\n"
+    assert connection.stdout == "connection/conn_acme_spare deleted (tenant tnt_acme)\n"
     assert gone.returncode == 1
     assert "(HTTP 404)" in gone.stderr
 
