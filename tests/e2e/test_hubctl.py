@@ -245,11 +245,8 @@ def test_certificates_upload_with_the_password_on_stdin_then_show(hubctl, tmp_pa
 # --- the kubectl grammar (issue 28, point 6) --------------------------------------------------
 
 DEMO_KEY = "hub_demo_local-only-key-0000000000000000000000"
-#: find and bulk jobs are other parts of issue 28 (their routes land with them).
-NEEDS_SEARCH_BULK = pytest.mark.skip(reason="needs the search/bulk API: lead enables after merge")
-NEEDS_FORCE = pytest.mark.skip(
-    reason="needs reprocess's already_delivered and force (issue 28, point 1): lead enables after merge"
-)
+#: find is another part of issue 28 (its route lands with it).
+NEEDS_SEARCH = pytest.mark.skip(reason="needs the search API: lead enables after merge")
 
 
 def partner_client(local_stack) -> httpx.Client:
@@ -346,7 +343,6 @@ def test_an_action_prints_one_line(hubctl, local_stack, destination):
     assert len(ran.stdout.splitlines()) == 1
 
 
-@NEEDS_FORCE
 def test_reprocess_twice_the_second_is_refused_already_delivered_then_force_sends_it(
     hubctl, local_stack, destination
 ):
@@ -377,7 +373,7 @@ def test_reprocess_twice_the_second_is_refused_already_delivered_then_force_send
     assert len(destination.requests) == 3
 
 
-@NEEDS_SEARCH_BULK
+@NEEDS_SEARCH
 def test_find_a_message_by_its_external_id(hubctl, local_stack):
     body = {**demo_body(), "external_id": f"PO-{uuid.uuid4().hex[:10]}"}
     answer = httpx.post(
@@ -401,7 +397,6 @@ def test_find_a_message_by_its_external_id(hubctl, local_stack):
     assert nothing.stdout.strip() == "(none)"
 
 
-@NEEDS_SEARCH_BULK
 def test_bulk_reprocess_of_the_error_tab_waits_until_each_message_is_delivered(
     hubctl, local_stack, destination
 ):
@@ -434,7 +429,6 @@ def test_bulk_reprocess_of_the_error_tab_waits_until_each_message_is_delivered(
     assert len(destination.requests) == 6  # each message delivered once after its failure
 
 
-@NEEDS_SEARCH_BULK
 def test_bulk_cancel_of_the_waiting_tab(hubctl, local_stack, destination):
     destination.script(Answer(503))
     policy = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(300,))

@@ -108,9 +108,14 @@ def cancel_retry(message_id: str) -> Response:
 
 
 def _moved(record: MessageRecord) -> dict[str, Any]:
-    """A moved message: its public view and, as `queue_row`, its row exactly as the queue tabs
-    show it (the page replaces the row in place)."""
-    return {**record.public_view(), "queue_row": operations().queue_row(record)}
+    """A moved message: its public view, the execution it is in now (a reprocess's new one) and,
+    as `queue_row`, its row exactly as the queue tabs show it (the page replaces the row in
+    place)."""
+    return {
+        **record.public_view(),
+        "execution_id": record.execution_id,
+        "queue_row": operations().queue_row(record),
+    }
 
 
 @router.get(
