@@ -359,6 +359,7 @@ class TestRefusals:
             ({"q": "PO-1", "integration_id": "bad#id"}, "integration_id"),
             ({"q": "PO-1", "cursor": "not-a-cursor"}, "cursor"),
             ({"q": "PO-1", "color": "red"}, "color"),
+            ({"q": "PO\n1"}, "q"),
         ],
     )
     def test_bad_input_is_a_validation_error_naming_the_field(self, stack, tenancy, admin_api, query, field):
@@ -366,6 +367,21 @@ class TestRefusals:
 
         assert (answer.status, answer.body["error"]["code"]) == (400, "validation_error")
         assert field in json.dumps(answer.body["error"]["details"])
+
+    def test_a_value_without_a_utf8_form_is_refused_not_a_crash(self, stack, tenancy):
+        from tests.aws import LambdaContext, load_handler  # noqa: PLC0415
+        from tests.events import admin_event  # noqa: PLC0415
+        from tests.integration.conftest import ADMIN_TOKEN  # noqa: PLC0415
+
+        event = admin_event(
+            "GET", "/api/admin/messages", token=ADMIN_TOKEN, query={"tenant_id": "t1", "q": "x"}
+        )
+        event["queryStringParameters"]["q"] = "PO\ud8001"  # a lone surrogate: no URL could carry it
+
+        answer = load_handler("AdminApiFunction")(event, LambdaContext())
+
+        assert answer["statusCode"] == 400
+        assert json.loads(answer["body"])["error"]["code"] == "validation_error"
 
     def test_without_q_or_tenant_it_is_refused(self, stack, tenancy, admin_api):
         no_q = admin_api("GET", "/api/admin/messages", query={"tenant_id": "t1"})
