@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.admin.search import SearchKind
@@ -20,7 +20,8 @@ router = Router()
 class SearchQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
-    #: The value looked for, exactly (no prefix or partial match).
+    #: The value looked for, exactly as stored (no trimming, no prefix or partial match): any
+    #: text, as an external id may be.
     q: str = Field(min_length=1, max_length=255)
     #: What `q` is; `any` runs every lookup.
     by: SearchKind = SearchKind.ANY
@@ -29,15 +30,6 @@ class SearchQuery(BaseModel):
     limit: int = Field(default=50, ge=1, le=100)
     #: From a previous page of the same search (another search's: 422).
     cursor: str | None = Field(default=None, max_length=4096)
-
-    @field_validator("q")
-    @classmethod
-    def _text(cls, value: str) -> str:
-        """No control characters (no partner value holds one). A lone surrogate, which has no
-        UTF-8 form to hash, pydantic already refuses."""
-        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
-            raise ValueError("q must not hold control characters")
-        return value
 
 
 @router.get(
