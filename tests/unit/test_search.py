@@ -88,6 +88,11 @@ class TestBusinessKeys:
         assert [integration_id for integration_id, _ in wanted.claims] == ["a", "b"]
         assert wanted.message_id is None  # not a message id's shape: no read for it
 
+    def test_only_a_value_ingest_takes_as_an_idempotency_key_reads_claims(self):
+        integrations = [integration("a"), integration("b")]
+        assert len(point_keys("t1", "po-4711-v1", SearchKind.IDEMPOTENCY_KEY, integrations).claims) == 2
+        assert point_keys("t1", "São Paulo", SearchKind.IDEMPOTENCY_KEY, integrations).claims == ()
+
     def test_only_a_message_id_shaped_value_reads_a_message_item(self):
         message_id = "msg_" + "0" * 26
         assert point_keys("t1", message_id, SearchKind.ANY, []).message_id == message_id

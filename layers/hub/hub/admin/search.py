@@ -36,7 +36,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from hub.domain.clock import utcnow
-from hub.domain.idempotency import idempotency_key_hash, key_value_text
+from hub.domain.idempotency import idempotency_key_hash, is_idempotency_key, key_value_text
 from hub.domain.ids import is_message_id
 from hub.domain.tenancy import Integration
 from hub.errors import CursorMismatch, ValidationFailed
@@ -257,7 +257,7 @@ def point_keys(tenant_id: str, q: str, by: SearchKind, integrations: Iterable[In
     integrations = list(integrations)
     message_id = q if by in (SearchKind.ANY, SearchKind.MESSAGE_ID) and is_message_id(q) else None
     claims: tuple[tuple[str, str], ...] = ()
-    if by in (SearchKind.ANY, SearchKind.IDEMPOTENCY_KEY):
+    if by in (SearchKind.ANY, SearchKind.IDEMPOTENCY_KEY) and is_idempotency_key(q):
         digest = idempotency_key_hash(q)
         claims = tuple((integration.integration_id, digest) for integration in integrations)
     entities: tuple[str, ...] = ()

@@ -41,6 +41,11 @@ def sanitize_idempotency_key(
     return raw
 
 
+def is_idempotency_key(value: str) -> bool:
+    """Whether `value` is a key ingest takes (sanitize_idempotency_key): others were never claimed."""
+    return _KEY_RE.fullmatch(value) is not None
+
+
 def canonical_payload(payload: dict[str, Any] | str) -> bytes:
     """Bytes that are equal for equal payloads: JSON objects with sorted keys and no
     insignificant white space; text payloads (XML, CSV...) exactly as received."""
