@@ -161,6 +161,13 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
             _number(results.get("dynamodb_requests_per_message")),
         ),
         Target(
+            "search_index_writes",
+            "search index (GSI3) writes per message, happy path (issue 28)",
+            1.0,
+            "writes",
+            _number(results.get("search_index_writes_per_message")),
+        ),
+        Target(
             "outbox_cost",
             "cost the outbox adds per million delivered messages (publisher, bus), happy path",
             0.5,

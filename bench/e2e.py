@@ -37,6 +37,12 @@ Per variant, per delivered message, priced at bench/aws_prices.toml:
   estimated 260 bytes of Lambda platform lines (START/END/REPORT) per invocation;
 - API Gateway (HTTP API requests) and EventBridge Scheduler (invocations: fired retry schedules).
 
+Search (issue 28): every variant reports its index writes per message by index (GSI3 is the
+search's: one per message); then ``SEARCH_N`` more messages of the keyed type, each with an
+x-correlation-id of its own beside its external id (the case that writes GSI3 twice), give that
+case's index writes and WRU per message, and one lookup of each kind (``by=``) through the admin
+API for one of them gives its DynamoDB requests and read units (outside the counted windows).
+
 Also measured: ``e2e_messages_per_s`` (happy path, delivered / (last `sent` - first POST)) and
 ``e2e_vs_raw_put_ratio``: that rate divided by how many ~1 KiB PutItem per second one thread gets
 from the same moto server in the same run (a tight loop for ``--raw-seconds``), a yardstick for
@@ -246,7 +252,18 @@ class Posted:
     status: int
 
 
-def _post_all(api: httpx.Client, run_id: str, variant: Variant, count: int, concurrency: int) -> list[Posted]:
+def _post_all(
+    api: httpx.Client,
+    run_id: str,
+    variant: Variant,
+    count: int,
+    concurrency: int,
+    *,
+    correlated: bool = False,
+) -> list[Posted]:
+    """Posts ``count`` purchase orders (external id = po_number, Idempotency-Key
+    ``<run>-<variant>-<index>``); ``correlated``: with an x-correlation-id of their own too
+    (``corr-<run>-<index>``, which search then indexes beside the external id)."""
     import httpx  # noqa: PLC0415
 
     def post(index: int) -> Posted:
@@ -257,13 +274,12 @@ def _post_all(api: httpx.Client, run_id: str, variant: Variant, count: int, conc
             "external_id": payload["po_number"],
             "payload": payload,
         }
+        headers = {"Idempotency-Key": f"{run_id}-{variant.name}-{index}"}
+        if correlated:
+            headers["X-Correlation-Id"] = f"corr-{run_id}-{index}"
         started, clock = time.time(), time.perf_counter()
         try:
-            answer = api.post(
-                "/api/edi-hub/receive-message",
-                json=body,
-                headers={"Idempotency-Key": f"{run_id}-{variant.name}-{index}"},
-            )
+            answer = api.post("/api/edi-hub/receive-message", json=body, headers=headers)
         except httpx.HTTPError:
             return Posted("", started, time.perf_counter() - clock, 0)
         latency = time.perf_counter() - clock
@@ -354,10 +370,14 @@ class Bench:
     concurrency: int
     stall: float
 
-    def post_and_wait(self, variant: Variant, count: int) -> tuple[list[Posted], bool]:
-        """Posts ``count`` new messages (a fresh run id: new po_numbers and Idempotency-Keys, so
-        nothing is deduplicated against an earlier batch) and waits for their delivery."""
-        posted = _post_all(self.api, uuid.uuid4().hex[:8], variant, count, self.concurrency)
+    def post_and_wait(
+        self, variant: Variant, count: int, *, correlated: bool = False, run_id: str | None = None
+    ) -> tuple[list[Posted], bool]:
+        """Posts ``count`` new messages (a fresh run id unless given: new po_numbers and
+        Idempotency-Keys, so nothing is deduplicated against an earlier batch) and waits for
+        their delivery."""
+        run_id = run_id or uuid.uuid4().hex[:8]
+        posted = _post_all(self.api, run_id, variant, count, self.concurrency, correlated=correlated)
         ids = {p.message_id for p in posted if p.message_id}
         return posted, _wait_delivered(self.stack, self.deliveries, ids, self.stall)
 
@@ -430,6 +450,7 @@ class Run:
     concurrency: int
     pollers: int
     warmup: int
+    search: dict[str, Any] = field(default_factory=dict)
 
 
 def run(
@@ -447,7 +468,7 @@ def run(
     from bench import _instrument  # noqa: PLC0415
     from bench.common import lean_transaction_snapshots  # noqa: PLC0415
     from devstack.cfn import load_template  # noqa: PLC0415
-    from devstack.demo import DEMO_API_KEY, seed  # noqa: PLC0415
+    from devstack.demo import DEMO_API_KEY, parameter_overrides, seed  # noqa: PLC0415
     from devstack.request_counter import index_specs  # noqa: PLC0415
     from tests.aws import TEMPLATE, local_stack_on_free_ports  # noqa: PLC0415
 
@@ -461,6 +482,7 @@ def run(
         stack = local_stack_on_free_ports(
             stack_name="hub-bench-e2e",
             count_aws_requests=True,
+            parameter_overrides=parameter_overrides(),  # the demo admin token: search is measured
             sqs_pollers_per_source=pollers,
             env_overrides=_instrument.env_overrides(directory, functions),
         )
@@ -501,9 +523,114 @@ def run(
                     results = [bench.measure(VARIANTS[0], n)]
                     raw = raw_put_rate(stack, raw_seconds)
                     results += [bench.measure(variant, variant_n) for variant in VARIANTS[1:]]
+                    search = measure_search(bench, SEARCH_N)
         finally:
             flaky.server.stop()
-    return Run(results, raw, warmed, concurrency, pollers, warmup)
+    return Run(results, raw, warmed, concurrency, pollers, warmup, search)
+
+
+# --- search (issue 28) -------------------------------------------------------------------------------
+
+#: Messages posted with an x-correlation-id of their own beside their external id (search indexes
+#: both: the rarer, dearer case), then looked up.
+SEARCH_N = 10
+SEARCH_VARIANT = VARIANTS[1]  # keyed by po_number: every lookup has something to find
+
+
+def measure_search(bench: Bench, count: int) -> dict[str, Any]:
+    """What search costs (issue 28): index writes per message for messages whose partner sent an
+    x-correlation-id beside a different external id (the variants above send none: one index
+    write each), then the DynamoDB requests and read units of one lookup of each kind, through
+    the admin API, for one of those messages (found: one row)."""
+    import httpx  # noqa: PLC0415
+
+    from devstack.demo import DEMO_TENANT_ID, admin_token  # noqa: PLC0415
+    from devstack.request_counter import request_units  # noqa: PLC0415
+
+    counter = bench.stack.aws_requests
+    assert counter is not None
+    run_id = uuid.uuid4().hex[:8]
+    counter.reset()
+    posted, complete = bench.post_and_wait(SEARCH_VARIANT, count, correlated=True, run_id=run_id)
+    time.sleep(OUTBOX_SETTLE_S)
+    delivered = max(1, bench.deliveries.count({p.message_id for p in posted if p.message_id}))
+    index_writes: Counter[str] = Counter()
+    written: Counter[tuple[str, int]] = Counter()
+    for key, stats in counter.snapshot().items():
+        if key.service == "dynamodb" and key.caller:
+            index_writes.update(stats.index_writes)
+            written.update(stats.capacity)
+    _, write_units = request_units(written)
+    index = posted[0].message_id
+    payload = purchase_order(run_id, 0)
+    lookups = {
+        "message_id": index,
+        "external_id": payload["po_number"],
+        "idempotency_key": f"{run_id}-{SEARCH_VARIANT.name}-0",
+        "correlation_id": f"corr-{run_id}-0",
+        "business_key": payload["po_number"],
+        "any": payload["po_number"],
+    }
+    admin_url = bench.stack.function_urls["AdminApiFunction"].rstrip("/")
+    lookup_costs: dict[str, Any] = {}
+    with httpx.Client(
+        base_url=admin_url, headers={"Authorization": f"Bearer {admin_token()}"}, timeout=60, trust_env=False
+    ) as admin:
+        admin.get(
+            "/api/admin/messages", params={"tenant_id": DEMO_TENANT_ID, "q": "warm-up", "by": "message_id"}
+        )
+        for by, q in lookups.items():
+            counter.reset()
+            answer = admin.get("/api/admin/messages", params={"tenant_id": DEMO_TENANT_ID, "q": q, "by": by})
+            requests: Counter[str] = Counter()
+            capacity: Counter[tuple[str, int]] = Counter()
+            for key, stats in counter.snapshot().items():
+                if key.service == "dynamodb" and key.caller == "AdminApiFunction":
+                    requests[key.operation] += stats.requests
+                    capacity.update(stats.capacity)
+            reads, _ = request_units(capacity)
+            lookup_costs[by] = {
+                "status": answer.status_code,
+                "found": len(answer.json().get("items", [])) if answer.status_code == 200 else None,
+                "dynamodb_requests": dict(sorted(requests.items())),
+                "rru": reads,
+                "scans": requests.get("Scan", 0),
+            }
+    return {
+        "messages": count,
+        "delivered": delivered,
+        "all_delivered_before_stall": complete,
+        "index_writes_per_message_with_partner_correlation_id": {
+            name: n / delivered for name, n in sorted(index_writes.items())
+        },
+        "wru_per_message_with_partner_correlation_id": write_units / delivered,
+        "lookup": lookup_costs,
+    }
+
+
+def report_search(search: Mapping[str, Any], variants: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    writes = variants["happy_path"].get("index_writes_per_message") or {}
+    same = variants.get(SEARCH_VARIANT.name) or {}
+    rare = search.get("index_writes_per_message_with_partner_correlation_id") or {}
+    lines = [
+        "search (issue 28): index writes per delivered message, happy path: "
+        + ", ".join(f"{name} {n:.2f}" for name, n in writes.items())
+        + f" (search's GSI3: {writes.get('GSI3', 0.0):.2f}; target <= 1, none for the lookups the"
+        " existing keys answer: message id, Idempotency-Key claims, business keys)",
+        f"  with a partner x-correlation-id beside the external id ({search.get('messages')} messages):"
+        + ",".join(f" {name} {n:.2f}" for name, n in rare.items())
+        + f"; {search.get('wru_per_message_with_partner_correlation_id', 0.0):.2f} WRU"
+        f" ({SEARCH_VARIANT.name} without the header {same.get('wru_per_message', 0.0):.2f}; the"
+        " correlation pointer is one more"
+        " item in ingest's transaction and one more GSI3 entry)",
+        "  one lookup through the admin API (DynamoDB requests, RRU; the tenant's integrations read"
+        " for idempotency_key / business_key / any):",
+    ]
+    for by, cost in (search.get("lookup") or {}).items():
+        requests = ", ".join(f"{op} {n}" for op, n in cost["dynamodb_requests"].items())
+        found = f"found {cost['found']}" if cost["status"] == 200 else f"answered {cost['status']}"
+        lines.append(f"    by={by:<16} {found}: {requests}; {cost['rru']:.1f} RRU")
+    return lines
 
 
 # --- the cost model ------------------------------------------------------------------------------
@@ -531,6 +658,7 @@ class PerMessage:
     write_units: float
     units_by_caller: dict[str, tuple[float, float]]  # caller -> (RRU, WRU) per message
     index_write_units: float
+    index_writes: dict[str, float]  # index -> entries written per message
     sqs_requests: float  # billed (64 KB chunks), non-empty receives only
     compute: dict[str, FunctionCompute]
     log_bytes: dict[str, float]  # function -> bytes written per message (platform lines included)
@@ -593,6 +721,7 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
     count = max(result.delivered, 1)
     requests: dict[str, dict[str, float]] = defaultdict(dict)
     capacity: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
+    index_writes: Counter[str] = Counter()
     sqs_billed = idle = schedules = dynamodb_requests = bus_entries = 0
     emulation: dict[str, int] = {}
     for key, stats in sorted(result.requests.items()):
@@ -612,6 +741,7 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
             sqs_billed += stats.sqs_billed_requests - stats.empty_receives
         if key.service == "dynamodb":
             dynamodb_requests += stats.requests
+            index_writes.update(stats.index_writes)
         if key.name == "scheduler:CreateSchedule":
             schedules += stats.requests - stats.errors
         if key.name == "events:PutEvents":
@@ -633,6 +763,7 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
         write_units=writes / count,
         units_by_caller={caller: (r / count, w / count) for caller, (r, w) in by_caller.items() if r or w},
         index_write_units=sum(kb * k for (kind, kb), k in total.items() if kind == INDEX_WRITE) / count,
+        index_writes={name: n / count for name, n in sorted(index_writes.items())},
         sqs_requests=sqs_billed / count,
         compute=compute,
         log_bytes=log_bytes,
@@ -727,6 +858,7 @@ def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
         "wru_per_message": unit.write_units,
         "rru_per_message": unit.read_units,
         "gsi_wru_per_message": unit.index_write_units,
+        "index_writes_per_message": unit.index_writes,
         "units_per_message_by_caller": {
             c: {"rru": r, "wru": w} for c, (r, w) in unit.units_by_caller.items()
         },
@@ -788,6 +920,10 @@ def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, A
         f"  DynamoDB per message: {summary['dynamodb_requests_per_message']:.2f} requests,"
         f" {summary['rru_per_message']:.2f} RRU, {summary['wru_per_message']:.2f} WRU ({by_caller} RRU/WRU;"
         f" {summary['gsi_wru_per_message']:.2f} WRU are GSI writes)"
+    )
+    lines.append(
+        "  index writes per message: "
+        + (", ".join(f"{name} {n:.2f}" for name, n in summary["index_writes_per_message"].items()) or "none")
     )
     lines.append(
         "  Lambda per message (ms per invocation, p50: raw local | of it AWS against moto | modeled):"
@@ -870,6 +1006,8 @@ def main() -> int:
     for name, summary in variants.items():
         for line in report_variant(name, summary, prices):
             print(line)
+    for line in report_search(measured.search, variants):
+        print(line)
     ratio = rate / measured.raw_puts_per_s if rate and measured.raw_puts_per_s else None
     print(
         f"raw moto PutItem (one thread, ~1 KiB items, same server): {measured.raw_puts_per_s:.0f}/s;"
@@ -888,6 +1026,12 @@ def main() -> int:
             "rru_per_message": happy["rru_per_message"] if measured_any else None,
             "e2e_messages_per_s": rate,
             "e2e_vs_raw_put_ratio": ratio,
+            "index_writes_per_message": happy["index_writes_per_message"] if measured_any else None,
+            # Search (issue 28): its index (GSI3) written per message; its lookups' cost in `search`.
+            "search_index_writes_per_message": happy["index_writes_per_message"].get("GSI3", 0.0)
+            if measured_any
+            else None,
+            "search": measured.search,
             "variants": variants,
             "e2e": {
                 "measured_at": now_iso(),

@@ -98,6 +98,9 @@ class OperationStats:
     sqs_billed_requests: int = 0  # SQS bills each 64 KB chunk of a request as one request
     request_bytes: int = 0
     capacity: Counter[tuple[str, int]] = field(default_factory=Counter)  # (kind, KB rounded up)
+    #: Index entries written (estimated, see ``watch_indexes``), by index name: how many, not
+    #: their units (those are in ``capacity`` as INDEX_WRITE).
+    index_writes: Counter[str] = field(default_factory=Counter)
 
     def merge(self, other: OperationStats) -> None:
         self.requests += other.requests
@@ -110,9 +113,10 @@ class OperationStats:
         self.sqs_billed_requests += other.sqs_billed_requests
         self.request_bytes += other.request_bytes
         self.capacity.update(other.capacity)
+        self.index_writes.update(other.index_writes)
 
     def copy(self) -> OperationStats:
-        return replace(self, capacity=Counter(self.capacity))
+        return replace(self, capacity=Counter(self.capacity), index_writes=Counter(self.index_writes))
 
 
 def request_units(capacity: Mapping[tuple[str, int], int]) -> tuple[float, float]:
@@ -491,21 +495,25 @@ def _update_size(request: Mapping[str, Any]) -> int:
     return item_size(request.get("Key")) + sum(attribute_value_size(value) for value in values.values())
 
 
-def _index_writes_for_put(item: Mapping[str, Any], specs: Sequence[IndexSpec]) -> list[int]:
+#: One index entry written: (index name, KB of its projected item, rounded up).
+IndexWrite = tuple[str, int]
+
+
+def _index_writes_for_put(item: Mapping[str, Any], specs: Sequence[IndexSpec]) -> list[IndexWrite]:
     # Assumes a new item (an overwrite that moves the index key would add a delete).
-    return [_kb(spec.projected_size(item)) for spec in specs if spec.indexes(item)]
+    return [(spec.name, _kb(spec.projected_size(item))) for spec in specs if spec.indexes(item)]
 
 
 def _index_writes_for_update(
     request: Mapping[str, Any], new_item: Mapping[str, Any] | None, specs: Sequence[IndexSpec]
-) -> list[int]:
+) -> list[IndexWrite]:
     """Index entries an update writes, assuming the item is in the index: changing an index
     key deletes the old entry and puts a new one (two writes), changing only a projected
     attribute rewrites the entry (one write)."""
     changed = updated_attributes(
         str(request.get("UpdateExpression", "")), request.get("ExpressionAttributeNames")
     )
-    writes: list[int] = []
+    writes: list[IndexWrite] = []
     for spec in specs:
         key_changes = [clause for name, clause in changed.items() if name in spec.keys]
         if not key_changes and new_item is not None and not spec.indexes(new_item):
@@ -517,7 +525,7 @@ def _index_writes_for_update(
         else:
             continue
         size = spec.projected_size(new_item) if new_item else _update_size(request)
-        writes += [_kb(size)] * count
+        writes += [(spec.name, _kb(size))] * count
     return writes
 
 
@@ -547,11 +555,12 @@ class _DynamoMeasure:
         if kind == STRONG_READ:
             self.stats.strongly_consistent_items += 1
 
-    def write(self, kind: str, size: int, index_writes: Iterable[int] = ()) -> None:
+    def write(self, kind: str, size: int, index_writes: Iterable[IndexWrite] = ()) -> None:
         self.stats.capacity[(kind, _kb(size))] += 1
         self.stats.items += 1
-        for kb in index_writes:
+        for name, kb in index_writes:
             self.stats.capacity[(INDEX_WRITE, kb)] += 1
+            self.stats.index_writes[name] += 1
 
     def specs(self, action: Mapping[str, Any]) -> Sequence[IndexSpec]:
         return self.indexes.get(str(action.get("TableName", "")), ())
@@ -605,7 +614,9 @@ class _DynamoMeasure:
     def op_DeleteItem(self) -> None:  # noqa: N802
         old = self.answer.get("Attributes") if self.request.get("ReturnValues") == "ALL_OLD" else None
         index_writes = [
-            _kb(spec.projected_size(old)) for spec in self.specs(self.request) if old and spec.indexes(old)
+            (spec.name, _kb(spec.projected_size(old)))
+            for spec in self.specs(self.request)
+            if old and spec.indexes(old)
         ]
         self.write(WRITE, item_size(old) or item_size(self.request.get("Key")), index_writes)
 

@@ -16,6 +16,7 @@ from hub.api.http import (
     bearer_token,
     body_bytes,
     body_limit,
+    correlation_given,
     correlation_id,
     error_response,
     install_error_handlers,
@@ -131,6 +132,7 @@ def receive_message() -> Response:
         inbound=inbound,
         idempotency_key=idempotency_key,
         correlation_id=correlation_id(event, event.request_context.request_id),
+        correlation_given=correlation_given(event),
     )
     return _answer(outcome)
 
@@ -186,6 +188,7 @@ def inbound_webhook(tenant_id: str, integration_id: str) -> Response:
             headers={name.lower(): value for name, value in event.headers.items()},
             body=body_bytes(event),
             correlation_id=correlation_id(event, event.request_context.request_id),
+            correlation_given=correlation_given(event),
         )
     except SignatureInvalid:
         metrics.add_metric(name="SignatureFailures", unit=MetricUnit.Count, value=1)

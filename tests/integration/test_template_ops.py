@@ -183,6 +183,7 @@ def test_the_api_table_and_certificate_alarms_watch_what_the_issue_names():
     indexes = {d["Value"] for d in dimensions if d["Name"] == "GlobalSecondaryIndexName"}
     declared = {i["IndexName"] for i in RESOURCES["HubTable"]["Properties"]["GlobalSecondaryIndexes"]}
     assert indexes == declared  # a new index comes with its throttles watched
+    assert len(metrics) <= 10  # CloudWatch's most for an alarm on a metric math expression
 
     certificates = ALARMS["CertificateExpiryAlarm"]
     assert (certificates["MetricName"], certificates["Threshold"], certificates["ComparisonOperator"]) == (

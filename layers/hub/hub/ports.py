@@ -52,6 +52,9 @@ class NewMessage:
     request_sha256: str
     idempotency_expires_at: datetime
     fingerprint_expires_at: datetime
+    #: The partner sent the correlation id (x-correlation-id); else it is the gateway's request
+    #: id. Decides whether search indexes it beside an external id (keys.lookup_values).
+    correlation_given: bool = False
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from hub.admin.idempotency import AdminIdempotency
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Lane, Operations
+    from hub.admin.search import MessageSearch
     from hub.admin.subscriptions import SubscriptionAdmin
     from hub.admin.tenants import TenantAdmin
     from hub.admin.token_guard import FailedTokenGuard
@@ -312,6 +313,18 @@ def bulk_runner() -> BulkRunner:
         SqsStepQueue(s.pipeline_queue_url),
         rate_per_second=s.release_rate_per_second,
     )
+
+
+@lru_cache(maxsize=1)
+def message_search() -> MessageSearch:
+    """Search (issue 28): the message table's keys and GSI3; the tenant's integrations as stored
+    (their ids and duplicate-key fields name the claims and business keys; no secret opened)."""
+    from hub.adapters.dynamo.integrations import DynamoIntegrations
+    from hub.adapters.dynamo.search import DynamoMessageSearch
+    from hub.admin.search import MessageSearch
+
+    s = settings()
+    return MessageSearch(DynamoMessageSearch(s.table_name), DynamoIntegrations(s.table_name))
 
 
 @lru_cache(maxsize=1)
@@ -644,6 +657,7 @@ def reset() -> None:
     operations.cache_clear()
     bulk_jobs.cache_clear()
     bulk_runner.cache_clear()
+    message_search.cache_clear()
     alert_notifier.cache_clear()
     certificate_service.cache_clear()
     api_key_admin.cache_clear()

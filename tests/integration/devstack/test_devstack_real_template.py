@@ -30,7 +30,7 @@ def test_hub_table_has_its_index_stream_and_ttl(stack: LocalStack) -> None:
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     assert [k["AttributeName"] for k in table["KeySchema"]] == ["PK", "SK"]
     indexes = {gsi["IndexName"]: gsi for gsi in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
     gsi = indexes["GSI1"]
     assert [k["AttributeName"] for k in gsi["KeySchema"]] == ["GSI1PK", "GSI1SK"]
     assert gsi["Projection"]["ProjectionType"] == "INCLUDE"
@@ -39,6 +39,10 @@ def test_hub_table_has_its_index_stream_and_ttl(stack: LocalStack) -> None:
     received = indexes["GSI2"]
     assert [k["AttributeName"] for k in received["KeySchema"]] == ["GSI2PK", "received_at"]
     assert "pipeline_status" not in received["Projection"]["NonKeyAttributes"]
+    # Issue 28 (search): a tenant's messages by external id or correlation id, keys only.
+    lookup = indexes["GSI3"]
+    assert [k["AttributeName"] for k in lookup["KeySchema"]] == ["GSI3PK", "received_at"]
+    assert lookup["Projection"]["ProjectionType"] == "KEYS_ONLY"
     assert table["StreamSpecification"] == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert stack.attributes[("HubTable", "StreamArn")] == table["LatestStreamArn"]
     ttl = dynamodb.describe_time_to_live(TableName=stack.resources["HubTable"])

@@ -128,6 +128,7 @@ def test_a_transaction_counts_each_entry_as_a_transactional_write_with_its_index
     assert stats.items == 3
     assert stats.capacity == {(TRANSACTIONAL_WRITE, 1): 3, (INDEX_WRITE, 1): 1}
     assert request_units(stats.capacity) == (0.0, 7.0)  # 3 x 2 WRU + 1 index write
+    assert stats.index_writes == {"GSI1": 1}  # and which index it was
 
 
 def test_an_update_moving_the_index_key_writes_the_index_twice() -> None:
@@ -142,6 +143,45 @@ def test_an_update_moving_the_index_key_writes_the_index_twice() -> None:
     }
     call(counter, dynamodb("UpdateItem", request))
     assert only_stats(counter).capacity == {(WRITE, 1): 1, (INDEX_WRITE, 1): 2}
+    assert only_stats(counter).index_writes == {"GSI1": 2}
+
+
+def test_index_writes_are_counted_per_index_and_only_where_the_item_has_its_keys() -> None:
+    counter = RequestCounter(FakeMoto())
+    counter.watch_indexes(
+        "hub",
+        [
+            IndexSpec("GSI2", ("GSI2PK", "received_at"), "INCLUDE", ("message_id",), ("PK", "SK")),
+            IndexSpec("GSI3", ("GSI3PK", "received_at"), "KEYS_ONLY", (), ("PK", "SK")),
+        ],
+    )
+    message = ITEM | {"GSI2PK": {"S": "t"}, "GSI3PK": {"S": "t#d"}, "received_at": {"S": "2026"}}
+    pointer = {
+        "PK": {"S": "MSG#1"},
+        "SK": {"S": "CORRELATION"},
+        "GSI3PK": {"S": "t#e"},
+        "received_at": {"S": "2026"},
+    }
+    request = {
+        "TransactItems": [
+            {"Put": {"TableName": "hub", "Item": message}},
+            {"Put": {"TableName": "hub", "Item": pointer}},
+        ]
+    }
+    call(counter, dynamodb("TransactWriteItems", request))
+    assert only_stats(counter).index_writes == {"GSI2": 1, "GSI3": 2}
+    # A status change names neither index's keys nor a projected attribute: no index write.
+    update = {
+        "TableName": "hub",
+        "Key": {"PK": {"S": "MSG#1"}, "SK": {"S": "STATUS"}},
+        "UpdateExpression": "SET #s = :s",
+        "ExpressionAttributeNames": {"#s": "pipeline_status"},
+        "ExpressionAttributeValues": {":s": {"S": "sent"}},
+        "ReturnValues": "ALL_NEW",
+    }
+    counter.reset()
+    call(counter, dynamodb("UpdateItem", update))
+    assert only_stats(counter).index_writes == {}
 
 
 def test_reads_are_sized_from_the_answer_and_keep_their_consistency() -> None:

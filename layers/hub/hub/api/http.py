@@ -196,5 +196,9 @@ def admin_principal(event: BaseProxyEvent, authenticate: Callable[[str], Princip
 
 def correlation_id(event: BaseProxyEvent, fallback: str) -> str:
     """The caller's x-correlation-id when well formed, else the gateway's request id."""
-    given = event.headers.get("x-correlation-id") or ""
-    return given if _CORRELATION_RE.fullmatch(given) else fallback
+    return event.headers.get("x-correlation-id", "") if correlation_given(event) else fallback
+
+
+def correlation_given(event: BaseProxyEvent) -> bool:
+    """Whether `correlation_id` is the caller's own (a well-formed x-correlation-id)."""
+    return _CORRELATION_RE.fullmatch(event.headers.get("x-correlation-id") or "") is not None

@@ -41,6 +41,11 @@ def sanitize_idempotency_key(
     return raw
 
 
+def is_idempotency_key(value: str) -> bool:
+    """Whether `value` is a key ingest takes (sanitize_idempotency_key): others were never claimed."""
+    return _KEY_RE.fullmatch(value) is not None
+
+
 def canonical_payload(payload: dict[str, Any] | str) -> bytes:
     """Bytes that are equal for equal payloads: JSON objects with sorted keys and no
     insignificant white space; text payloads (XML, CSV...) exactly as received."""
@@ -69,7 +74,13 @@ def duplicate_key_values(payload: dict[str, Any] | str, fields: tuple[str, ...])
             found.append(None)
     if all(value is None for value in found):
         return []  # no business key at all: not one shared "null" entity
-    return [json.dumps(value, sort_keys=True, separators=(",", ":")) for value in found]
+    return [key_value_text(value) for value in found]
+
+
+def key_value_text(value: Any) -> str:
+    """One business-key value as duplicate rules compare it (and the entity key hashes it):
+    compact JSON with sorted keys, so `"PO-1"` (a string) and `1` (a number) differ."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def fingerprint(message_type: str, key_values: list[str], payload_sha256: str) -> str:

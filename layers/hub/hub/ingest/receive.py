@@ -163,9 +163,15 @@ class Ingestor:
         inbound: InboundMessage,
         idempotency_key: str | None,
         correlation_id: str,
+        *,
+        correlation_given: bool = False,
     ) -> ReceiveOutcome:
+        """`correlation_given`: the partner sent `correlation_id` (else it is the gateway's
+        request id); search then finds the message by it even when it has an external id."""
         key_hash = require_key(raw_key)
-        return self._ingest(inbound, idempotency_key, correlation_id, key_hash=key_hash)
+        return self._ingest(
+            inbound, idempotency_key, correlation_id, key_hash=key_hash, correlation_given=correlation_given
+        )
 
     def receive_verified(
         self,
@@ -173,12 +179,20 @@ class Ingestor:
         inbound: InboundMessage,
         idempotency_key: str | None,
         correlation_id: str,
+        *,
+        correlation_given: bool = False,
     ) -> ReceiveOutcome:
         """receive-message for a caller already authenticated for `integration` (an inbound
         webhook whose signature was verified): the same claims, answers and guarantees; 401 when
         the integration's tenant is disabled, 429 when it is over its rate."""
         self._admit(integration.tenant_id)
-        return self._ingest(inbound, idempotency_key, correlation_id, integration=integration)
+        return self._ingest(
+            inbound,
+            idempotency_key,
+            correlation_id,
+            integration=integration,
+            correlation_given=correlation_given,
+        )
 
     def _ingest(
         self,
@@ -188,6 +202,7 @@ class Ingestor:
         *,
         key_hash: str | None = None,
         integration: Integration | None = None,
+        correlation_given: bool = False,
     ) -> ReceiveOutcome:
         now = self._clock()
         idem_hash = idempotency.idempotency_key_hash(idempotency_key) if idempotency_key else None
@@ -236,6 +251,7 @@ class Ingestor:
             request_sha256=request_sha,
             idempotency_expires_at=now + timedelta(hours=self._settings.idempotency_retention_hours),
             fingerprint_expires_at=now + timedelta(hours=self._settings.fingerprint_retention_hours),
+            correlation_given=correlation_given,
         )
         self._queue.publish(first_step(record))
         try:

@@ -51,6 +51,8 @@ class WebhookReceiver:
         headers: Mapping[str, str],
         body: bytes,
         correlation_id: str,
+        *,
+        correlation_given: bool = False,
     ) -> ReceiveOutcome:
         """Stores a verified delivery once. `headers` have lowercase names; `body` is the raw
         bytes as received (base64-decoded when the gateway encoded them). A redelivery with the
@@ -91,4 +93,5 @@ class WebhookReceiver:
                 ("header", "webhook-id") if delivery_id else ("field", "event_id"),
             ),
             correlation_id,
+            correlation_given=correlation_given,
         )

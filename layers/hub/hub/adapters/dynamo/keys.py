@@ -9,6 +9,8 @@ shapes meet. Every read by id therefore names the tenant.
 
 - message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; no TTL
 - large payload: ``MSG#<message>`` / ``PAYLOAD`` - ingest; no TTL
+- correlation pointer (issue 28): ``MSG#<message>`` / ``CORRELATION`` - ingest, only for a message
+  with an external id and a different partner-given correlation id (GSI3, below); no TTL
 - idempotency-key claim: ``IDEM#<tenant>#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
 - fingerprint claim: ``FP#<tenant>#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
 - business key (+ entity lease): ``BK#<tenant>#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
@@ -86,9 +88,22 @@ a plain tenant id with the existing ``received_at`` costs the item the fewest (~
 projects only attributes that never change (message_id, integration_id, message_type,
 external_id), so no later update writes the index again. The admin queue's `all` tab is one
 Query of it, newest first, and one BatchGetItem of the page's rows.
+
+GSI3 (issue 28: search) finds a tenant's messages by a value a partner gave: partition ``GSI3PK`` =
+``<tenant>#<digest of the value>`` (lookup_partition), sort key the item's own ``received_at``,
+projected KEYS_ONLY. A message item carries exactly one such value, set once by ingest's
+transaction: its `external_id` when it has one, else its `correlation_id`. A message with both
+an external id and a partner-given correlation id that differs from it gets one more item in the
+same transaction, its correlation pointer ``MSG#<message>`` / ``CORRELATION`` (no TTL), carrying
+``GSI3PK`` of the correlation id: the index row's ``PK`` names the message whichever item it is,
+so a search by either value is one Query of GSI3. No later update writes the index (its keys
+never change and it projects nothing else): one index write per message, two only for that case.
 """
 
 from __future__ import annotations
+
+import base64
+import hashlib
 
 from hub.domain.status import PipelineStatus
 
@@ -214,6 +229,43 @@ def received_index_keys(tenant_id: str) -> Key:
     """GSI2: every message of a tenant, ordered by `received_at`; written once, when the
     message item is created."""
     return {"GSI2PK": messages_partition(tenant_id)}
+
+
+#: GSI3's sort key: the message item's own attribute, as for GSI2.
+LOOKUP_SORT_KEY = "received_at"
+CORRELATION_POINTER_SK = "CORRELATION"
+
+
+def lookup_partition(tenant_id: str, value: str) -> str:
+    """GSI3's partition of the messages of `tenant_id` that carry `value` (an external id or a
+    correlation id): the tenant and a 128-bit digest of the value (22 characters: every byte on
+    the message item is paid again by each update of it, and a value may hold `#`). The search
+    compares the items' own values, so a digest collision finds nothing wrong."""
+    digest = hashlib.sha256(value.encode("utf-8")).digest()[:16]
+    return f"{tenant_id}#{base64.urlsafe_b64encode(digest).decode().rstrip('=')}"
+
+
+def lookup_index_keys(tenant_id: str, value: str) -> Key:
+    """GSI3: `value` of a tenant's message, written once with the item that carries it."""
+    return {"GSI3PK": lookup_partition(tenant_id, value)}
+
+
+def lookup_values(
+    external_id: str | None, correlation_id: str, correlation_given: bool
+) -> tuple[str, str | None]:
+    """What GSI3 indexes of one message: the value its item carries (the external id, else the
+    correlation id), and the correlation id its pointer item carries - only when the partner gave
+    one (not the gateway's request id, the fallback) and it differs from the external id."""
+    if external_id is None:
+        return correlation_id, None
+    if correlation_given and correlation_id != external_id:
+        return external_id, correlation_id
+    return external_id, None
+
+
+def correlation_pointer_key(message_id: str) -> Key:
+    """A message's correlation pointer (in GSI3 by its correlation id), beside its item."""
+    return {"PK": f"{MESSAGE_PREFIX}{message_id}", "SK": CORRELATION_POINTER_SK}
 
 
 ALERT_SK = "ALERT"

@@ -92,6 +92,8 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
         **data,
         # GSI2 (the queue's `all` tab, sorted by `received_at`): set here once, never changed.
         **keys.received_index_keys(record.tenant_id),
+        # GSI3 (search by external id, else correlation id): likewise.
+        **keys.lookup_index_keys(record.tenant_id, record.external_id or record.correlation_id),
     }
     if record.pipeline_status in keys.LISTED_STATUSES:
         item.update(
@@ -100,6 +102,17 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
             )
         )
     return item
+
+
+def _correlation_pointer(record: MessageRecord, correlation_id: str) -> dict[str, Any]:
+    """The item that puts the message in GSI3 under its correlation id too (keys.lookup_values):
+    nothing but keys, so the index row names the message by its `PK`."""
+    return {
+        **keys.correlation_pointer_key(record.message_id),
+        "item_type": "correlation_pointer",
+        **keys.lookup_index_keys(record.tenant_id, correlation_id),
+        keys.LOOKUP_SORT_KEY: format_ts(record.received_at),
+    }
 
 
 def fits_inline(item: Mapping[str, Any], payload_text: str) -> bool:
@@ -346,6 +359,10 @@ class DynamoMessageRepository:
             for _, claim in claims
         ]
         entries.append(self._table.put_entry(item, "attribute_not_exists(PK)"))
+        _, correlation = keys.lookup_values(record.external_id, record.correlation_id, new.correlation_given)
+        if correlation is not None:
+            # Its item is in GSI3 by the external id: the partner's correlation id gets a pointer.
+            entries.append(self._table.put_entry(_correlation_pointer(record, correlation)))
         try:
             self._table.transact(entries)
         except TransactionCancelled as cancelled:

@@ -14,6 +14,7 @@ from hub.api.admin import (
     health,
     integrations,
     messages,
+    search,
     subscriptions,
     tenants,
 )
@@ -21,6 +22,7 @@ from hub.api.admin import (
 #: Included in this order (the OpenAPI document lists operations by path, whatever the order).
 ROUTERS: tuple[Router, ...] = (
     messages.router,
+    search.router,
     connections.router,
     tenants.router,
     api_keys.router,
