@@ -13,6 +13,7 @@ from hub.api.admin import (
     health,
     integrations,
     messages,
+    queue_counts,
     subscriptions,
     tenants,
 )
@@ -20,6 +21,7 @@ from hub.api.admin import (
 #: Included in this order (the OpenAPI document lists operations by path, whatever the order).
 ROUTERS: tuple[Router, ...] = (
     messages.router,
+    queue_counts.router,
     connections.router,
     tenants.router,
     api_keys.router,
