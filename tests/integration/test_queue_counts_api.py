@@ -148,7 +148,7 @@ class TestAccess:
         assert (refused.status, refused.body["error"]["code"]) == (401, "unauthorized")
 
 
-class TestCurrentErrorClass:
+class TestMessageView:
     def test_a_message_sent_after_a_failed_attempt_shows_no_current_error_class(
         self, stack, tenancy, ingest_api, worker, destination, admin_api
     ):
@@ -170,11 +170,26 @@ class TestCurrentErrorClass:
         ]
         assert (row["pipeline_status"], row["last_retry_error_class"]) == ("sent", None)
         assert (view["pipeline_status"], view["last_retry_error_class"]) == ("sent", None)
-        # The attempt that had it keeps it.
+        # The attempt that had it keeps it; each attempt says its number, its answer's class and
+        # what it sent that identifies it.
         attempts = [e for e in view["timeline"] if e["kind"] == "attempt"]
-        assert [(a.get("error_class"), a.get("dest_status")) for a in attempts] == [
-            ("http_5xx", "503"),
-            (None, "200"),
+        assert [
+            (a["number"], a["answer_class"], a.get("error_class"), a["dest_status"]) for a in attempts
+        ] == [
+            (1, "http_5xx", "http_5xx", "503"),
+            (2, "accepted", None, "200"),
         ]
+        assert all(isinstance(a["duration_ms"], int) for a in attempts)
+        host = destination.url.split("//", 1)[1].split("/", 1)[0]
+        assert attempts[0]["request"] == {
+            "protocol": "http",
+            "method": "POST",
+            "host": host,
+            "connection_id": None,
+            "idempotency_key": message_id,
+            # What the destination really got.
+            "correlation_id": destination.requests[0].headers["x-correlation-id"],
+        }
+        assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id] * 2
         # The item keeps it (the partner API's `last_retry_error_class` is the last failure's).
         assert stored["last_retry_error_class"] == "http_5xx"

@@ -1,5 +1,5 @@
-"""The queue tabs' counts and what a row shows as the current error (issue 28): the use case over
-the in-memory fakes, and the row rule on its own (no I/O)."""
+"""The queue tabs' counts, what a row shows as the current error, and an attempt's request
+summary (issue 28): the use case over the in-memory fakes, the rules on their own (no I/O)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import pytest
 
 from hub.adapters.dynamo.status_index import queue_row
 from hub.admin.operations import COUNT_CAP, Operations
+from hub.admin.timeline import request_summary
 from hub.domain.ids import new_id
 from hub.domain.status import FAILING_STATUSES, PipelineStatus, current_error_class
+from hub.domain.tenancy import Destination, DestinationProtocol, SoapSettings
 from tests.contract.scenario import new_message
 from tests.fakes import FakeHub
 
@@ -106,3 +108,36 @@ def test_only_a_failing_message_shows_its_error_class_as_current(status: Pipelin
     assert (status in FAILING_STATUSES) is failing
     # The rest of the row is the item's.
     assert (row["pipeline_status"], row["retry_count"]) == (status.value, 2)
+
+
+def test_an_attempts_request_summary_names_the_host_never_the_path_or_credentials() -> None:
+    record = new_message(tenant_id="t1").record
+    http = Destination(
+        url="https://user:secret@erp.example.com:8443/hooks/T0/B0/s3cr3t?token=abc",
+        method="PUT",
+        headers={"X-Api-Key": "k"},
+    )
+    soap = Destination(
+        url="https://nfe.example.gov.br/ws/NFeStatusServico4.asmx",
+        protocol=DestinationProtocol.SOAP,
+        soap=SoapSettings(wsdl="nfelib:x.wsdl", operation="nfeStatusServicoNF"),
+    )
+
+    shown = request_summary(record, http)
+
+    assert shown == {
+        "protocol": "http",
+        "method": "PUT",
+        "host": "erp.example.com:8443",
+        "connection_id": None,
+        "idempotency_key": record.message_id,
+        "correlation_id": record.correlation_id,
+    }
+    assert not {"secret", "s3cr3t", "abc", "k"} & {str(v) for v in shown.values()}
+    assert request_summary(record, soap) == {
+        "protocol": "soap",
+        "host": "nfe.example.gov.br",
+        "operation": "nfeStatusServicoNF",
+        "connection_id": None,
+    }
+    assert request_summary(record, None) is None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hub.admin.access import Role
 from hub.admin.audit import PLATFORM_SCOPE, Audit
 from hub.admin.integrations import preview_message
-from hub.admin.timeline import UNCERTAIN_MEANING, timeline
+from hub.admin.timeline import UNCERTAIN_MEANING, request_summary, timeline
 from hub.admin.timeline import complete as timeline_complete
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
@@ -364,7 +364,8 @@ class Operations:
             view["callbacks_next_cursor"] = page.next_cursor
         # Issue 13: one list, oldest first, of steps, attempts, status events, operators' moves
         # and callbacks (hub.admin.timeline), from what was read above: no extra request.
-        view["timeline"] = timeline(record, log, callbacks)
+        request = request_summary(record, integration.destination if integration else None)
+        view["timeline"] = timeline(record, log, callbacks, request)
         view["timeline_complete"] = timeline_complete(log, MAX_LOG_ENTRIES)
         view["uncertain_meaning"] = UNCERTAIN_MEANING if record.uncertain else None
         return view
