@@ -476,7 +476,7 @@ def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_que
     browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue")
     search = page.get_by_role("search", name="Find a message")
     search.get_by_label("Find").fill(wanted)
-    search.get_by_role("button", name="Search").click()
+    search.get_by_role("button", name="Search", exact=True).click()
 
     expect(page.locator("#queue-results")).to_contain_text(f"found for “{wanted}”")
     expect(row(page, message_id)).to_contain_text("sent")
@@ -484,7 +484,7 @@ def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_que
     expect(row(page, other)).to_have_count(0)
     assert f"q={wanted}" in page.url
     search.get_by_label("Find").fill("PO-NOTHING-LIKE-IT")
-    search.get_by_role("button", name="Search").click()
+    search.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#queue-results")).to_contain_text("No message matches.")
     search.get_by_role("button", name="Clear search").click()
     expect(page.get_by_role("tab", name=re.compile("Waiting"))).to_have_attribute("aria-selected", "true")
