@@ -113,3 +113,61 @@ def test_a_cursor_is_bound_to_its_filters(backend: Backend, filters: dict[str, A
         backend.status_index.list_by_status(tenant_id, S.ERROR, 5, cursor)  # another index's
     with pytest.raises(ValidationFailed):
         backend.status_index.list_received(new_id("tnt"), 5, cursor)  # another tenant's
+
+
+def failed_messages(backend: Backend, tenant_id: str, integrations: list[str]) -> None:
+    """One message per entry of `integrations` moved to error, a minute apart in that order."""
+    for n, integration_id in enumerate(integrations):
+        new = new_message(
+            tenant_id=tenant_id, integration_id=integration_id, received_at=NOW + timedelta(minutes=n)
+        )
+        backend.messages.create(new, NOW + timedelta(minutes=n))
+        record = backend.messages.get(new.record.message_id)
+        assert record is not None
+        backend.messages.transition(record, S.ERROR, NOW + timedelta(minutes=30 + n))
+
+
+def test_both_count_a_status_up_to_a_cap(both: tuple[Backend, Backend]) -> None:
+    tenant_id = new_id("tnt")
+    seen = []
+    for backend in both:
+        failed_messages(backend, tenant_id, ["int_a", "int_b"] * 3 + ["int_a"])
+        # Other statuses and other tenants' messages are not counted.
+        failed_messages(backend, new_id("tnt"), ["int_a"])
+        backend.messages.create(new_message(tenant_id=tenant_id), NOW)
+        index = backend.status_index
+
+        counted = {
+            "all": index.count_by_status(tenant_id, S.ERROR, 100),
+            "capped": index.count_by_status(tenant_id, S.ERROR, 5),
+            "at_the_cap": index.count_by_status(tenant_id, S.ERROR, 7),
+            "int_b": index.count_by_status(tenant_id, S.ERROR, 100, "int_b"),
+            "int_b_capped": index.count_by_status(tenant_id, S.ERROR, 2, "int_b"),
+            "none_waiting": index.count_by_status(tenant_id, S.RETRY_PENDING, 100),
+        }
+        seen.append(counted)
+
+        assert {name: (c.count, c.at_least) for name, c in counted.items()} == {
+            "all": (7, False),
+            "capped": (5, True),
+            # A count at the cap means "that many or more".
+            "at_the_cap": (7, True),
+            "int_b": (3, False),
+            "int_b_capped": (2, True),
+            "none_waiting": (0, False),
+        }
+    fake, dynamo = seen
+    assert fake == dynamo
+
+
+def test_a_filtered_count_stops_at_its_read_bound(backend: Backend) -> None:
+    """With a filter the count reads at most ten times its cap of rows (oldest change first):
+    a rare integration behind them is then counted as "at least" what was seen."""
+    tenant_id = new_id("tnt")
+    failed_messages(backend, tenant_id, ["int_a"] * 10 + ["int_b"] * 2)
+
+    bounded = backend.status_index.count_by_status(tenant_id, S.ERROR, 1, "int_b")
+    whole = backend.status_index.count_by_status(tenant_id, S.ERROR, 3, "int_b")
+
+    assert (bounded.count, bounded.at_least) == (0, True)
+    assert (whole.count, whole.at_least) == (2, False)

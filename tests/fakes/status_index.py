@@ -11,11 +11,11 @@ from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import SCOPE, decode_cursor, encode_cursor
-from hub.adapters.dynamo.status_index import QUEUE_ROW_FIELDS, queue_row, record_row
+from hub.adapters.dynamo.status_index import COUNT_READ_FACTOR, QUEUE_ROW_FIELDS, queue_row, record_row
 from hub.adapters.dynamo.table import format_ts
 from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus
-from hub.ports import QueueFilter, QueuePage
+from hub.ports import QueueFilter, QueuePage, StatusCount
 from tests.fakes.table import FakeTable
 
 
@@ -48,6 +48,27 @@ class FakeStatusIndex:
         high = format_ts(filters.until - timedelta(microseconds=1)) if filters.until else None
         partition = keys.messages_partition(tenant_id)
         return self._page("GSI2PK", keys.RECEIVED_SORT_KEY, partition, high, limit, cursor, filters)
+
+    def count_by_status(
+        self, tenant_id: str, status: PipelineStatus, cap: int, integration_id: str | None = None
+    ) -> StatusCount:
+        """The adapter's bounds: `cap` rows read without a filter, COUNT_READ_FACTOR x `cap`
+        with one, in the index's order (oldest change first)."""
+        partition = keys.status_partition(tenant_id, status.value)
+        with self.table.lock:
+            items = sorted(
+                (dict(item) for item in self.table.items.values() if item.get("GSI1PK") == partition),
+                key=lambda item: (item["GSI1SK"], item["PK"], item["SK"]),
+            )
+        budget = cap * COUNT_READ_FACTOR if integration_id else cap
+        read = items[:budget]
+        self.read.append(len(read))
+        counted = sum(
+            1 for item in read if not integration_id or item.get("integration_id") == integration_id
+        )
+        if counted >= cap:
+            return StatusCount(count=cap, at_least=True)
+        return StatusCount(count=counted, at_least=len(items) > budget)
 
     def _page(
         self,

@@ -85,6 +85,16 @@ class QueuePage:
     next_cursor: str | None
 
 
+@dataclass(frozen=True)
+class StatusCount:
+    """How many of a tenant's messages are in one status, counted up to a cap (issue 28)."""
+
+    count: int
+    #: The count stopped before the status partition's end: the cap was reached, or (with a
+    #: filter) the read bound was; there are at least `count`.
+    at_least: bool
+
+
 class ConfigRepository(Protocol):
     def get_api_key(self, key_hash: str) -> ApiKey | None: ...
 

@@ -75,7 +75,9 @@ function showSignIn(reason) {
   const form = h("form", { class: "card signin", novalidate: true },
     h("h1", {}, "Integration Hub"),
     h("p", {}, "Sign in with an admin token. It stays in this tab only and is sent as a header on each call."),
-    field("Admin token", input, "Starts with hub_admin_."),
+    field("Admin token", input,
+      "A token issued in Keys & tokens (or with hubctl) starts with hub_adm_. The bootstrap token is the one "
+      + "chosen when the stack was deployed; with make run it is the demo token printed at start (hub_admin_demo_…)."),
     submit, status);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -91,9 +91,12 @@ export function toast(text, level = "ok") {
   setTimeout(() => item.remove(), level === "critical" ? 10000 : 5000);
 }
 
-/** Asks before a consequential action; resolves true when confirmed. */
-export function confirmAction(text, label = "Confirm") {
+/** Asks before a consequential action; resolves true when confirmed. While a question is open,
+ * another one (a second click behind the dialog) is answered "no" at once. */
+export function confirmAction(text, label = "Confirm", title = "Are you sure?") {
   const dialog = document.getElementById("confirm");
+  if (dialog.open) return Promise.resolve(false);
+  document.getElementById("confirm-title").textContent = title;
   document.getElementById("confirm-text").textContent = text;
   const yes = document.getElementById("confirm-yes");
   const no = document.getElementById("confirm-no");
@@ -114,6 +117,29 @@ export function confirmAction(text, label = "Confirm") {
     dialog.showModal();
     no.focus();
   });
+}
+
+/** Runs one user action at a time: while `run()` is in flight (its confirmation included) the
+ * `buttons` are disabled and another call does nothing, so a double click is one action. */
+export function oneAtATime(buttons, run) {
+  let busy = false;
+  return async (...args) => {
+    if (busy) return undefined;
+    busy = true;
+    const list = (Array.isArray(buttons) ? buttons : [buttons]).filter(Boolean);
+    for (const button of list) button.disabled = true;
+    try {
+      return await run(...args);
+    } finally {
+      busy = false;
+      for (const button of list) if (button.isConnected) button.disabled = false;
+    }
+  };
+}
+
+/** A wide table in its own horizontal scroll container (the page itself never scrolls sideways). */
+export function scroller(content, label) {
+  return h("div", { class: "scroller", role: "region", "aria-label": label, tabindex: "0" }, content);
 }
 
 /** A secret shown once, with a copy button. */

@@ -21,19 +21,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hub.admin.access import Role
 from hub.admin.audit import PLATFORM_SCOPE, Audit
 from hub.admin.integrations import preview_message
-from hub.admin.timeline import UNCERTAIN_MEANING, timeline
+from hub.admin.timeline import UNCERTAIN_MEANING, request_summary, timeline
 from hub.admin.timeline import complete as timeline_complete
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord, PayloadFormat
 from hub.domain.redaction import redact, redact_credentials, redact_payload, redact_text
-from hub.domain.status import PipelineStatus
+from hub.domain.status import PipelineStatus, current_error_class
 from hub.domain.tenancy import MessageTypeConfig
 from hub.errors import AlreadyActed, Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
 from hub.ingest.receive import first_step
 from hub.pipeline import rules
 from hub.pipeline.retries import RetryScheduler, retry_schedule_name
-from hub.ports import CallbackPage, ConfigRepository, QueueFilter, QueuePage, StepQueue
+from hub.ports import CallbackPage, ConfigRepository, QueueFilter, QueuePage, StatusCount, StepQueue
 
 if TYPE_CHECKING:
     from hub.admin.access import Principal
@@ -161,6 +161,40 @@ class StatusIndex(Protocol):
         """Every message of `tenant_id`, newest received first (`filters`: the receipt's
         time, the integration); the same cursor rules."""
         ...
+
+    def count_by_status(
+        self, tenant_id: str, status: PipelineStatus, cap: int, integration_id: str | None = None
+    ) -> StatusCount:
+        """How many of `tenant_id`'s messages are in `status` now (of `integration_id` only,
+        when given), counted up to `cap` with a bounded read (`at_least` when it stopped
+        early); never a scan."""
+        ...
+
+
+#: The queue tabs' counts stop here: "1000 or more" tells an operator as much as the exact
+#: figure, and bounds what a count reads (GET /api/admin/queue/counts).
+COUNT_CAP = 1000
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """How many messages each status tab holds now, each counted up to `capped_at`."""
+
+    tenant_id: str
+    #: Tab -> count (`waiting`, `dead_letter`, `error`; `all` has none).
+    counts: dict[str, int]
+    #: Tabs whose count is a lower bound ("n or more"): the cap was reached, or the read bound
+    #: of a filtered count was.
+    at_least: list[str]
+    capped_at: int = COUNT_CAP
+
+    def view(self) -> dict[str, Any]:
+        return {
+            "tenant_id": self.tenant_id,
+            "counts": dict(self.counts),
+            "capped_at": self.capped_at,
+            "at_least": list(self.at_least),
+        }
 
 
 class DeadLetterMover(Protocol):
@@ -386,6 +420,11 @@ class Operations:
         log = [_shown(entry) for entry in self._messages.message_log(message_id)]
         view = {
             **record.public_view(),
+            # Only while the message still fails with it: a sent message's last failure is its
+            # attempt's, in the timeline (issue 28).
+            "last_retry_error_class": current_error_class(
+                record.pipeline_status, record.last_retry_error_class
+            ),
             "dest_status_text": record.shown_status_text(),
             "tenant_id": record.tenant_id,
             "execution_id": record.execution_id,
@@ -406,7 +445,8 @@ class Operations:
             view["callbacks_next_cursor"] = page.next_cursor
         # Issue 13: one list, oldest first, of steps, attempts, status events, operators' moves
         # and callbacks (hub.admin.timeline), from what was read above: no extra request.
-        view["timeline"] = timeline(record, log, callbacks)
+        request = request_summary(record, integration.destination if integration else None)
+        view["timeline"] = timeline(record, log, callbacks, request)
         view["timeline_complete"] = timeline_complete(log, MAX_LOG_ENTRIES)
         view["uncertain_meaning"] = UNCERTAIN_MEANING if record.uncertain else None
         return view
@@ -450,6 +490,21 @@ class Operations:
         if status is None:
             return self._index.list_received(tenant_id, limit, cursor, filters)
         return self._index.list_by_status(tenant_id, status, limit, cursor, filters)
+
+    def queue_counts(self, tenant_id: str, integration_id: str | None = None) -> QueueCounts:
+        """How many messages each status tab (waiting, dead_letter, error) of `tenant_id` holds
+        now, of `integration_id` only when given: one counting read of each tab's index
+        partition, up to COUNT_CAP each; no row is returned and nothing is scanned."""
+        counts: dict[str, int] = {}
+        at_least: list[str] = []
+        for tab in QueueTab:
+            if tab.status is None:
+                continue
+            counted = self._index.count_by_status(tenant_id, tab.status, COUNT_CAP, integration_id)
+            counts[tab.value] = counted.count
+            if counted.at_least:
+                at_least.append(tab.value)
+        return QueueCounts(tenant_id=tenant_id, counts=counts, at_least=at_least)
 
     def redrive(self, lane: str, actor: Principal, limit: int = 1000) -> int:
         """Moves the lane's dead-lettered step messages back to its work queue. Their messages'

@@ -17,11 +17,14 @@ message's first steps may have dropped off, and the view says so (`timeline_comp
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus
+from hub.domain.tenancy import Destination, DestinationProtocol
 from hub.outbox.events import STATUS_EVENTS, message_event_id
 
 #: Shown with a message whose `uncertain` is true.
@@ -46,10 +49,13 @@ def timeline(
     record: MessageRecord,
     log: Sequence[Mapping[str, Any]],
     callbacks: Iterable[Mapping[str, Any]],
+    request: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The merged timeline, oldest first (ties keep this order: creation, log, callbacks).
     `log` and `callbacks` are shown already redacted; `callbacks` come newest first, as stored
-    pages list them."""
+    pages list them. Each delivery attempt (issue 28) carries its `number`, its `answer_class`
+    (`accepted`, or the failure's error class) and `request`: what every attempt sends that
+    identifies it, beside the destination as configured now (the attempt itself stores none)."""
     entries: list[dict[str, Any]] = [
         _event(record.message_id, PipelineStatus.RECEIVED.value, 1, record.received_at)
     ]
@@ -62,7 +68,7 @@ def timeline(
             move = str(fields["event"])
             entries.append(_entry(at, "audit", _OPERATOR_MOVES.get(move, move), fields))
         elif "step" in fields:
-            entries.append(_step(at, fields))
+            entries.append(_step(at, fields, request))
         to, version = entry.get("to"), entry.get("v")
         if isinstance(to, str) and isinstance(version, int) and to in _STATUSES:
             entries.append(_event(record.message_id, to, version, at))
@@ -87,7 +93,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _STATUSES = frozenset(status.value for status in PipelineStatus)
 
 
-def _step(at: datetime, fields: dict[str, Any]) -> dict[str, Any]:
+def _step(at: datetime, fields: dict[str, Any], request: Mapping[str, Any] | None) -> dict[str, Any]:
     """A delivery attempt (the destination was called: `sent`, or `deliver` failed), or another
     step (process, a delivery held or skipped, observability)."""
     step, outcome = fields.get("step"), fields.get("status")
@@ -97,8 +103,42 @@ def _step(at: datetime, fields: dict[str, Any]) -> dict[str, Any]:
     suffix = f" ({reason})" if reason else ""
     if step == "sent" or (step == "deliver" and outcome == "failure"):
         attempt = int(fields.get("attempt") or 0) + 1
-        return _entry(at, "attempt", f"Delivery attempt {attempt}: {outcome}{suffix}", fields)
+        answer = "accepted" if step == "sent" else str(fields.get("error_class") or "failed")
+        shown = {**fields, "number": attempt, "answer_class": answer}
+        if request is not None:
+            shown["request"] = dict(request)
+        return _entry(at, "attempt", f"Delivery attempt {attempt}: {outcome}{suffix}", shown)
     return _entry(at, "step", f"{step}: {outcome}{suffix}", fields)
+
+
+def request_summary(record: MessageRecord, destination: Destination | None) -> dict[str, Any] | None:
+    """What an attempt of `record` sends that identifies it, and where (the destination as
+    configured now: its protocol, method and host; never its path, query, headers or
+    credentials, which may hold secrets). None without a destination."""
+    if destination is None:
+        return None
+    where = urlsplit(destination.url)
+    host = where.hostname or ""
+    with suppress(ValueError):  # a port that is not a number: the host alone
+        if where.port is not None:
+            host = f"{host}:{where.port}"
+    if destination.protocol is DestinationProtocol.SOAP:
+        operation = destination.soap.operation if destination.soap else None
+        return {
+            "protocol": "soap",
+            "host": host,
+            "operation": operation,
+            "connection_id": destination.connection_id,
+        }
+    return {
+        "protocol": "http",
+        "method": destination.method,
+        "host": host,
+        "connection_id": destination.connection_id,
+        # hub.delivery.http sends both on every attempt: the key is the message id, always.
+        "idempotency_key": record.message_id,
+        "correlation_id": record.correlation_id,
+    }
 
 
 def _event(message_id: str, status: str, version: int, at: datetime) -> dict[str, Any]:

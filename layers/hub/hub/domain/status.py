@@ -68,6 +68,18 @@ FINAL_STATUSES = frozenset(
 )
 
 
+#: Statuses a failure holds a message in (the admin queue's Waiting, Dead-letter and Errors tabs).
+#: Only in these is the last failed attempt's error class the message's current state (issue 28):
+#: once it is sent, reprocessed or cancelled, that class is history, kept in the attempt's log
+#: entry (the message view's timeline), and admin rows show none.
+FAILING_STATUSES = frozenset({S.RETRY_PENDING, S.DEAD_LETTER, S.ERROR})
+
+
+def current_error_class(status: PipelineStatus | str | None, error_class: str | None) -> str | None:
+    """`error_class` when a message in `status` still fails with it, else None."""
+    return error_class if status in FAILING_STATUSES else None
+
+
 def can_transition(current: PipelineStatus, target: PipelineStatus) -> bool:
     """True when `current -> target` is in the transition table."""
     return target in ALLOWED_TRANSITIONS[current]

@@ -1,7 +1,7 @@
 // /admin/health: per lane the work queue, its DLQ (with Redrive) and the age of its oldest
-// message; pending outbox / webhook deliveries; the selected tenant's integrations over the last
-// hour; signature failures and duplicates dropped; messages per status per hour (inline SVG,
-// with the same figures as a table).
+// message; pending outbox / webhook deliveries; the selected tenant's integrations by the state
+// their messages are in now; signature failures and duplicates dropped; the platform's events per
+// hour (inline SVG, with the same figures as a table).
 import { ApiError } from "../api.js";
 import { badge, confirmAction, errorBlock, fill, fmtTime, h, table, toast } from "../ui.js";
 
@@ -78,20 +78,28 @@ function counters(figures) {
   ];
 }
 
+// The table and the chart below count different things, and say so: the table counts messages
+// by the state they are in NOW (one message, one state; a message that failed and was then sent
+// counts nowhere); the chart counts EVENTS per hour over the whole platform (every retry
+// scheduled, every failed attempt, every dead-lettering, whatever became of the message since).
 function integrations(section) {
   if (!section) return null;
   return [
-    h("h2", {}, `Integrations of ${section.tenant_id}`),
+    h("h2", { id: "integrations-title" }, `Integrations of ${section.tenant_id}: messages in each state now`),
+    h("p", { class: "hint", id: "integrations-meaning" },
+      "Each message counts once, in the state it is in now. “Within 1 h”: messages in that state now whose "
+      + "last change was in the last hour. A message that failed and was then sent or reprocessed counts in "
+      + "none of these columns. The chart below counts events instead, over the whole platform, per clock hour."),
     section.truncated ? h("p", { class: "hint" }, "Many messages: the figures below are lower bounds.") : null,
-    table("Integrations over the last hour", [
+    table("Messages per integration by their current state", [
       { label: "Integration", cell: (i) => h("a", { href: `/admin/queue?integration_id=${encodeURIComponent(i.integration_id)}`, "data-nav": "" }, i.integration_id) },
-      { label: "Retries", cell: (i) => String(i.retries) },
-      { label: "Permanent failures", cell: (i) => i.permanent_failures ? badge(`${i.permanent_failures} failed`, "critical", "failures") : "0" },
-      { label: "Errors", cell: (i) => String(i.errors) },
-      { label: "Dead-lettered", cell: (i) => String(i.dead_lettered) },
-      { label: "Waiting now", cell: (i) => String(i.waiting) },
+      { label: "Waiting now · failed within 1 h", cell: (i) => String(i.retries) },
+      { label: "Failed for good now · within 1 h", cell: (i) => i.permanent_failures ? badge(`${i.permanent_failures} failed`, "critical", "failures") : "0" },
+      { label: "In error now · within 1 h", cell: (i) => String(i.errors) },
+      { label: "Dead-lettered now · within 1 h", cell: (i) => String(i.dead_lettered) },
+      { label: "Waiting now · any age", cell: (i) => String(i.waiting) },
       { label: "Oldest waiting", cell: (i) => age(i.oldest_waiting_age_seconds) },
-    ], section.items, { empty: "No integration has a waiting or failed message.", rowAttrs: (i) => ({ "data-integration-id": i.integration_id }) }),
+    ], section.items, { empty: "No integration has a waiting or failed message now.", rowAttrs: (i) => ({ "data-integration-id": i.integration_id }) }),
   ];
 }
 
@@ -104,7 +112,7 @@ function hourly(hours) {
   const y = (value) => height - pad.bottom - (value * (height - pad.top - pad.bottom)) / max;
   const svg = h("svg", {
     class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", width: "100%",
-    "aria-label": "Messages per status per hour, last 24 hours (the table below has the figures)",
+    "aria-label": "Events per hour over the whole platform, last 24 hours (the table below the legend has the figures)",
   },
   h("line", { x1: pad.left, y1: y(0), x2: width - pad.right, y2: y(0), stroke: "#5b6470" }),
   h("text", { x: 4, y: y(max) + 4, "font-size": "11", fill: "#5b6470" }, String(max)),
@@ -120,12 +128,17 @@ function hourly(hours) {
   const legend = h("ul", { class: "legend", "aria-label": "Legend" }, SERIES.map(([key, label, colour, dash]) => h("li", {},
     h("svg", { width: "28", height: "10", "aria-hidden": "true" },
       h("line", { x1: 0, y1: 5, x2: 28, y2: 5, stroke: colour, "stroke-width": "3", "stroke-dasharray": dash || undefined })),
-    " ", label, ": ", String(hours.reduce((sum, hour) => sum + (hour[key] || 0), 0)))));
+    " ", label, ": ", String(hours.reduce((sum, hour) => sum + (hour[key] || 0), 0)), " in 24 h")));
   return [
-    h("h2", {}, "Messages per status per hour (24 h)"),
+    h("h2", { id: "hourly-title" }, "Events per hour, whole platform (all tenants), last 24 h"),
+    h("p", { class: "hint", id: "hourly-meaning" },
+      "Counts what happened, not what is: every message received, every delivery sent, every retry scheduled, "
+      + "every failed attempt and every dead-lettering, for all tenants, including messages that have moved on since "
+      + "(a message retried three times then sent is 3 retries scheduled and 1 sent here). "
+      + "The legend's totals are over the 24 hours; the table above counts messages by their state now."),
     svg, legend,
-    h("details", {}, h("summary", {}, "Figures per hour"),
-      table("Messages per status per hour", [
+    h("details", {}, h("summary", {}, "Figures per hour (events)"),
+      table("Events per hour, whole platform", [
         { label: "Hour (UTC)", cell: (hour) => fmtTime(hour.hour) },
         ...SERIES.map(([key, label]) => ({ label, cell: (hour) => String(hour[key] || 0) })),
       ], [...hours].reverse())),

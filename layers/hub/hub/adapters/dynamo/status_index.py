@@ -23,8 +23,8 @@ from hub.adapters.dynamo.cursors import SortRange, index_page
 from hub.adapters.dynamo.table import Table, format_ts
 from hub.admin.health import StatusRows
 from hub.domain.message import MessageRecord
-from hub.domain.status import PipelineStatus
-from hub.ports import QueueFilter, QueuePage
+from hub.domain.status import PipelineStatus, current_error_class
+from hub.ports import QueueFilter, QueuePage, StatusCount
 
 #: What an admin queue row shows; template.yaml projects exactly these into GSI1 (a test checks),
 #: so a listing reads no item per row. Never the payload, nor dest_status_text (it may quote the
@@ -46,6 +46,9 @@ QUEUE_ROW_FIELDS = (
 
 
 _TIMES = ("received_at", "updated_at", "next_retry_at")
+#: A count with a filter reads at most this many times its cap of index rows (the filter applies
+#: after the read: a rare integration in a large partition would otherwise read all of it).
+COUNT_READ_FACTOR = 10
 #: The stored times' precision: `until` minus one is the last instant before it.
 _TICK = timedelta(microseconds=1)
 
@@ -53,7 +56,8 @@ _TICK = timedelta(microseconds=1)
 def queue_row(fields: Mapping[str, Any]) -> dict[str, Any]:
     """A queue row as every tab shows it, from a stored item, an index row or a record's fields:
     every QUEUE_ROW_FIELDS key (null when unset; `retry_count` 0 and `uncertain` false when
-    absent), times in the stored fixed-width UTC form. One function, so the row an operator
+    absent; `last_retry_error_class` null unless the status is a failing one), times in the
+    stored fixed-width UTC form. One function, so the row an operator
     action answers with (reprocess, cancel) is the row the listing would show."""
     row = {field: fields.get(field) for field in QUEUE_ROW_FIELDS}
     row["retry_count"] = int(row["retry_count"] or 0)
@@ -64,6 +68,9 @@ def queue_row(fields: Mapping[str, Any]) -> dict[str, Any]:
     for field, value in row.items():
         if isinstance(value, Enum):
             row[field] = value.value
+    # A sent (or reprocessed, cancelled) message keeps its last failure's class on the item; the
+    # row shows it only while the message still fails with it (issue 28).
+    row["last_retry_error_class"] = current_error_class(row["pipeline_status"], row["last_retry_error_class"])
     return row
 
 
@@ -137,6 +144,37 @@ class DynamoStatusIndex:
         )
         current = [queue_row(item) for row in rows if (item := found.get((row["PK"], row["SK"]))) is not None]
         return QueuePage(rows=current, next_cursor=next_cursor)
+
+    def count_by_status(
+        self, tenant_id: str, status: PipelineStatus, cap: int, integration_id: str | None = None
+    ) -> StatusCount:
+        """How many of `tenant_id`'s messages are in `status` (of `integration_id` only, when
+        given), up to `cap`: `Select=COUNT` Query pages of GSI1's status partition, so no row
+        comes back and each page bills only the index rows it reads (about 300 bytes each).
+        Without a filter it reads at most `cap` rows; with one (a FilterExpression, counted
+        after the read) at most COUNT_READ_FACTOR x `cap`. `at_least` when it stopped early."""
+        request: dict[str, Any] = {
+            "IndexName": "GSI1",
+            "KeyConditionExpression": "GSI1PK = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": keys.status_partition(tenant_id, status.value)}},
+        }
+        if integration_id:
+            request["FilterExpression"] = "#integration = :integration"
+            request["ExpressionAttributeNames"] = {"#integration": "integration_id"}
+            request["ExpressionAttributeValues"][":integration"] = {"S": integration_id}
+        budget = cap * COUNT_READ_FACTOR if integration_id else cap
+        counted = read = 0
+        while True:
+            request["Limit"] = budget - read
+            matched, scanned, last = self._table.count(**request)
+            counted, read = counted + matched, read + scanned
+            if counted >= cap:
+                return StatusCount(count=cap, at_least=True)
+            if last is None:
+                return StatusCount(count=counted, at_least=False)
+            if read >= budget or not scanned:
+                return StatusCount(count=counted, at_least=True)
+            request["ExclusiveStartKey"] = {name: {"S": value} for name, value in last.items()}
 
     def changed_since(
         self,

@@ -359,3 +359,14 @@ class Table:
             raise self._unavailable("Query", exc) from exc
         last = answer.get("LastEvaluatedKey")
         return [decode(i) for i in answer.get("Items", [])], decode(last) if last else None
+
+    def count(self, **request: Any) -> tuple[int, int, dict[str, Any] | None]:
+        """One Query page with `Select=COUNT` (no item is returned): how many items matched
+        (after any FilterExpression), how many were read, and the decoded LastEvaluatedKey (None
+        on the last page)."""
+        try:
+            answer = self._client().query(TableName=self.name, Select="COUNT", **request)
+        except (BotoCoreError, ClientError) as exc:
+            raise self._unavailable("Query", exc) from exc
+        last = answer.get("LastEvaluatedKey")
+        return int(answer.get("Count", 0)), int(answer.get("ScannedCount", 0)), decode(last) if last else None

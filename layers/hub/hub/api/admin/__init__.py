@@ -14,6 +14,7 @@ from hub.api.admin import (
     health,
     integrations,
     messages,
+    queue_counts,
     search,
     subscriptions,
     tenants,
@@ -23,6 +24,7 @@ from hub.api.admin import (
 ROUTERS: tuple[Router, ...] = (
     messages.router,
     search.router,
+    queue_counts.router,
     connections.router,
     tenants.router,
     api_keys.router,
