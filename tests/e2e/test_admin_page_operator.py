@@ -3,9 +3,8 @@ by Playwright against the local stack, with real destinations on 127.0.0.1: coun
 tabs, auto-refresh that polls only the visible tab and only while the browser tab is visible,
 Reprocess / Cancel on the message view (each user action one request with its own
 Idempotency-Key, a double click one action), the compact timeline, no stale error class on a sent
-message, Health's labels, the queue at 390 px, the sign-in hint; search and bulk jobs against the
-API contracts (skipped until those routes exist on this branch). Skipped with the reason printed
-when Chromium or Playwright is missing."""
+message, Health's labels, the queue at 390 px, the sign-in hint; the search box and bulk jobs.
+Skipped with the reason printed when Chromium or Playwright is missing."""
 
 from __future__ import annotations
 
@@ -41,10 +40,6 @@ UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9
 SLOW = AUTO.model_copy(update={"ladder_seconds": (600,)})
 #: One failed attempt, then dead-letter.
 DEAD = AUTO.model_copy(update={"retry_max": 0, "retry_dead_letter": True})
-NEEDS_SEARCH_AND_BULK = pytest.mark.skip(reason="needs the search/bulk API: lead enables after merge")
-NEEDS_FORCE = pytest.mark.skip(
-    reason="needs the already_delivered API (contract section 1, on main): lead enables after merge"
-)
 
 
 @pytest.fixture
@@ -274,7 +269,6 @@ def test_a_call_lost_on_the_network_is_resent_once_with_the_same_key(
     assert [e for e in errors if "ERR_CONNECTION_RESET" in e] != []  # the loss did happen
 
 
-@NEEDS_FORCE
 def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
@@ -462,7 +456,6 @@ def post_with_external_id(api: httpx.Client, integration_id: str, external_id: s
     return str(answer.json()["message_id"])
 
 
-@NEEDS_SEARCH_AND_BULK
 def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_queue_row(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
@@ -490,7 +483,6 @@ def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_que
     expect(page.get_by_role("tab", name=re.compile("Waiting"))).to_have_attribute("aria-selected", "true")
 
 
-@NEEDS_SEARCH_AND_BULK
 def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
@@ -527,7 +519,6 @@ def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
     assert len(destination.requests) == 6  # each message: its failed attempt and one delivery
 
 
-@NEEDS_SEARCH_AND_BULK
 def test_cancel_all_matching_on_the_waiting_tab_and_a_job_can_be_stopped(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:

@@ -245,8 +245,6 @@ def test_certificates_upload_with_the_password_on_stdin_then_show(hubctl, tmp_pa
 # --- the kubectl grammar (issue 28, point 6) --------------------------------------------------
 
 DEMO_KEY = "hub_demo_local-only-key-0000000000000000000000"
-#: find is another part of issue 28 (its route lands with it).
-NEEDS_SEARCH = pytest.mark.skip(reason="needs the search API: lead enables after merge")
 
 
 def partner_client(local_stack) -> httpx.Client:
@@ -373,7 +371,6 @@ def test_reprocess_twice_the_second_is_refused_already_delivered_then_force_send
     assert len(destination.requests) == 3
 
 
-@NEEDS_SEARCH
 def test_find_a_message_by_its_external_id(hubctl, local_stack):
     body = {**demo_body(), "external_id": f"PO-{uuid.uuid4().hex[:10]}"}
     answer = httpx.post(

@@ -20,6 +20,7 @@ from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey
 from hub.errors import (
+    AlreadyActed,
     ClaimTaken,
     InvalidTransition,
     LeaseHeld,
@@ -298,11 +299,17 @@ class FakeMessages:
             raise moved(record, target, failed.old) from failed
 
     def cancel(
-        self, record: MessageRecord, now: datetime, log: Sequence[Mapping[str, Any]] = ()
+        self,
+        record: MessageRecord,
+        now: datetime,
+        log: Sequence[Mapping[str, Any]] = (),
+        *,
+        bulk_job: str | None = None,
     ) -> MessageRecord:
         """`cancelled`, only while no step holds the lease (LeaseHeld) and the item is unchanged
-        since `record` (InvalidTransition, NotFound)."""
+        since `record` (InvalidTransition, NotFound); a `bulk_job` marks it (AlreadyActed)."""
         change = Change()
+        _mark(change, bulk_job)
         stamp = status_change(change, record, PipelineStatus.CANCELLED, now, {"next_retry_at": None})
         version = record.version
         change.where(lambda item: item is not None and item.get("version") == version)
@@ -313,6 +320,7 @@ class FakeMessages:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
             old = failed.old
+            _acted(old, bulk_job, failed)
             if (
                 old
                 and old.get("tenant_id") == record.tenant_id
@@ -330,9 +338,13 @@ class FakeMessages:
         now: datetime,
         abandoned_after: timedelta,
         log: Sequence[Mapping[str, Any]] = (),
+        *,
+        bulk_job: str | None = None,
     ) -> MessageRecord | None:
-        """A new execution from `received`; None while another one is alive."""
+        """A new execution from `received`; None while another one is alive; a `bulk_job`
+        marks it (AlreadyActed when that job already did)."""
         change = Change()
+        _mark(change, bulk_job)
         stamp = status_change(
             change,
             record,
@@ -355,6 +367,7 @@ class FakeMessages:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
             old = failed.old
+            _acted(old, bulk_job, failed)
             if (
                 old
                 and old.get("tenant_id") == record.tenant_id
@@ -362,3 +375,17 @@ class FakeMessages:
             ):
                 return None
             raise moved(record, PipelineStatus.RECEIVED, old) from failed
+
+
+def _mark(change: Change, bulk_job: str | None) -> None:
+    if bulk_job is None:
+        return
+    change.set(bulk_job=bulk_job)
+    change.where(lambda item: item is None or item.get("bulk_job") != bulk_job)
+
+
+def _acted(old: Mapping[str, Any] | None, bulk_job: str | None, failed: Exception) -> None:
+    if bulk_job is not None and old and old.get("bulk_job") == bulk_job:
+        raise AlreadyActed(
+            "this bulk job already acted on the message", details={"bulk_job": bulk_job}
+        ) from failed

@@ -311,6 +311,7 @@ def bulk_runner() -> BulkRunner:
         DynamoBulkJobs(s.table_name),
         _operations(lanes={}),
         SqsStepQueue(s.pipeline_queue_url),
+        finder=message_search(),
         rate_per_second=s.release_rate_per_second,
     )
 

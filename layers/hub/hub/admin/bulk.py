@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hub.admin.access import Principal, Role
 from hub.admin.audit import Audit
 from hub.admin.operations import Operations, QueueTab
+from hub.admin.search import SearchKind, SearchPage
 from hub.delivery.breaker import release_page_size, release_plan
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
@@ -225,18 +226,18 @@ class PageQueue(Protocol):
 
 
 class MessageFinder(Protocol):
-    """The search (GET /api/admin/messages): a page of a lookup's matches."""
+    """The search (GET /api/admin/messages, hub.admin.search): a page of a lookup's matches."""
 
-    def page(
+    def search(
         self,
         tenant_id: str,
         q: str,
+        by: SearchKind = SearchKind.ANY,
         *,
-        by: str | None,
-        integration_id: str | None,
-        limit: int,
-        cursor: str | None,
-    ) -> QueuePage: ...
+        limit: int = 50,
+        cursor: str | None = None,
+        integration_id: str | None = None,
+    ) -> SearchPage: ...
 
 
 def _tab(name: str) -> QueueTab:
@@ -418,8 +419,13 @@ class BulkRunner:
         if f.q is not None:
             if self._finder is None:
                 raise ValidationFailed("search is not available", details=[{"field": "filter.q"}])
-            page = self._finder.page(
-                job.tenant_id, f.q, by=f.by, integration_id=f.integration_id, limit=size, cursor=job.cursor
+            page: QueuePage | SearchPage = self._finder.search(
+                job.tenant_id,
+                f.q,
+                SearchKind(f.by) if f.by else SearchKind.ANY,
+                limit=size,
+                cursor=job.cursor,
+                integration_id=f.integration_id,
             )
         else:
             filters = QueueFilter(integration_id=f.integration_id, since=f.since, until=f.until)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.admin.bulk import BulkAction, BulkFilter
 from hub.admin.operations import QueueTab
+from hub.admin.search import SearchKind
 from hub.api.admin.common import ADMIN, BODY, Id, KeyListQuery, TenantQuery
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
@@ -38,7 +39,7 @@ class JobFilter(BaseModel):
     until: Rfc3339Time | None = None
     #: A search's value (GET /api/admin/messages?q=): its matches instead of a tab's.
     q: str | None = Field(default=None, min_length=1, max_length=255)
-    by: str | None = Field(default=None, pattern=r"^[a-z_]{1,30}$")
+    by: SearchKind | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> JobFilter:
@@ -88,7 +89,7 @@ def create_bulk_job() -> Response:
         since=f.since,
         until=f.until,
         q=f.q,
-        by=f.by,
+        by=f.by.value if f.by else None,
     )
     job = bulk_jobs().create(request.tenant_id, request.action, filters, request.force, _principal())
     return json_response(202, job.view())
