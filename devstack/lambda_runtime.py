@@ -220,8 +220,23 @@ def _isolate(paths: list[str]) -> list[str]:
     return [root for root in allowed if root not in site_folders]
 
 
+def _write_output_to(path: str) -> None:
+    """This instance's stdout and stderr (the file descriptors: whatever writes them, a library's
+    C code included) append to the file at `path`, a line at a time, so the lines of the
+    function's instances interleave whole."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    os.close(descriptor)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
+
+
 def _instance_main(conn: Connection, boot: dict[str, Any]) -> None:
     """Entry point of an instance process: init once, then serve invocations until EOF."""
+    if boot.get("log_file"):
+        _write_output_to(boot["log_file"])
     log_stream = _LogStream(sys.stdout)
     sys.stdout = log_stream
     os.environ.clear()
@@ -304,8 +319,11 @@ class FunctionPool:
         runtime_env: Mapping[str, str],
         max_instances: int = 4,
         on_emf: Callable[[list[str]], None] | None = None,
+        log_file: str | None = None,
     ) -> None:
         self.spec = spec
+        #: Where the instances' stdout and stderr go (their log stream): None, this process's.
+        self._log_file = log_file
         #: Gets the EMF lines each invocation printed (the stack publishes them as metrics).
         self._on_emf = on_emf
         self._runtime_env = dict(runtime_env)
@@ -347,6 +365,7 @@ class FunctionPool:
             "arn": self.spec.arn,
             "memory_mb": self.spec.memory_mb,
             "log_stream": stream,
+            "log_file": self._log_file,
         }
 
     def _start_instance(self) -> _Instance | dict[str, Any]:

@@ -74,10 +74,15 @@ class LocalStack:
         count_aws_requests: bool = False,
         sqs_metrics_interval: float = 60.0,
         isolated_functions: bool = False,
+        function_log: Path | None = None,
     ) -> None:
         #: Built mode: run `sam build`'s output (template_path = its template.yaml) with each
         #: instance seeing only its code, its layers and the standard library.
         self.isolated_functions = isolated_functions
+        #: Where every function instance writes its stdout and stderr (its CloudWatch log stream:
+        #: the handler's output, Powertools' JSON logs, EMF lines), appended; None: this
+        #: process's own stdout and stderr.
+        self.function_log = function_log
         self.project_root = Path(project_root).resolve()
         template = Path(template_path)
         self.template_path = template if template.is_absolute() else self.project_root / template
@@ -344,7 +349,11 @@ class LocalStack:
         self.emf.start()
         self._pools = {
             logical_id: FunctionPool(
-                spec, runtime_env, self._instance_cap(logical_id), on_emf=self.emf.submit
+                spec,
+                runtime_env,
+                self._instance_cap(logical_id),
+                on_emf=self.emf.submit,
+                log_file=str(self.function_log) if self.function_log is not None else None,
             )
             for logical_id, spec in self.model.specs.items()
         }

@@ -56,9 +56,18 @@ class Plan:
     version: int | None = None
 
 
+#: A connection's client certificate sent with its save (a PKCS#12 file and its password, base64):
+#: write-only, never in a view, so never compared, and shown as a mask.
+CLIENT_CERTIFICATE = "client_certificate"
+
+
 def masked(spec: dict[str, Any]) -> dict[str, Any]:
-    """The spec as a view shows it: secrets (and credential-like headers) masked."""
-    return redact_credentials(spec)
+    """The spec as a view shows it: secrets (and credential-like headers) masked, a client
+    certificate as a whole."""
+    shown = redact_credentials(spec)
+    if shown.get(CLIENT_CERTIFICATE) is not None:
+        shown[CLIENT_CERTIFICATE] = MASK
+    return shown
 
 
 def normalized(kind: Kind, spec: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +87,9 @@ def normalized(kind: Kind, spec: dict[str, Any]) -> dict[str, Any]:
         elif kind is Kind.CONNECTION:
             from hub.admin.connections import ConnectionSpec  # noqa: PLC0415
 
+            # The client certificate a file carries is uploaded with a create or an update, never
+            # shown back: not compared (renew it with `hubctl certificates upload`).
+            spec = {key: value for key, value in spec.items() if key != CLIENT_CERTIFICATE}
             dumped = ConnectionSpec.model_validate(spec).model_dump(mode="json")
         elif kind is Kind.SUBSCRIPTION:
             from hub.outbox.subscriptions import SubscriptionSpec  # noqa: PLC0415

@@ -7,6 +7,7 @@ console script; and the local stack's demo data, made by the admin use cases."""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import time
@@ -202,6 +203,7 @@ def test_the_sap_idoc_example_applies_twice_unchanged_and_previews_its_mapped_bo
     )  # fmt: skip
 
     assert again.stdout.splitlines() == [
+        "= Tenant tnt_acme (unchanged)",  # the file holds its tenant (rest.yaml's, alike)
         "= Connection tnt_acme/conn_acme_wms (unchanged)",
         "= Integration tnt_acme/int_sap_orders (unchanged)",
     ]
@@ -346,19 +348,19 @@ def test_the_demo_data_is_the_admin_apis_own_made_by_the_seed_principal_and_seed
     assert again["version"] == 1
 
 
-def test_every_file_in_examples_applies_then_applies_again_unchanged(applied, hubctl, erp, tmp_path):
+def test_every_file_in_examples_applies_then_applies_again_unchanged(applied, hubctl, erp):
     """The examples a newcomer copies are what the hub accepts end to end: each file through
-    `hubctl apply` on the real admin API (egress check, secret binding, tenant-scoped ids), then
-    again, unchanged. The SEFAZ connection needs its A1 certificate uploaded first, as its file says."""
-    pfx = tmp_path / "a1.pfx"
-    pfx.write_bytes(build_pki().client_pfx)
-    upload = ("certificates", "upload", "conn_sefaz_sp_status", "--tenant", TENANT, "--pfx", str(pfx))
-    hubctl(*upload, "--password-stdin", stdin=PFX_PASSWORD.decode() + "\n")
+    `hubctl apply` on the real admin API (egress check, secret binding, tenant-scoped ids), after
+    rest.yaml made their tenant, then again, unchanged. The SEFAZ connection carries its A1
+    certificate from the environment, as its file says (tests/e2e/test_examples.py runs each
+    file's header as written on a hub without the tenant)."""
     hubctl.env.update(
         WMS_URL=erp.url,
         WMS_CLIENT_SECRET="wms-client-secret-value",
         ACME_HOOK_URL=f"{erp.url}/hub-events",
         SHOP_WEBHOOK_SECRET="whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        SEFAZ_PFX_BASE64=base64.b64encode(build_pki().client_pfx).decode(),
+        SEFAZ_PFX_PASSWORD=PFX_PASSWORD.decode(),
     )
     files = sorted(EXAMPLES.glob("*.yaml"))
 

@@ -24,6 +24,13 @@ CONNECTION = "conn_sefaz_sp"
 PATH = f"/api/admin/connections/{CONNECTION}/certificate"
 
 
+@pytest.fixture(autouse=True)
+def tenant_t1(stack: Any, admin_api: Any) -> None:
+    """A certificate belongs to a tenant that exists (an upload for an unknown one is 404)."""
+    created = admin_api("POST", "/api/admin/tenants", body={"tenant_id": "t1", "name": "T1"})
+    assert created.status == 201, created.body
+
+
 @pytest.fixture
 def slack(stack: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpDestination]:
     with HttpDestination() as receiver:

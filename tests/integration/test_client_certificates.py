@@ -26,6 +26,13 @@ CONNECTION = "conn_sefaz_sp"
 PATH = f"/api/admin/connections/{CONNECTION}/certificate"
 
 
+@pytest.fixture(autouse=True)
+def tenant_t1(stack: Any, admin_api: Any) -> None:
+    """A certificate belongs to a tenant that exists (an upload for an unknown one is 404)."""
+    created = admin_api("POST", "/api/admin/tenants", body={"tenant_id": "t1", "name": "T1"})
+    assert created.status == 201, created.body
+
+
 def upload(admin_api: Any, pfx: bytes, password: bytes = PFX_PASSWORD, *, tenant_id: str = "t1") -> Any:
     body = {
         "tenant_id": tenant_id,
@@ -107,6 +114,21 @@ class TestUpload:
         assert (first.status, first.body["tenant_id"]) == (201, "t1")
         assert own.status == 201, own.body
         assert own.body["tenant_id"] == "t2"
+
+    def test_an_upload_for_a_tenant_that_does_not_exist_is_404_and_stores_nothing(
+        self, stack, admin_api, pki
+    ):
+        answer = upload(admin_api, pki.client_pfx, tenant_id="tnt_nobody")
+
+        assert (answer.status, answer.body["error"]["code"]) == (404, "not_found")
+        assert answer.body["error"]["details"] == {"tenant_id": "tnt_nobody"}
+        assert DynamoCertificateRepository(stack.table).get("tnt_nobody", CONNECTION) is None
+        # Once the tenant exists, the same upload works (before its connection: the SEFAZ order).
+        assert (
+            admin_api("POST", "/api/admin/tenants", body={"tenant_id": "tnt_nobody", "name": "N"}).status
+            == 201
+        )
+        assert upload(admin_api, pki.client_pfx, tenant_id="tnt_nobody").status == 201
 
     def test_a_wrong_password_is_400_certificate_password_invalid(self, stack, admin_api, pki):
         answer = upload(admin_api, pki.client_pfx, b"not-the-password")

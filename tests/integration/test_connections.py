@@ -359,6 +359,8 @@ class TestTheTestTool:
         assert answer.body == {
             "ok": True,
             "error_class": None,
+            "cause": None,
+            "host": https_destination.url.split("/")[2],
             "dest_status": "200",
             "detail": answer.body["detail"],
         }

@@ -23,7 +23,7 @@ from hubctl.manifest import Kind, Resource, load
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
 #: Connection fields that are the connection item's own, not the delivery settings (Destination).
-CONNECTION_ONLY = {"name", "trusted_ca_pem", "use_client_certificate"}
+CONNECTION_ONLY = {"name", "trusted_ca_pem", "use_client_certificate", "client_certificate"}
 #: What the admin API's integration body takes besides the id (docs/admin_api_contract).
 INTEGRATION_FIELDS = {
     "name",
@@ -87,19 +87,29 @@ def test_each_part_validates_with_the_hubs_models(resource: Resource) -> None:
     Integration.model_validate({**spec, "integration_id": resource.id, "tenant_id": resource.tenant})
 
 
-def test_every_connection_an_integration_names_is_in_the_examples() -> None:
-    found = resources()
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_each_file_holds_everything_it_needs(path: Path) -> None:
+    """Self-contained (issue 28, point 8): a newcomer applies any one file to a hub that has
+    never seen its tenant. Its resources' tenant is declared in it, every connection its
+    integrations name too; a subscription's integration filter may name any (it is not checked)."""
+    found = load(path, environment_for(path))
+    tenants = {r.tenant for r in found if r.kind is Kind.TENANT}
     connections = {(r.tenant, r.id) for r in found if r.kind is Kind.CONNECTION}
     named = {(r.tenant, r.spec["connection_id"]) for r in found if r.kind is Kind.INTEGRATION}
+
+    assert {r.tenant for r in found} <= tenants
     assert named <= connections
-    integrations = {(r.tenant, r.id) for r in found if r.kind is Kind.INTEGRATION}
-    filtered = {
-        (r.tenant, i)
-        for r in found
-        if r.kind is Kind.SUBSCRIPTION
-        for i in r.spec.get("integration_ids") or []
-    }
-    assert filtered <= integrations
+
+
+def test_files_that_declare_the_same_resource_declare_it_alike() -> None:
+    """Files share the ACME tenant (and signed_webhook.yaml rest.yaml's connection): applied one
+    after the other, the second finds them unchanged."""
+    seen: dict[tuple[Kind, str, str], tuple[str, dict[str, Any]]] = {}
+    for path in EXAMPLES:
+        for resource in load(path, environment_for(path)):
+            key = (resource.kind, resource.tenant, resource.id)
+            first = seen.setdefault(key, (path.name, resource.spec))
+            assert resource.spec == first[1], (path.name, first[0], key)
 
 
 def test_no_example_holds_a_secret_value() -> None:

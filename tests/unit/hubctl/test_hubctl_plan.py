@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hubctl.plan import ABSENT, Action, Change, diff_text, plan, unflagged
+from hubctl.manifest import Kind
+from hubctl.plan import ABSENT, Action, Change, diff_text, normalized, plan, unflagged
 
 SPEC = {
     "name": "ERP",
@@ -99,3 +100,21 @@ def test_an_explicit_empty_object_replaces_what_is_there():
 
 def test_a_null_in_the_file_matches_a_field_the_view_leaves_out():
     assert plan({"name": "x"}, {"name": "x", "connection_id": None}).action is Action.UNCHANGED
+
+
+def test_a_client_certificate_in_the_file_is_shown_masked_and_never_compared():
+    """A connection may carry its client certificate (uploaded with the save: the SEFAZ example);
+    the hub never shows one back, so it is write-only like a subscription's secret."""
+    certificate = {"pkcs12_base64": "MIIKcAIBAzCCCj...", "password": "pfx-password"}
+    spec = {**SPEC, "use_client_certificate": True, "client_certificate": certificate}
+    # As the hub shows it: the auth with its defaults.
+    view = {**VIEW, "use_client_certificate": True, "auth": {**VIEW["auth"], "header_name": "X-Api-Key"}}
+
+    created = plan(None, spec)
+    again = plan(view, spec, version=3, compared=normalized(Kind.CONNECTION, spec))
+
+    assert Change("client_certificate", ABSENT, "***") in created.changes
+    shown = diff_text("Connection t/conn_erp", created)
+    assert "MIIKcAIBAzCCCj" not in shown
+    assert "pfx-password" not in shown
+    assert again.action is Action.UNCHANGED

@@ -106,6 +106,9 @@ class DynamoCertificateRepository:
         item = self._table.get(keys.certificate_key(tenant_id, connection_id))
         return _stored_from(item) if item else None
 
+    def tenant_exists(self, tenant_id: str) -> bool:
+        return self._table.get(keys.tenant_key(tenant_id)) is not None
+
     def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
         found: list[CertificateExpiry] = []
         request: dict[str, Any] = {

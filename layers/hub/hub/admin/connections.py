@@ -158,7 +158,8 @@ class CertificateUploader(Protocol):
 
 class ConnectionTester(Protocol):
     def probe(self, destination: Destination, tenant_id: str) -> dict[str, Any]:
-        """One harmless call: {"ok", "error_class", "dest_status", "detail"} (hub.delivery.probe)."""
+        """One harmless call: {"ok", "error_class", "cause", "host", "dest_status", "detail"}
+        (hub.delivery.probe)."""
         ...
 
 
@@ -371,7 +372,9 @@ class ConnectionAdmin:
 
     def test(self, principal: Principal, tenant_id: str, connection_id: str) -> dict[str, Any]:
         """One harmless call to the connection (no message, no writes): what a delivery would
-        get, as {"ok", "error_class", "dest_status", "detail"}. Audited as `connection.tested`
+        get, as {"ok", "error_class", "cause", "host", "dest_status", "detail"}: the error class of
+        a delivery, and beside it the cause (dns, refused, timeout, tls, http_status...) and the
+        `host:port` called. Audited as `connection.tested`
         (who, which connection, the host and the outcome class), whatever the outcome."""
         stored = self._stored(tenant_id, connection_id)
         if self._tester is None:

@@ -1,7 +1,8 @@
 """Uploading and reading client certificates (admin API), and opening them for a connector.
 
 A certificate belongs to one connection (its id is the destination's `client_certificate_id`)
-and one tenant. Uploading again replaces it (renewal): the new `not_after` resets the expiry
+and one tenant, which must exist (the connection need not yet: a SEFAZ connection cannot be saved
+without its certificate). Uploading again replaces it (renewal): the new `not_after` resets the expiry
 alert buckets by itself, since alerts are keyed on it.
 """
 
@@ -41,6 +42,10 @@ class CertificateRepository(Protocol):
 
     def get(self, tenant_id: str, connection_id: str) -> StoredCertificate | None: ...
 
+    def tenant_exists(self, tenant_id: str) -> bool:
+        """Whether the tenant exists (a certificate belongs to one)."""
+        ...
+
     def expiring_before(self, until: datetime) -> list[CertificateExpiry]:
         """Every stored certificate whose `not_after` is before `until` (expired ones too)."""
         ...
@@ -67,7 +72,10 @@ class CertificateService:
         self, tenant_id: str, connection_id: str, pfx: bytes, password: bytes, actor: Principal
     ) -> dict[str, Any]:
         """Checks the PKCS#12 (password, key matches certificate, not expired), seals it and its
-        password, stores it; returns the public view. Raises a CertificateRejected subtype."""
+        password, stores it; returns the public view. Raises NotFound for a tenant that does not
+        exist (nothing is read or stored), a CertificateRejected subtype for an unusable file."""
+        if not self._repository.tenant_exists(tenant_id):
+            raise NotFound("tenant not found", details={"tenant_id": tenant_id})
         now = self._clock()
         public = inspect_pkcs12(pfx, password, now)
         metadata = CertificateMetadata(

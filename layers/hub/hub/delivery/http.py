@@ -14,6 +14,7 @@ from email.utils import parsedate_to_datetime
 
 import httpx
 
+from hub.delivery import causes
 from hub.delivery.egress import EgressPolicy
 from hub.delivery.port import (
     CertificateStore,
@@ -25,7 +26,7 @@ from hub.delivery.port import (
     answer_text,
     pinned_roots,
 )
-from hub.domain.failure import ErrorClass, classify_http_status
+from hub.domain.failure import ErrorClass, FailureCause, classify_http_status
 from hub.domain.tenancy import AuthKind, Destination, HttpAuth
 
 _TOKEN_EARLY_REFRESH_SECONDS = 30
@@ -59,33 +60,27 @@ def _scrub(text: str, secrets: list[str]) -> str:
     return text
 
 
-def _ssl_cause(exc: BaseException) -> bool:
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, ssl.SSLError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _transport_failure(exc: httpx.TransportError, duration_ms: int) -> DeliveryFailed:
-    """No HTTP answer: classified by type and by cause (TLS rejections surface as read errors)."""
+def _transport_failure(
+    exc: httpx.TransportError,
+    host: str | None,
+    duration_ms: int,
+    *,
+    timeout: httpx.Timeout | None = None,
+    presented_certificate: bool = False,
+) -> DeliveryFailed:
+    """No HTTP answer: classified by type and by cause (TLS rejections surface as read errors),
+    naming the host and the cause (hub.delivery.causes)."""
     if isinstance(exc, httpx.ConnectTimeout):
-        return DeliveryFailed(ErrorClass.NETWORK, "connect timed out", duration_ms=duration_ms)
+        return causes.connect_timed_out(host, duration_ms, timeout.connect if timeout else None)
     if isinstance(exc, httpx.ReadTimeout | httpx.WriteTimeout):
         # The request may have been applied: the outcome is uncertain (seed 004, pattern 6).
-        return DeliveryFailed(
-            ErrorClass.TIMEOUT, "no answer before the read timeout", uncertain=True, duration_ms=duration_ms
-        )
-    if _ssl_cause(exc):
-        return DeliveryFailed(ErrorClass.TLS, "TLS handshake failed", duration_ms=duration_ms)
-    sent = isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError)
-    return DeliveryFailed(
-        ErrorClass.NETWORK,
-        "connection lost after sending" if sent else "destination unreachable",
-        uncertain=sent,
-        duration_ms=duration_ms,
-    )
+        return causes.answer_timed_out(host, duration_ms, timeout.read if timeout else None)
+    tls_error = causes.tls_error(exc)
+    if tls_error is not None:
+        return causes.tls_failed(tls_error, host, duration_ms, presented_certificate=presented_certificate)
+    if isinstance(exc, httpx.ReadError | httpx.RemoteProtocolError):
+        return causes.connection_lost(host, duration_ms)
+    return causes.not_connected(exc, host, duration_ms)
 
 
 def _token_key(auth: HttpAuth) -> tuple[str, str, str, str]:
@@ -113,6 +108,7 @@ class TokenCache:
         data = {"grant_type": "client_credentials"}
         if auth.scope:
             data["scope"] = auth.scope
+        host = causes.endpoint(auth.token_url)
         try:
             answer = http.post(
                 auth.token_url or "",
@@ -120,13 +116,26 @@ class TokenCache:
                 auth=(auth.client_id or "", auth.client_secret or ""),
             )
         except httpx.HTTPError as exc:
-            raise DeliveryFailed(ErrorClass.NETWORK, "token endpoint unreachable") from exc
+            # Nothing was delivered whatever the cause: `network` (retried), named as a delivery's.
+            named = _transport_failure(exc, host, 0) if isinstance(exc, httpx.TransportError) else None
+            raise DeliveryFailed(
+                ErrorClass.NETWORK,
+                f"token endpoint: {named.dest_status_text if named else 'no answer'}",
+                cause=named.cause if named else None,
+                host=host,
+            ) from exc
         if answer.status_code != 200:
             error_class = classify_http_status(answer.status_code) or ErrorClass.HTTP_4XX
-            said = f"token endpoint answered {answer.status_code}"
+            said = f"token endpoint {host or ''}".rstrip() + f" answered {answer.status_code}"
             if 300 <= answer.status_code < 400:
                 said += ", a redirect: redirects are never followed (point auth.token_url at the final URL)"
-            raise DeliveryFailed(error_class, said, dest_status=str(answer.status_code))
+            raise DeliveryFailed(
+                error_class,
+                said,
+                dest_status=str(answer.status_code),
+                cause=FailureCause.HTTP_STATUS,
+                host=host,
+            )
         try:
             body = answer.json()
             token = str(body["access_token"])
@@ -171,6 +180,7 @@ class HttpConnector:
             f"{tenant_id}#{destination.client_certificate_id}" if destination.client_certificate_id else "",
             roots,
         )
+        # Raises DeliveryFailed (`tls`) when the destination names a certificate the tenant lacks.
         certificate = self._certificates.client_certificate(destination, tenant_id)
         fingerprint = None
         if certificate is not None:
@@ -219,6 +229,7 @@ class HttpConnector:
             connect=destination.connect_timeout_seconds,
         )
         started = time.monotonic()
+        host = causes.endpoint(destination.url)
 
         def elapsed() -> int:
             return int((time.monotonic() - started) * 1000)
@@ -230,7 +241,10 @@ class HttpConnector:
                 destination.method, destination.url, content=request.body, headers=headers, timeout=timeout
             )
         except httpx.TransportError as exc:
-            raise _transport_failure(exc, elapsed()) from exc
+            presented = destination.client_certificate_id is not None
+            raise _transport_failure(
+                exc, host, elapsed(), timeout=timeout, presented_certificate=presented
+            ) from exc
         # Everything we sent that could be a credential: auth header values (incl. the Basic
         # string and a fetched token), configured header values, and the raw secrets.
         secrets = [*_secrets_of(destination.auth), *auth_headers.values(), *destination.headers.values()]
@@ -247,6 +261,8 @@ class HttpConnector:
             dest_status=str(response.status_code),
             retry_after_seconds=parse_retry_after(response.headers.get("retry-after")),
             duration_ms=elapsed(),
+            cause=FailureCause.HTTP_STATUS,
+            host=host,
         )
 
     def probe(self, destination: Destination, tenant_id: str | None) -> ProbeResult:
@@ -254,6 +270,7 @@ class HttpConnector:
         certificate and auth, incl. fetching an OAuth2 token) but a GET without a body: the
         connection test of the admin API. Failures are classified exactly as deliveries are."""
         started = time.monotonic()
+        host = causes.endpoint(destination.url)
         try:
             http = self._client(destination, tenant_id)
             headers = {
@@ -267,7 +284,13 @@ class HttpConnector:
             try:
                 response = http.request("GET", destination.url, headers=headers, timeout=timeout)
             except httpx.TransportError as exc:
-                raise _transport_failure(exc, int((time.monotonic() - started) * 1000)) from exc
+                raise _transport_failure(
+                    exc,
+                    host,
+                    int((time.monotonic() - started) * 1000),
+                    timeout=timeout,
+                    presented_certificate=destination.client_certificate_id is not None,
+                ) from exc
         except DeliveryFailed as failure:
             return ProbeResult.failed(failure)
-        return ProbeResult.answered(response.status_code, int((time.monotonic() - started) * 1000))
+        return ProbeResult.answered(response.status_code, int((time.monotonic() - started) * 1000), host)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hub.delivery.egress import DESTINATION_NOT_ALLOWED
-from hub.domain.failure import ErrorClass, classify_http_status
+from hub.domain.failure import ErrorClass, FailureCause, classify_http_status
 from hub.domain.redaction import status_text
 from hub.domain.tenancy import Destination
 
@@ -52,6 +52,8 @@ class DeliveryFailed(Exception):
         uncertain: bool = False,
         duration_ms: int = 0,
         fault_code: str | None = None,
+        cause: FailureCause | None = None,
+        host: str | None = None,
     ) -> None:
         # Bounded and cleaned once, here, for every connector: the exception's own text too.
         self.dest_status_text = status_text(dest_status_text)
@@ -63,6 +65,9 @@ class DeliveryFailed(Exception):
         self.duration_ms = duration_ms
         #: For soap_fault: the fault code (Receiver/Server are transient, Sender/Client are not).
         self.fault_code = fault_code
+        #: Why, beside the class (hub.domain.failure.FailureCause), and the `host:port` called.
+        self.cause = cause
+        self.host = host
 
 
 @dataclass(frozen=True)
@@ -92,35 +97,46 @@ class ProbeResult:
     dest_status: str | None
     detail: str
     duration_ms: int = 0
+    #: Why it failed (None when ok), and the `host:port` called.
+    cause: FailureCause | None = None
+    host: str | None = None
 
     @classmethod
     def failed(cls, failure: DeliveryFailed) -> ProbeResult:
         return cls(
-            False, failure.error_class, failure.dest_status, failure.dest_status_text, failure.duration_ms
+            False,
+            failure.error_class,
+            failure.dest_status,
+            failure.dest_status_text,
+            failure.duration_ms,
+            failure.cause,
+            failure.host,
         )
 
     @classmethod
-    def answered(cls, status: int, duration_ms: int) -> ProbeResult:
+    def answered(cls, status: int, duration_ms: int, host: str | None = None) -> ProbeResult:
         """An HTTP answer to the test call: TLS (and the client certificate) were accepted. A 2xx
         is ok, and so is 405: a POST-only endpoint refusing the test's GET proves that it exists
         and answers (but not that the credentials are accepted, which the detail says). Any
         other status is reported with the class a delivery answered with it would get."""
         error_class = classify_http_status(status)
+        who = host or "the destination"
         if error_class is None:
-            return cls(True, None, str(status), f"the destination answered {status}", duration_ms)
+            return cls(True, None, str(status), f"{who} answered {status}", duration_ms, host=host)
         if status == METHOD_NOT_ALLOWED:
             return cls(
                 True,
                 None,
                 str(status),
-                "the destination answered 405 to the test's GET: reachable, but it takes other methods "
+                f"{who} answered 405 to the test's GET: reachable, but it takes other methods "
                 "only, so the credentials were not checked",
                 duration_ms,
+                host=host,
             )
-        detail = f"the destination answered {status} to the test's GET (it is reachable and TLS works)"
+        detail = f"{who} answered {status} to the test's GET (it is reachable and TLS works)"
         if 300 <= status < 400:
             detail = f"{answer_text(status, '')}; nothing was sent to where it points"
-        return cls(False, error_class, str(status), detail, duration_ms)
+        return cls(False, error_class, str(status), detail, duration_ms, FailureCause.HTTP_STATUS, host)
 
 
 METHOD_NOT_ALLOWED = 405

@@ -12,15 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from hub.delivery.causes import endpoint
+from hub.delivery.egress import DESTINATION_NOT_ALLOWED
 from hub.delivery.port import Prober, ProbeResult, unusable_destination_class
+from hub.domain.failure import FailureCause
 from hub.domain.tenancy import Destination, DestinationProtocol
 from hub.errors import HubError, ServiceUnavailable
 
 
 def probe_view(result: ProbeResult) -> dict[str, Any]:
+    """The test tool's answer: the delivery error class, and beside it the cause
+    (hub.domain.failure.FailureCause; null when ok) and the `host:port` called."""
     return {
         "ok": result.ok,
         "error_class": result.error_class.value if result.error_class else None,
+        "cause": result.cause.value if result.cause else None,
+        "host": result.host,
         "dest_status": result.dest_status,
         "detail": result.detail,
     }
@@ -44,5 +51,13 @@ class ConnectorTester:
             raise  # our storage or KMS, not the connection: the admin API answers 503
         except HubError as unusable:
             # As the worker reports it: a connection the connector cannot even call.
-            result = ProbeResult(False, unusable_destination_class(unusable.code), None, unusable.message)
+            not_allowed = unusable.code == DESTINATION_NOT_ALLOWED
+            result = ProbeResult(
+                False,
+                unusable_destination_class(unusable.code),
+                None,
+                unusable.message,
+                cause=FailureCause.NOT_ALLOWED if not_allowed else None,
+                host=endpoint(destination.url),
+            )
         return probe_view(result)

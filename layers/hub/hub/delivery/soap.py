@@ -11,6 +11,7 @@ Errors are classified by type and cause, never by message text:
   sometimes closes before its alert is read, which looks exactly like a connection dropped after
   the request was sent;
 - refused connection, DNS failure, connect timeout → `network` (nothing reached the destination);
+- every failure names the host it was for (`host:port`) and its cause (hub.delivery.causes);
 - read timeout after sending → `timeout`, `uncertain` (the destination may have processed it);
 - connection lost after connecting → `network`, `uncertain`;
 - a body that is not XML, or an answer that is not a SOAP envelope → `syntax`.
@@ -18,10 +19,9 @@ Errors are classified by type and cause, never by message text:
 
 from __future__ import annotations
 
-import ssl
+import socket
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,6 +34,7 @@ import zeep
 import zeep.exceptions
 from lxml import etree  # type: ignore[import-untyped]
 
+from hub.delivery import causes
 from hub.delivery.egress import DestinationNotAllowed, EgressPolicy
 from hub.delivery.port import (
     CertificateStore,
@@ -46,7 +47,7 @@ from hub.delivery.port import (
     pinned_roots,
 )
 from hub.delivery.tls import certificate_fingerprint, client_ssl_context
-from hub.domain.failure import ErrorClass, classify_http_status
+from hub.domain.failure import ErrorClass, FailureCause, classify_http_status
 from hub.domain.tenancy import NFELIB_PREFIX, Destination, SoapSettings
 from hub.errors import ConfigurationError
 
@@ -143,7 +144,8 @@ class SoapConnector:
             service[settings.operation](document)
         except (zeep.exceptions.Error, requests.exceptions.RequestException) as exc:
             response = endpoint.transport.take_response() if endpoint else None
-            raise _failure(exc, response, _elapsed_ms(started)) from None
+            called = _Called(destination, certificate is not None, _failed_url(exc, destination.url))
+            raise _failure(exc, response, _elapsed_ms(started), called) from None
         response = endpoint.transport.take_response()
         status = response.status_code if response is not None else 200
         return DeliveryOutcome(dest_status=str(status), duration_ms=_elapsed_ms(started))
@@ -158,6 +160,7 @@ class SoapConnector:
             raise ConfigurationError("SOAP destination without soap settings")
         started = time.monotonic()
         timeout = (destination.connect_timeout_seconds, destination.read_timeout_seconds)
+        certificate: ClientCertificate | None = None
         try:
             certificate = self._certificates.client_certificate(destination, tenant_id)
             endpoint = self._endpoint(destination, settings, certificate)
@@ -167,8 +170,11 @@ class SoapConnector:
         except DeliveryFailed as failure:
             return ProbeResult.failed(failure)
         except (zeep.exceptions.Error, requests.exceptions.RequestException) as exc:
-            return ProbeResult.failed(_failure(exc, None, _elapsed_ms(started)))
-        return ProbeResult.answered(response.status_code, _elapsed_ms(started))
+            called = _Called(destination, certificate is not None, _failed_url(exc, destination.url))
+            return ProbeResult.failed(_failure(exc, None, _elapsed_ms(started), called))
+        return ProbeResult.answered(
+            response.status_code, _elapsed_ms(started), causes.endpoint(destination.url)
+        )
 
     def _endpoint(
         self, destination: Destination, settings: SoapSettings, certificate: ClientCertificate | None
@@ -240,14 +246,37 @@ def _binding_name(client: zeep.Client, settings: SoapSettings) -> str:
     raise ConfigurationError(f"WSDL has no SOAP {settings.soap_version} binding")
 
 
-def _failure(exc: BaseException, response: requests.Response | None, duration_ms: int) -> DeliveryFailed:
+@dataclass(frozen=True)
+class _Called:
+    """What a failure names: the destination (its timeouts), whether a client certificate was
+    presented, and the URL the failed request went to (the service, or a WSDL it loaded)."""
+
+    destination: Destination
+    presented_certificate: bool
+    url: str
+
+    @property
+    def host(self) -> str | None:
+        return causes.endpoint(self.url)
+
+
+def _failed_url(exc: BaseException, default: str) -> str:
+    """The URL of the request that failed (requests keeps it on the exception), else `default`."""
+    request = getattr(exc, "request", None)
+    url = getattr(request, "url", None)
+    return url if isinstance(url, str) and url else default
+
+
+def _failure(
+    exc: BaseException, response: requests.Response | None, duration_ms: int, called: _Called
+) -> DeliveryFailed:
     if isinstance(exc, zeep.exceptions.Error):
-        return _answer_failure(exc, response, duration_ms)
-    return _connection_failure(exc, duration_ms)
+        return _answer_failure(exc, response, duration_ms, called.host)
+    return _connection_failure(exc, duration_ms, called)
 
 
 def _answer_failure(
-    exc: zeep.exceptions.Error, response: requests.Response | None, duration_ms: int
+    exc: zeep.exceptions.Error, response: requests.Response | None, duration_ms: int, host: str | None
 ) -> DeliveryFailed:
     """The destination answered (or the request did not fit the WSDL)."""
     status = response.status_code if response is not None else None
@@ -261,36 +290,50 @@ def _answer_failure(
             dest_status=dest_status,
             duration_ms=duration_ms,
             fault_code=fault_code,
+            host=host,
         )
     if http_class is not None:
         # An error status without a SOAP Fault: zeep calls it a TransportError or an "unknown fault".
         text = answer_text(status, _body_text(response)) if status is not None else ""
-        return DeliveryFailed(http_class, text, dest_status=dest_status, duration_ms=duration_ms)
+        return DeliveryFailed(
+            http_class,
+            text,
+            dest_status=dest_status,
+            duration_ms=duration_ms,
+            cause=FailureCause.HTTP_STATUS,
+            host=host,
+        )
     # A 2xx answer that is not the expected SOAP envelope: the destination may have acted on it.
     sent = response is not None
     text = "answer is not a SOAP envelope" if sent else "request does not fit the WSDL operation"
     return DeliveryFailed(
-        ErrorClass.SYNTAX, text, dest_status=dest_status, uncertain=sent, duration_ms=duration_ms
+        ErrorClass.SYNTAX, text, dest_status=dest_status, uncertain=sent, duration_ms=duration_ms, host=host
     )
 
 
-def _connection_failure(exc: BaseException, duration_ms: int) -> DeliveryFailed:
+def _connection_failure(exc: BaseException, duration_ms: int, called: _Called) -> DeliveryFailed:
     """No HTTP answer: classified by the cause, since TLS rejections surface as read errors."""
+    host, destination = called.host, called.destination
     if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return DeliveryFailed(ErrorClass.NETWORK, "connect timeout", duration_ms=duration_ms)
-    tls_error = _tls_error(exc)
+        return causes.connect_timed_out(host, duration_ms, destination.connect_timeout_seconds)
+    tls_error = causes.tls_error(exc)
     if tls_error is not None:
-        closed = isinstance(tls_error, ssl.SSLEOFError | ssl.SSLZeroReturnError)
-        return DeliveryFailed(ErrorClass.TLS, _tls_text(tls_error), uncertain=closed, duration_ms=duration_ms)
-    if isinstance(exc, requests.exceptions.ReadTimeout):
-        return DeliveryFailed(
-            ErrorClass.TIMEOUT, "read timeout after sending", uncertain=True, duration_ms=duration_ms
+        return causes.tls_failed(
+            tls_error,
+            host,
+            duration_ms,
+            presented_certificate=called.presented_certificate,
+            uncertain=causes.closed_during_handshake(tls_error),
         )
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return causes.answer_timed_out(host, duration_ms, destination.read_timeout_seconds)
     never_connected = any(
-        isinstance(e, urllib3.exceptions.NewConnectionError | ConnectionRefusedError) for e in _chain(exc)
+        isinstance(e, urllib3.exceptions.NewConnectionError | ConnectionRefusedError | socket.gaierror)
+        for e in causes.exception_chain(exc)
     )
-    text = "connection failed" if never_connected else "connection lost after sending"
-    return DeliveryFailed(ErrorClass.NETWORK, text, uncertain=not never_connected, duration_ms=duration_ms)
+    if never_connected:
+        return causes.not_connected(exc, host, duration_ms)
+    return causes.connection_lost(host, duration_ms)
 
 
 def _fault_code(code: str | None) -> str | None:
@@ -299,35 +342,6 @@ def _fault_code(code: str | None) -> str | None:
         return None
     local = code.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
     return local.split(".", 1)[0] or None
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """`exc` and every exception it wraps (cause, context, urllib3 `reason`, exception args)."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending:
-        current = pending.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        wrapped = [current.__cause__, current.__context__, getattr(current, "reason", None), *current.args]
-        pending.extend(e for e in wrapped if isinstance(e, BaseException))
-
-
-def _tls_error(exc: BaseException) -> ssl.SSLError | None:
-    """The ssl error behind `exc`, if any."""
-    return next((error for error in _chain(exc) if isinstance(error, ssl.SSLError)), None)
-
-
-def _tls_text(error: ssl.SSLError) -> str:
-    """Why the handshake failed (DeliveryFailed bounds and cleans it, as every failure text)."""
-    if isinstance(error, ssl.SSLCertVerificationError):
-        return f"server certificate not trusted: {error.verify_message}"
-    if isinstance(error, ssl.SSLEOFError | ssl.SSLZeroReturnError):
-        return "TLS connection closed by the destination without an answer (client certificate rejected?)"
-    # OpenSSL reason names (e.g. TLSV13_ALERT_CERTIFICATE_REQUIRED, SSLV3_ALERT_CERTIFICATE_UNKNOWN).
-    return f"TLS handshake failed: {error.reason or type(error).__name__}"
 
 
 def _elapsed_ms(started: float) -> int:

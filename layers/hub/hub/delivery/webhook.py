@@ -7,10 +7,11 @@ import time
 
 import httpx
 
+from hub.delivery.causes import endpoint
 from hub.delivery.egress import DestinationNotAllowed, EgressPolicy
 from hub.delivery.http import _transport_failure, parse_retry_after
 from hub.delivery.port import DeliveryFailed, answer_text
-from hub.domain.failure import ErrorClass, classify_http_status
+from hub.domain.failure import ErrorClass, FailureCause, classify_http_status
 
 #: A receiver should answer fast and process later (Standard Webhooks' advice).
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -26,14 +27,19 @@ class HttpWebhookPoster:
     def post(self, url: str, body: bytes, headers: dict[str, str]) -> int:
         started = time.monotonic()
         timeout = httpx.Timeout(READ_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS)
+        host = endpoint(url)
         try:
             response = self._http.post(url, content=body, headers=headers, timeout=timeout)
         except httpx.TransportError as exc:
-            raise _transport_failure(exc, int((time.monotonic() - started) * 1000)) from exc
+            raise _transport_failure(
+                exc, host, int((time.monotonic() - started) * 1000), timeout=timeout
+            ) from exc
         except DestinationNotAllowed as refused:
             # Retried as a network failure: a public receiver's name may resolve to a private
             # address for a while; the refusal never reaches the address either way.
-            raise DeliveryFailed(ErrorClass.NETWORK, refused.message) from None
+            raise DeliveryFailed(
+                ErrorClass.NETWORK, refused.message, cause=FailureCause.NOT_ALLOWED, host=host
+            ) from None
         error_class = classify_http_status(response.status_code)
         if error_class is None:
             return response.status_code
@@ -43,4 +49,6 @@ class HttpWebhookPoster:
             dest_status=str(response.status_code),
             retry_after_seconds=parse_retry_after(response.headers.get("retry-after")),
             duration_ms=int((time.monotonic() - started) * 1000),
+            cause=FailureCause.HTTP_STATUS,
+            host=host,
         )

@@ -35,3 +35,27 @@ def classify_http_status(status: int) -> ErrorClass | None:
     if status >= 500:
         return ErrorClass.HTTP_5XX
     return _SPECIAL_STATUSES.get(status, ErrorClass.HTTP_4XX)
+
+
+class FailureCause(StrEnum):
+    """Why a call to a destination failed, finer than its error class and beside it (the class
+    decides retries; the cause tells an operator what to fix): the failure also names the host
+    (`host:port`) it was for."""
+
+    #: The host name does not resolve.
+    DNS = "dns"
+    #: Nothing listens there: the connection was refused.
+    REFUSED = "refused"
+    #: No route to the host, or another error before a connection was made.
+    UNREACHABLE = "unreachable"
+    #: No connection, or no answer, within the connection's timeout.
+    TIMEOUT = "timeout"
+    #: The TLS handshake failed: the server's certificate (unknown CA, expired, another host's
+    #: name) or ours (missing, refused).
+    TLS = "tls"
+    #: Connected, but the connection broke before an answer came.
+    CONNECTION_LOST = "connection_lost"
+    #: The destination answered with an HTTP error status.
+    HTTP_STATUS = "http_status"
+    #: The egress policy refused the address (nothing was connected to).
+    NOT_ALLOWED = "not_allowed"

@@ -435,6 +435,9 @@ class Steps:
             started,
             now,
             error_class=failure.error_class.value,
+            # Why, beside the class (dns, refused, timeout, tls, http_status...), and where.
+            cause=failure.cause.value if failure.cause else None,
+            host=failure.host,
             dest_status=failure.dest_status,
             detail=failure.dest_status_text,
             uncertain=failure.uncertain,

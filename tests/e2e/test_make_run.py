@@ -1,0 +1,182 @@
+"""`make run` as a newcomer meets it: `python -m devstack` started the way the Makefile starts it
+(the project's folder, the venv's interpreter), on free ports. Its banner signs in with a token
+that the printed admin URL accepts, its `export` line is valid shell that points hubctl at the
+stack, and after "Ctrl-C to stop." the functions' logs (their JSON logs and EMF lines) go to the
+printed file, not to the console. Ctrl-C (SIGINT) stops it cleanly."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-make-run")]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: A whole stack starting on a loaded 2-core machine.
+START_SECONDS = 180
+#: A message through the pipeline, and its lines reaching the log file.
+PROGRESS_SECONDS = 60
+
+
+@dataclass
+class Console:
+    """What the process printed (stdout and stderr, as a terminal shows them), read as it comes."""
+
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            with self.lock:
+                self.lines.append(line.rstrip("\n"))
+
+    def snapshot(self) -> list[str]:
+        with self.lock:
+            return list(self.lines)
+
+    def wait_for(self, text: str, seconds: float) -> list[str]:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            seen = self.snapshot()
+            if any(text in line for line in seen):
+                return seen
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"no {text!r} on the console; it showed:\n" + "\n".join(self.snapshot()))
+
+
+@pytest.fixture(scope="module")
+def log_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Not the project's .devstack/functions.log: a developer's `make run` may be writing it.
+    return tmp_path_factory.mktemp("make-run") / "functions.log"
+
+
+@pytest.fixture(scope="module")
+def make_run(log_file: Path) -> Iterator[Console]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("HUB_LOCAL_", "HUB_ADMIN_"))}
+    environ.update(
+        HUB_LOCAL_AWS_PORT="0",
+        HUB_LOCAL_API_PORT="0",
+        HUB_LOCAL_URL_PORT="0",
+        HUB_LOCAL_ECHO_PORT="0",
+        HUB_LOCAL_LOG_FILE=str(log_file),
+        # This checkout's code, whatever the venv's editable install points at.
+        PYTHONPATH=os.pathsep.join(str(ROOT / p) for p in ("layers/hub", "cli", ".")),
+        PYTHONUNBUFFERED="1",
+    )
+    process = subprocess.Popen(  # the Makefile's `$(PY) -m devstack`
+        [sys.executable, "-m", "devstack"],
+        cwd=ROOT,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    console = Console(process)
+    reader = threading.Thread(target=console.read, daemon=True)
+    reader.start()
+    try:
+        console.wait_for("Ctrl-C to stop.", START_SECONDS)
+        yield console
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        reader.join(timeout=10)
+
+
+def value_after(lines: list[str], label: str) -> str:
+    [line] = [line for line in lines if line.startswith(label)]
+    return line.removeprefix(label).strip()
+
+
+def exported(lines: list[str]) -> dict[str, str]:
+    """The banner's export line run by a real shell: the values it sets."""
+    [line] = [line.strip() for line in lines if line.strip().startswith("export HUB_ADMIN_URL=")]
+    script = f'{line}\nprintf "%s\\n" "$HUB_ADMIN_URL" "$HUB_ADMIN_TOKEN" "$HUB_TENANT"'
+    bash = shutil.which("bash")
+    assert bash is not None
+    ran = subprocess.run([bash, "-c", script], capture_output=True, text=True, timeout=10, check=True)
+    url, token, tenant = ran.stdout.splitlines()
+    return {"HUB_ADMIN_URL": url, "HUB_ADMIN_TOKEN": token, "HUB_TENANT": tenant}
+
+
+def test_the_banner_signs_in_and_exports_what_hubctl_needs_with_values_that_work(make_run: Console) -> None:
+    lines = make_run.snapshot()
+    page_and_token = value_after(lines, "sign in with:")
+    token, page = re.fullmatch(r"(\S+)\s+at\s+(\S+)", page_and_token).groups()  # type: ignore[union-attr]
+    variables = exported(lines)
+
+    assert page == variables["HUB_ADMIN_URL"] + "/admin"
+    assert variables["HUB_ADMIN_TOKEN"] == token
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        assert http.get(page).status_code == 200  # the operator's page itself
+        tenant_url = f"{variables['HUB_ADMIN_URL']}/api/admin/tenants/{variables['HUB_TENANT']}"
+        tenant = http.get(tenant_url, headers={"Authorization": f"Bearer {token}"})
+        refused = http.get(tenant_url, headers={"Authorization": "Bearer hub_adm_not-the-token"})
+    assert tenant.status_code == 200, tenant.text
+    assert tenant.json()["tenant_id"] == variables["HUB_TENANT"] == "tnt_demo"
+    assert refused.status_code == 401
+
+
+def test_function_logs_go_to_the_printed_file_and_the_console_stays_quiet(
+    make_run: Console, log_file: Path
+) -> None:
+    lines = make_run.snapshot()
+    printed = value_after(lines, "function logs:").split("  ")[0]
+    api_url = value_after(lines, "HTTP API:")
+    api_key = value_after(lines, "demo API key:")
+    banner_end = len(lines)
+    assert Path(printed) == log_file
+    po_number = f"PO-{uuid.uuid4().hex[:8]}"
+    body = {
+        "integration_id": "int_demo_erp",
+        "message_type": "purchase_order",
+        "external_id": po_number,
+        "payload": {"po_number": po_number, "lines": [{"sku": "A-1", "qty": 1}]},
+    }
+
+    with httpx.Client(base_url=api_url, timeout=30, trust_env=False) as http:
+        http.headers["Authorization"] = f"Bearer {api_key}"
+        accepted = http.post("/api/edi-hub/receive-message", json=body)
+        assert accepted.status_code == 202, accepted.text
+        message_id = accepted.json()["message_id"]
+        deadline = time.monotonic() + PROGRESS_SECONDS
+        status = ""
+        while status != "sent" and time.monotonic() < deadline:
+            status = http.get(f"/api/edi-hub/messages/{message_id}").json()["pipeline_status"]
+            time.sleep(0.3)
+    assert status == "sent"
+    deadline = time.monotonic() + PROGRESS_SECONDS
+    logged = ""
+    while time.monotonic() < deadline:
+        logged = log_file.read_text(encoding="utf-8")
+        if message_id in logged and '"delivered"' in logged and '"_aws"' in logged:
+            break
+        time.sleep(0.3)
+
+    assert message_id in logged  # the ingest function's JSON log line of this message
+    assert '"message":"delivered"' in logged  # the worker's
+    assert '"_aws"' in logged  # EMF metric lines
+    after_banner = make_run.snapshot()[banner_end:]
+    assert [line for line in after_banner if line.startswith("{") or message_id in line] == []
