@@ -186,7 +186,7 @@ def _grammar(subcommands: Commands) -> None:
         [
             "hubctl describe message msg_01j...",
             "hubctl describe integration int_acme_orders --tenant tnt_acme",
-            "hubctl describe bulk-job bjob_01j...",
+            "hubctl describe bulk-job bulk_01j...",
         ],
         "A message: its state, then one row per step, delivery attempt, status event, operator "
         "action and status callback, oldest first (-o yaml also shows its payload and mapped body).",
@@ -275,8 +275,8 @@ def _bulk(subcommands: Commands) -> None:
             "hubctl bulk reprocess --tab dead_letter --integration int_acme_orders --wait",
             "hubctl bulk cancel --tab waiting --error-class http_5xx --since 2026-12-01T00:00:00Z",
             "hubctl bulk get",
-            "hubctl bulk get bjob_01j... --wait",
-            "hubctl bulk cancel bjob_01j...",
+            "hubctl bulk get bulk_01j... --wait",
+            "hubctl bulk cancel bulk_01j...",
         ],
         "A job works through the matching messages at each connection's pace (pause and the "
         "circuit breaker are honoured), acts on each at most once, and counts matched, done, "
@@ -302,7 +302,7 @@ def _bulk(subcommands: Commands) -> None:
         actions_of,
         "cancel",
         "start a job cancelling every matching message, or stop a job (JOB_ID)",
-        ["hubctl bulk cancel --tab waiting --integration int_acme_orders", "hubctl bulk cancel bjob_01j..."],
+        ["hubctl bulk cancel --tab waiting --integration int_acme_orders", "hubctl bulk cancel bulk_01j..."],
     )
     cancel.add_argument("job_id", nargs="?", type=job_ref, metavar="JOB_ID", help="stop this job")
     _bulk_filters(cancel)
@@ -314,7 +314,7 @@ def _bulk(subcommands: Commands) -> None:
         actions_of,
         "get",
         "the tenant's bulk jobs, newest first, or one job's progress",
-        ["hubctl bulk get", "hubctl bulk get bjob_01j...", "hubctl bulk get bjob_01j... --wait"],
+        ["hubctl bulk get", "hubctl bulk get bulk_01j...", "hubctl bulk get bulk_01j... --wait"],
     )
     get.add_argument("job_id", nargs="?", type=job_ref, metavar="JOB_ID")
     _tenant(get)

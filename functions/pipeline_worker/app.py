@@ -29,9 +29,10 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 def record_handler(record: SQSRecord) -> None:
     body = json.loads(record.body)
+    last = int(record.attributes.approximate_receive_count) >= settings().pipeline_max_receives
     page = parse_bulk_page(body)
     if page is not None:  # a page of an operator's bulk job (issue 28)
-        bulk_runner().run(page)
+        bulk_runner().run(page, last_attempt=last)
         return
     job = parse_job(body)
     if job is not None:  # a connection job (issue 12: release held messages, probe)
@@ -39,7 +40,6 @@ def record_handler(record: SQSRecord) -> None:
         return
     step = StepMessage.model_validate_json(record.body)
     sent_at = datetime.fromtimestamp(int(record.attributes.sent_timestamp) / 1000, UTC)
-    last = int(record.attributes.approximate_receive_count) >= settings().pipeline_max_receives
     pipeline_worker().run(step, sent_at, last_delivery=last)
 
 

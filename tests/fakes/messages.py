@@ -380,12 +380,12 @@ class FakeMessages:
 def _mark(change: Change, bulk_job: str | None) -> None:
     if bulk_job is None:
         return
-    change.set(bulk_job=bulk_job)
-    change.where(lambda item: item is None or item.get("bulk_job") != bulk_job)
+    change.add("bulk_jobs", frozenset({bulk_job}))
+    change.where(lambda item: item is None or bulk_job not in (item.get("bulk_jobs") or ()))
 
 
 def _acted(old: Mapping[str, Any] | None, bulk_job: str | None, failed: Exception) -> None:
-    if bulk_job is not None and old and old.get("bulk_job") == bulk_job:
+    if bulk_job is not None and old and bulk_job in (old.get("bulk_jobs") or ()):
         raise AlreadyActed(
             "this bulk job already acted on the message", details={"bulk_job": bulk_job}
         ) from failed

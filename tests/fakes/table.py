@@ -77,7 +77,7 @@ class Change:
 
     sets: dict[str, Any] = field(default_factory=dict)
     removes: set[str] = field(default_factory=set)
-    adds: dict[str, int] = field(default_factory=dict)
+    adds: dict[str, int | frozenset[str]] = field(default_factory=dict)
     conditions: list[Condition] = field(default_factory=list)
     #: (the log as the caller read it, the stamped entries to add)
     log: tuple[Sequence[Mapping[str, Any]], list[dict[str, Any]]] | None = None
@@ -100,7 +100,7 @@ class Change:
         self.removes.update(names)
         return self
 
-    def add(self, name: str, amount: int = 1) -> Change:
+    def add(self, name: str, amount: int | frozenset[str] = 1) -> Change:
         self.adds[name] = amount
         return self
 
@@ -170,7 +170,10 @@ class Change:
         for name in self.removes:
             item.pop(name, None)
         for name, amount in self.adds.items():
-            item[name] = int(item.get(name, 0)) + amount
+            if isinstance(amount, frozenset):  # a string set, as DynamoDB's ADD of one
+                item[name] = set(item.get(name) or ()) | amount
+            else:
+                item[name] = int(item.get(name, 0)) + amount
         if self.log is not None:
             read, stamped = self.log
             if len(read) + len(stamped) > MAX_LOG_ENTRIES:

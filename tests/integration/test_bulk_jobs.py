@@ -4,6 +4,7 @@ paced, across pages, with a page run twice after a crash, a cancel, and the forc
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -35,6 +36,22 @@ def dead_lettered(stack, tenancy, ingest_api, worker, destination, n: int, prefi
     worker()
     assert {status(stack, m)["pipeline_status"] for m in ids} == {"dead_letter"}
     return ids
+
+
+def send_with_external_id(ingest_api, tenancy, external_id: str) -> str:
+    """One purchase order of its own (a fresh PO number) under `external_id`; its id."""
+    from tests.events import http_event  # noqa: PLC0415
+
+    body = {
+        "integration_id": tenancy.integration_id,
+        "message_type": "purchase_order",
+        "external_id": external_id,
+        "payload": {"po_number": f"{external_id}-{uuid.uuid4().hex[:8]}"},
+    }
+    headers: dict[str, str | None] = {"authorization": f"Bearer {tenancy.key}", "idempotency-key": None}
+    answer = ingest_api(http_event("receive_message.json", body=body, headers=headers))
+    assert answer.status == 202, answer.body
+    return str(answer.body["message_id"])
 
 
 def create(admin_api, **body: Any):
@@ -111,11 +128,11 @@ class TestReprocessEveryDeadLetter:
 
         queued = sqs_delays(stack)
         steps = [d for body, d in queued if "step" in body]
-        pages = [(body, d) for body, d in queued if "bulk_job" in body]
-        # Ten messages at two per second: delays 0,0,1,1,...,4,4; the next page after five seconds.
+        pages = sorted((body["page"], d) for body, d in queued if "bulk_job" in body)
+        # Ten messages at two per second: delays 0,0,1,1,...,4,4; the next page after five seconds;
+        # and this page again once its lease has run out (dropped then, as it is done).
         assert sorted(steps) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
-        [(second_page, delay)] = pages
-        assert (second_page["page"], delay) == (1, 5)
+        assert pages == [(0, 121), (1, 5)]
         assert job(admin_api, created.body["job_id"])["matched"] == 10
 
 
@@ -162,7 +179,7 @@ class TestCrashAndRepeat:
         with pytest.raises(RuntimeError):
             runner.run(BulkPage.model_validate(page))
         monkeypatch.setattr(store, "finish_page", real_finish)
-        assert purge(stack) == 8  # the first run's steps, lost with the worker
+        assert purge(stack) == 9  # the first run's steps and its page's copy, lost with the worker
 
         # The page message comes back once its lease has run out; its copy acts on nobody twice.
         claim_expired(stack, created.body["job_id"])
@@ -198,7 +215,68 @@ def claim_expired(stack, job_id: str) -> None:
     )
 
 
+class TestTwoJobs:
+    def test_a_rerun_of_a_page_does_not_act_again_after_another_job_acted_in_between(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api, monkeypatch
+    ):
+        [message_id] = dead_lettered(stack, tenancy, ingest_api, worker, destination, 1)
+        first = create(admin_api, action="reprocess", filter={"tab": "dead_letter"})
+        [page] = pipeline_messages(stack)
+        runner = wiring.bulk_runner()
+        real_finish = runner._store.finish_page
+
+        def crash(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("the worker died after acting, before recording the page")
+
+        monkeypatch.setattr(runner._store, "finish_page", crash)
+        with pytest.raises(RuntimeError):
+            runner.run(BulkPage.model_validate(page))
+        monkeypatch.setattr(runner._store, "finish_page", real_finish)
+        worker(include_delayed=False)  # the first job's reprocess fails again: dead_letter
+        second = create(admin_api, action="reprocess", filter={"tab": "dead_letter"})
+        [second_page] = [m for m in pipeline_messages(stack) if m.get("bulk_job") == second.body["job_id"]]
+        assert runner.run(BulkPage.model_validate(second_page)) == "run"
+        worker(include_delayed=False)
+        assert status(stack, message_id)["pipeline_status"] == "dead_letter"
+
+        claim_expired(stack, first.body["job_id"])
+        assert runner.run(BulkPage.model_validate(page)) == "run"  # the first job's page again
+
+        # Sent three times: its first attempt, once by each job - not a fourth by the rerun.
+        assert delivered_ok(destination)[message_id] == 3
+        assert job(admin_api, first.body["job_id"])["done"] == 1
+        assert [e["bulk_job"] for e in bulk_log(stack, message_id)] == [
+            first.body["job_id"],
+            second.body["job_id"],
+        ]
+        assert status(stack, message_id)["pipeline_status"] == "dead_letter"
+
+
 class TestFilterAndForce:
+    def test_a_search_job_acts_only_on_the_tab_s_status_among_the_matches(
+        self, stack, tenancy, ingest_api, worker, destination, admin_api
+    ):
+        configure(stack, tenancy, destination, retry_policy=DEAD_AT_ONCE)
+        destination.script(Answer(200), Answer(503))
+        sent = send_with_external_id(ingest_api, tenancy, "PO-SEARCH")
+        worker()
+        dead = send_with_external_id(ingest_api, tenancy, "PO-SEARCH")
+        worker()
+        assert (status(stack, sent)["pipeline_status"], status(stack, dead)["pipeline_status"]) == (
+            "sent",
+            "dead_letter",
+        )
+
+        created = create(
+            admin_api, action="cancel", filter={"tab": "dead_letter", "q": "PO-SEARCH", "by": "external_id"}
+        )
+        worker()
+
+        final = job(admin_api, created.body["job_id"])
+        assert (final["state"], final["matched"], final["done"]) == ("completed", 1, 1)
+        assert status(stack, dead)["pipeline_status"] == "cancelled"
+        assert status(stack, sent)["pipeline_status"] == "sent"
+
     def test_delivered_messages_are_skipped_unless_forced(
         self, stack, tenancy, ingest_api, worker, destination, admin_api
     ):

@@ -21,13 +21,15 @@ worker runs one page per queue message (`BulkRunner`), beside the steps and the 
 - a cancel stops the job before its next page (a page in progress finishes its messages).
 
 Cost: per matched message one GetItem, one UpdateItem and (reprocess) one SendMessage; per page
-one Query (+ one BatchGetItem for `all`), two job updates and one SendMessage.
+one Query (+ one BatchGetItem for `all` or a search), three job-item updates (claim, planned
+matches, counts; a fourth ends the job) and two SendMessage (the next page, and the copy of this
+one that reruns it if this run dies).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -49,6 +51,9 @@ logger = logging.getLogger(__name__)
 
 #: A page is leased this long: longer than a page takes (a copy finding it leased waits it out).
 PAGE_LEASE = timedelta(seconds=120)
+#: At most this many messages a page, whatever the rate (a page's calls stay far within the
+#: lease and the worker's timeout, and its planned ids within the job item).
+MAX_PAGE = 100
 #: How long a finished job stays listed (the item's TTL).
 JOB_RETENTION = timedelta(days=30)
 _MAX_SQS_DELAY = 900
@@ -160,6 +165,8 @@ class PageClaim:
     #: Held by another run until then (None: done or stopped).
     busy_until: datetime | None = None
     job: BulkJob | None = None
+    #: The job is still at this earlier page and its run's lease ran out: take it over.
+    behind: int | None = None
 
 
 @dataclass
@@ -338,19 +345,6 @@ class BulkJobs:
         return cancelled
 
 
-#: What an operator move's refusal means for a bulk job's message (hub.errors codes).
-_SKIP_CODES = frozenset(
-    {
-        "execution_in_flight",
-        "already_delivered",
-        "not_cancellable",
-        "delivery_in_progress",
-        "not_found",
-        "invalid_transition",
-    }
-)
-
-
 class BulkRunner:
     """The pipeline worker's side: runs one page of a job per queue message."""
 
@@ -371,12 +365,19 @@ class BulkRunner:
         self._rate = max(1, rate_per_second)
         self._clock = clock
 
-    def run(self, message: BulkPage) -> str:
+    def run(self, message: BulkPage, *, last_attempt: bool = False) -> str:
         """Runs the page once; what it did (for the log). Raises on an outage (SQS redelivers
-        the page message; a page run twice acts on each message once)."""
+        the page message; a page run twice acts on each message once) - unless this is the page
+        message's `last_attempt` before its DLQ: then what still fails is counted failed and the
+        job goes on."""
         ids = {"job_id": message.bulk_job, "tenant_id": message.tenant_id, "page": message.page}
         now = self._clock()
         claim = self._store.claim_page(message.tenant_id, message.bulk_job, message.page, now, PAGE_LEASE)
+        if claim.behind is not None:
+            # The page before this one was claimed and its run died (its lease ran out before it
+            # recorded its end): this message takes it over, then runs as itself again.
+            logger.info("bulk page taken over from a run that died", extra={**ids, "behind": claim.behind})
+            return self.run(message.model_copy(update={"page": claim.behind}), last_attempt=last_attempt)
         if claim.busy_until is not None:
             wait = int((claim.busy_until - now).total_seconds()) + 1
             self._queue.publish_bulk_page(message, delay_seconds=min(max(wait, 1), _MAX_SQS_DELAY))
@@ -386,6 +387,10 @@ class BulkRunner:
             logger.info("bulk page not run (done, cancelled or gone)", extra=ids)
             return "dropped"
         job = claim.job
+        # A copy that comes back once the lease has run out: if this run dies, the copy runs the
+        # page again (after a crash SQS would return this message only after the queue's
+        # visibility timeout, 21 minutes); when the page is done, the copy is dropped.
+        self._queue.publish_bulk_page(message, delay_seconds=int(PAGE_LEASE.total_seconds()) + 1)
         if job.planned_page == job.page and job.planned is not None:
             matched, next_cursor = job.planned, job.planned_next  # a run after a crash
         else:
@@ -397,24 +402,29 @@ class BulkRunner:
                 return "failed"
             self._store.plan_page(job, matched, next_cursor)
         counts = PageCounts()
-        delays = iter(release_plan(len(matched), self._rate).delays)
-        for message_id in matched:
-            self._act(job, message_id, counts, next(delays, 0))
+        plan = release_plan(len(matched), self._rate)
+        for message_id, delay in zip(matched, plan.delays, strict=True):
+            self._act(job, message_id, counts, delay, last_attempt=last_attempt)
         if next_cursor is not None:
             later = BulkPage(
                 bulk_job=job.job_id, tenant_id=job.tenant_id, page=job.page + 1, cursor=next_cursor
             )
-            pace = release_plan(len(matched), self._rate).next_page_delay
-            self._queue.publish_bulk_page(later, delay_seconds=min(pace, _MAX_SQS_DELAY))
+            self._queue.publish_bulk_page(later, delay_seconds=min(plan.next_page_delay, _MAX_SQS_DELAY))
         self._store.finish_page(job, counts, next_cursor, self._clock())
         logger.info(
             "bulk page run",
-            extra={**ids, "matched": counts.matched, "done": counts.done, "skipped": counts.skipped},
+            extra={
+                **ids,
+                "matched": counts.matched,
+                "done": counts.done,
+                "skipped": counts.skipped,
+                "failed": counts.failed,
+            },
         )
         return "run"
 
     def _matches(self, job: BulkJob) -> tuple[list[str], str | None]:
-        size = release_page_size(self._rate)
+        size = min(release_page_size(self._rate), MAX_PAGE)
         f = job.filter
         if f.q is not None:
             if self._finder is None:
@@ -430,14 +440,12 @@ class BulkRunner:
         else:
             filters = QueueFilter(integration_id=f.integration_id, since=f.since, until=f.until)
             page = self._operations.queue(job.tenant_id, _tab(f.tab), size, job.cursor, filters)
-        matched = [
-            str(row["message_id"])
-            for row in page.rows
-            if f.error_class is None or row.get("last_retry_error_class") == f.error_class
-        ]
+        matched = [str(row["message_id"]) for row in page.rows if _narrowed(f, row, searched=f.q is not None)]
         return matched, page.next_cursor
 
-    def _act(self, job: BulkJob, message_id: str, counts: PageCounts, delay: int) -> None:
+    def _act(
+        self, job: BulkJob, message_id: str, counts: PageCounts, delay: int, *, last_attempt: bool
+    ) -> None:
         try:
             if job.action is BulkAction.REPROCESS:
                 self._operations.reprocess(
@@ -448,9 +456,30 @@ class BulkRunner:
         except HubError as refused:
             if refused.code == "already_acted":
                 counts.did()  # this job's earlier run of the page acted on it
-            elif refused.code in _SKIP_CODES or isinstance(refused, Conflict):
-                counts.skip(refused.code)
+            elif isinstance(refused, Conflict | NotFound):
+                counts.skip(refused.code)  # the message is not in a state the action takes
+            elif refused.http_status < 500 or last_attempt:
+                counts.fail(refused.code)  # this message cannot be acted on; the others can
+                logger.warning("bulk job could not act on a message", extra={"code": refused.code})
             else:
-                raise  # an outage: the page runs again
+                raise  # an outage: the page runs again (each message still once)
             return
         counts.did()
+
+
+def _narrowed(f: BulkFilter, row: Mapping[str, Any], *, searched: bool) -> bool:
+    """Whether a listed row passes the filter's parts the listing did not apply: the last
+    failure's class; for a search's rows also the tab's status and the receipt's time range."""
+    if f.error_class is not None and row.get("last_retry_error_class") != f.error_class:
+        return False
+    if not searched:
+        return True
+    status = _tab(f.tab).status
+    if status is not None and row.get("pipeline_status") != status.value:
+        return False
+    if f.since is None and f.until is None:
+        return True
+    received = datetime.fromisoformat(str(row["received_at"]).replace("Z", "+00:00"))
+    if f.since is not None and received < f.since:
+        return False
+    return not (f.until is not None and received >= f.until)

@@ -272,7 +272,7 @@ class Operations:
         message the job already marked raises AlreadyActed (and an admitted execution whose step
         was lost gets it again: a second copy of a step is dropped by its sequence)."""
         record = self._record(message_id, actor, Role.OPERATOR)
-        if bulk_job is not None and record.bulk_job == bulk_job:
+        if bulk_job is not None and bulk_job in record.bulk_jobs:
             self._step_again(record)
             raise AlreadyActed("this bulk job already acted on the message", details={"bulk_job": bulk_job})
         refuse_redelivery(message_id, record.pipeline_status, force)
@@ -344,7 +344,7 @@ class Operations:
         cancelled and sends nothing. Idempotent: cancelling a cancelled message again finishes
         any cleanup a failure left undone."""
         record = self._record(message_id, actor, Role.OPERATOR)
-        if bulk_job is not None and record.bulk_job == bulk_job:
+        if bulk_job is not None and bulk_job in record.bulk_jobs:
             self._close(record)
             raise AlreadyActed("this bulk job already acted on the message", details={"bulk_job": bulk_job})
         if record.pipeline_status is PipelineStatus.CANCELLED:

@@ -86,9 +86,9 @@ class MessageRecord(BaseModel):
     #: `retry_pending`; no attempt was made and no retry counted for the hold.
     held_reason: str | None = None
     held_on: str | None = None
-    #: The last bulk job (issue 28) that reprocessed or cancelled the message: a page of that
-    #: job run again finds it and does not act twice.
-    bulk_job: str | None = None
+    #: The bulk jobs (issue 28) that reprocessed or cancelled the message: a page of one of
+    #: them run again finds it and does not act twice (whatever other jobs did meanwhile).
+    bulk_jobs: frozenset[str] = frozenset()
 
     # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
     #: Bumped by every change of the item, exactly once per change (an event id later).

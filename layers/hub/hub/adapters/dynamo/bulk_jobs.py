@@ -89,8 +89,11 @@ class DynamoBulkJobs:
                 return PageClaim(claimed=False)  # this page is done: a duplicate message
             until = int(old.get("page_lease_until") or 0)
             if at < page:
-                # The previous page's run has sent this one but not yet recorded its end.
-                until = max(until, epoch(now) + 1)
+                # The previous page's run sent this one but has not recorded its end: wait a
+                # little while it runs; once its lease has run out, it died: take its page over.
+                if until < epoch(now):
+                    return PageClaim(claimed=False, behind=at)
+                until = min(until, epoch(now) + 5)
             return PageClaim(claimed=False, busy_until=datetime.fromtimestamp(until, tz=now.tzinfo))
 
     def finish_page(self, job: BulkJob, counts: PageCounts, next_cursor: str | None, now: datetime) -> None:

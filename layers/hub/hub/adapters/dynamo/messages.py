@@ -78,7 +78,7 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
         mode="python",
         exclude={"lease_owner", "lease_until", "completed_at", "fingerprint", "payload_sha256"},
     )
-    for name in ("uncertain", "retry_count", "entity_key"):
+    for name in ("uncertain", "retry_count", "entity_key", "bulk_jobs"):
         if not data.get(name):
             data.pop(name, None)
     for name, value in data.items():
@@ -539,16 +539,17 @@ class DynamoMessageRepository:
 
 
 def _mark(update: Update, bulk_job: str | None) -> None:
-    """Marks the message with the bulk job acting on it, unless that job already did."""
+    """Adds the bulk job acting on the message to its set, unless that job already did (a set,
+    not one slot: another job acting in between must not make this one's rerun act again)."""
     if bulk_job is None:
         return
-    name = update.name("bulk_job")
-    update.set(bulk_job=bulk_job)
-    update.where(f"attribute_not_exists({name}) OR {name} <> {update.value(bulk_job)}")
+    name = update.name("bulk_jobs")
+    update.add("bulk_jobs", frozenset({bulk_job}))
+    update.where(f"attribute_not_exists({name}) OR NOT contains({name}, {update.value(bulk_job)})")
 
 
 def _acted(old: Mapping[str, Any] | None, bulk_job: str | None, failed: Exception) -> None:
-    if bulk_job is not None and old and old.get("bulk_job") == bulk_job:
+    if bulk_job is not None and old and bulk_job in (old.get("bulk_jobs") or ()):
         raise AlreadyActed(
             "this bulk job already acted on the message", details={"bulk_job": bulk_job}
         ) from failed
