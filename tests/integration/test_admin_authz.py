@@ -168,6 +168,7 @@ SAMPLES: dict[tuple[str, str], list[Sample]] = {
         Sample(_get("/api/admin/integrations/int_erp", tenant_id=TENANT))
     ],
     ("GET", "/api/admin/queue"): [Sample(_get("/api/admin/queue", tenant_id=TENANT, tab="error"))],
+    ("GET", "/api/admin/queue/counts"): [Sample(_get("/api/admin/queue/counts", tenant_id=TENANT))],
     ("GET", "/api/admin/messages"): [Sample(_get("/api/admin/messages", tenant_id=TENANT, q="PO-AUTHZ"))],
     ("POST", "/api/admin/dlq/<lane>/redrive"): [
         Sample(_post("/api/admin/dlq/pipeline/redrive"), target=None)

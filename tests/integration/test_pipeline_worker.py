@@ -294,7 +294,12 @@ class TestGuarantees:
         reports: dict[str, str] = {}
         thread = threading.Thread(target=lambda: reports.update(slow=slow.run(step, now).reason))
         thread.start()
-        time.sleep(0.2)  # the slow run now waits on the destination
+        # Progress, not a fixed time: the slow run has taken the message's lease (it then calls
+        # the destination, which holds its answer 0.6 s).
+        deadline = time.monotonic() + 60
+        while "lease_owner" not in status(stack, message_id):
+            assert time.monotonic() < deadline, "the slow run never took the message"
+            time.sleep(0.01)
         reports["fast"] = fast.run(step, later).reason
         thread.join(timeout=30)
 
