@@ -13,9 +13,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.adapters.metrics import emits_dimensioned_metrics
-from hub.admin.bulk import parse_bulk_page
 from hub.config import settings
 from hub.delivery.gate import parse_job
+from hub.domain.bulk_page import parse_bulk_page
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
 from hub.observability import gc_after_first_invocation, traced

@@ -13,7 +13,7 @@ import pytest
 
 from hub import wiring
 from hub.adapters.dynamo.messages import DynamoMessageRepository
-from hub.admin.bulk import BulkPage
+from hub.domain.bulk_page import BulkPage
 from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer
 from tests.pipeline import configure, expire_visibility, schedules, send, status

@@ -12,8 +12,8 @@ from hub.domain.message import StepMessage
 from hub.errors import QueueUnavailable
 
 if TYPE_CHECKING:
-    from hub.admin.bulk import BulkPage
     from hub.delivery.gate import ConnectionJob
+    from hub.domain.bulk_page import BulkPage
 
 
 class SqsStepQueue:

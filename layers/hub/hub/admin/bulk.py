@@ -42,6 +42,7 @@ from hub.admin.audit import Audit
 from hub.admin.operations import Operations, QueueTab
 from hub.admin.search import SearchKind, SearchPage
 from hub.delivery.breaker import release_page_size, release_plan
+from hub.domain.bulk_page import BulkPage
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.errors import Conflict, HubError, NotFound, ValidationFailed
@@ -139,24 +140,6 @@ class BulkJob(BaseModel):
     def actor(self) -> Principal:
         """The job acts as the token that created it, limited to the job's tenant."""
         return Principal(self.created_by, self.created_label, self.created_role, self.tenant_id)
-
-
-class BulkPage(BaseModel):
-    """The pipeline-queue message that runs one page of a job."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    bulk_job: str
-    tenant_id: str
-    page: int
-    cursor: str | None = None
-
-
-def parse_bulk_page(data: object) -> BulkPage | None:
-    """The bulk page a pipeline-queue body (parsed JSON) carries; None for anything else."""
-    if isinstance(data, dict) and "bulk_job" in data:
-        return BulkPage.model_validate(data)
-    return None
 
 
 @dataclass(frozen=True)
