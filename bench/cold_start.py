@@ -14,10 +14,10 @@ the handler module and answers one realistic event:
 
 Each function's environment comes from template.yaml through tests/aws.py ``provision`` (on a
 moto server started here, outside every timed process), with POWERTOOLS_TRACE_DISABLED=true as the
-tests and the local stack set it. On AWS the template's ``Tracing: Active`` enables the X-Ray
-tracer, which imports and does more: not measured here. AWS calls go to a replay server
-(bench/replay.py): each function's calls were recorded once against moto, then every timed run
-gets the recorded answers at once, so no emulator time is in the figures.
+tests and the local stack set it, and as the template does by default. On AWS its ``Tracing=Active``
+parameter enables the X-Ray tracer, which imports and does more: not measured here. AWS calls go
+to a replay server (bench/replay.py): each function's calls were recorded once against moto, then
+every timed run gets the recorded answers at once, so no emulator time is in the figures.
 
 Packages as Lambda has them: the children run with ``python -S`` on a site directory built once
 (``pip install --target``, kept under ``.bench-cache/``) from ``layers/hub/requirements.txt``, what

@@ -93,7 +93,16 @@ BILLED_ESM_OPERATIONS = {
 }
 ORDERS_INTEGRATION = "int_bench_orders"
 RETRY_INTEGRATION = "int_bench_retry"
-SERVICES = ("DynamoDB", "SQS", "Lambda", "API Gateway", "Scheduler", "EventBridge", "CloudWatch Logs")
+SERVICES = (
+    "DynamoDB",
+    "SQS",
+    "Lambda",
+    "API Gateway",
+    "Scheduler",
+    "EventBridge",
+    "CloudWatch Logs",
+    "X-Ray",
+)
 #: The outbox's own function (issue 12): its share of the cost is reported apart too.
 PUBLISHER = "OutboxPublisherFunction"
 #: How long the publisher may still be busy after the last delivery (its stream batching window
@@ -777,15 +786,24 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
     )
 
 
+def tracing_by_default() -> bool:
+    """Whether template.yaml traces with X-Ray unless told otherwise (its `Tracing` default)."""
+    from devstack.cfn import load_template  # noqa: PLC0415
+    from tests.aws import TEMPLATE  # noqa: PLC0415
+
+    return load_template(TEMPLATE)["Parameters"]["Tracing"]["Default"] == "Active"
+
+
 def cost_per_million(
-    unit: PerMessage, prices: Mapping[str, Any], gb_seconds: float | None = None
+    unit: PerMessage, prices: Mapping[str, Any], gb_seconds: float | None = None, *, tracing: bool = False
 ) -> dict[str, float]:
     """USD per million delivered messages, by service (Lambda compute at the modeled duration
-    unless ``gb_seconds`` is given)."""
+    unless ``gb_seconds`` is given; X-Ray when ``tracing``: a trace per invocation)."""
     million = 1_000_000
     logs = prices["cloudwatch_logs"]
     compute = unit.gb_seconds if gb_seconds is None else gb_seconds
     return {
+        "X-Ray": unit.invocations * prices["xray"]["trace_recorded_per_million"] if tracing else 0.0,
         "DynamoDB": unit.read_units * prices["dynamodb"]["read_request_unit_per_million"]
         + unit.write_units * prices["dynamodb"]["write_request_unit_per_million"],
         "SQS": unit.sqs_requests * prices["sqs"]["standard_request_per_million"],
@@ -833,8 +851,10 @@ def load_prices(path: Path = PRICES) -> dict[str, Any]:
 
 def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
     unit = per_message(result, prices)
-    costs = cost_per_million(unit, prices)
-    raw_costs = cost_per_million(unit, prices, gb_seconds=unit.gb_seconds_raw)
+    tracing = tracing_by_default()
+    costs = cost_per_million(unit, prices, tracing=tracing)
+    raw_costs = cost_per_million(unit, prices, gb_seconds=unit.gb_seconds_raw, tracing=tracing)
+    traced = cost_per_million(unit, prices, tracing=True)
     rate = result.delivered / result.elapsed if result.delivered and result.elapsed > 0 else None
     return {
         "description": result.variant.description,
@@ -851,7 +871,9 @@ def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
             "p99": percentile(result.ingest_latency, 99) * 1000,
         },
         "time_to_sent_s": {"p50": median(result.time_to_sent), "p99": percentile(result.time_to_sent, 99)},
-        "cost_per_million_usd": {"total": sum(costs.values()), "breakdown": costs},
+        "cost_per_million_usd": {"total": sum(costs.values()), "breakdown": costs, "tracing": tracing},
+        # The same with the template's `Tracing=Active` (a trace per invocation).
+        "cost_per_million_usd_with_tracing": sum(traced.values()),
         "cost_per_million_usd_with_raw_local_lambda_duration": sum(raw_costs.values()),
         "outbox": _outbox_json(unit, prices),
         "dynamodb_requests_per_message": unit.dynamodb_requests,
@@ -944,7 +966,8 @@ def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, A
         "  cost per million delivered messages: "
         + ", ".join(f"{service} ${costs['breakdown'][service]:.2f}" for service in SERVICES)
         + f" = ${costs['total']:.2f} (with raw local Lambda durations:"
-        f" ${summary['cost_per_million_usd_with_raw_local_lambda_duration']:.2f})"
+        f" ${summary['cost_per_million_usd_with_raw_local_lambda_duration']:.2f};"
+        f" with Tracing=Active: ${summary['cost_per_million_usd_with_tracing']:.2f})"
     )
     outbox = summary["outbox"]
     per_event = outbox["cost_per_million_events_usd"]

@@ -166,7 +166,19 @@ def test_managed_policies_are_only_what_the_function_declares(function):
     }
     role = transformed()["Resources"][f"{function}Role"]["Properties"]
     assert set(role["ManagedPolicyArns"]) == wanted
-    assert template()["Globals"]["Function"]["Tracing"] == "Active"  # why XRAY is expected
+    # Why XRAY is expected: SAM attaches it for any Tracing it cannot resolve (the parameter's
+    # If), and it is what tracing needs when an operator turns it on.
+    assert template()["Globals"]["Function"]["Tracing"] == {"Fn::If": ["HasTracing", "Active", "PassThrough"]}
+
+
+def test_tracing_is_off_by_default_and_then_the_handlers_skip_the_x_ray_sdk():
+    """X-Ray bills a trace per invocation (issue 29): off unless the operator deploys
+    Tracing=Active, and with it off the handlers are told not to load the SDK."""
+    loaded = template()
+    assert loaded["Parameters"]["Tracing"]["Default"] == "Disabled"
+    assert loaded["Conditions"]["HasTracing"] == {"Fn::Equals": [{"Ref": "Tracing"}, "Active"]}
+    variables = loaded["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["POWERTOOLS_TRACE_DISABLED"] == {"Fn::If": ["HasTracing", "false", "true"]}
 
 
 @pytest.mark.parametrize("function", functions())
