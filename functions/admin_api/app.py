@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -25,9 +25,10 @@ from hub.api.static_site import StaticSite
 from hub.config import settings
 from hub.errors import PayloadTooLarge, RateLimited, StorageUnavailable, TooManyFailedTokens, Unauthorized
 from hub.logs import configure as configure_logging
+from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 
-logger = Logger()
+logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()
 app = LambdaFunctionUrlResolver()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes import DynamoDBStreamEvent, SNSEvent
@@ -14,10 +14,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.alerts.notifier import AlertOutcome
 from hub.logs import configure as configure_logging
+from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import alert_notifier
 
-logger = Logger()
+logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from hub.adapters.metrics import emits_dimensioned_metrics
 from hub.logs import configure as configure_logging
+from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import cert_expiry_alerter
 
-logger = Logger()
+logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()
 

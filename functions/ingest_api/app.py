@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
@@ -58,10 +58,11 @@ from hub.errors import (
 from hub.ingest.receive import ReceiveOutcome
 from hub.ingest.throttle import TenantRateLimited
 from hub.logs import configure as configure_logging
+from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import ingestor, status_callbacks, webhook_receiver
 
-logger = Logger()
+logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()
 app = APIGatewayHttpResolver()

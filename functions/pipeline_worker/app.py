@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -18,10 +18,11 @@ from hub.delivery.gate import parse_job
 from hub.domain.bulk_page import parse_bulk_page
 from hub.domain.message import StepMessage
 from hub.logs import configure as configure_logging
+from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 from hub.wiring import bulk_runner, pipeline_worker, releaser
 
-logger = Logger()
+logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()
 processor = BatchProcessor(event_type=EventType.SQS)
