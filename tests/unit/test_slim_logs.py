@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 
 from hub.logs import REPEATED_CONTEXT, configure, new_logger
 from tests.aws import LambdaContext
 
 
-def test_a_line_keeps_what_varies_and_drops_the_repeated_context():
+def test_a_line_keeps_what_varies_and_drops_the_repeated_context(monkeypatch):
+    # Powertools keeps one configured logger per service name (an earlier test's, with its own
+    # stream, would answer): a service of this test's own.
+    monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", f"slim-logs-{uuid.uuid4().hex}")
     written = io.StringIO()
     logger = new_logger(stream=written)
     configure(logger)
