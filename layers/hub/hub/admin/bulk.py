@@ -29,8 +29,9 @@ one that reruns it if this run dies).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
@@ -78,7 +79,7 @@ class BulkFilter(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: `dead_letter`, `waiting`, `error` or `all` (every message of the tenant).
-    tab: str = "dead_letter"
+    tab: QueueTab = QueueTab.DEAD_LETTER
     integration_id: str | None = None
     #: Only messages whose last failure had this class (`http_5xx`, `network`, ...).
     error_class: str | None = None
@@ -158,24 +159,18 @@ class PageCounts:
     done: int = 0
     skipped: int = 0
     failed: int = 0
-    skipped_reasons: dict[str, int] | None = None
-    failed_reasons: dict[str, int] | None = None
+    skipped_reasons: Counter[str] = field(default_factory=Counter)
+    failed_reasons: Counter[str] = field(default_factory=Counter)
 
     def skip(self, reason: str) -> None:
         self.matched += 1
         self.skipped += 1
-        self.skipped_reasons = {
-            **(self.skipped_reasons or {}),
-            reason: (self.skipped_reasons or {}).get(reason, 0) + 1,
-        }
+        self.skipped_reasons[reason] += 1
 
     def fail(self, reason: str) -> None:
         self.matched += 1
         self.failed += 1
-        self.failed_reasons = {
-            **(self.failed_reasons or {}),
-            reason: (self.failed_reasons or {}).get(reason, 0) + 1,
-        }
+        self.failed_reasons[reason] += 1
 
     def did(self) -> None:
         self.matched += 1
@@ -230,16 +225,6 @@ class MessageFinder(Protocol):
     ) -> SearchPage: ...
 
 
-def _tab(name: str) -> QueueTab:
-    try:
-        return QueueTab(name)
-    except ValueError as exc:
-        raise ValidationFailed(
-            "tab must be one of waiting, dead_letter, error, all",
-            details=[{"field": "filter.tab", "problem": "invalid"}],
-        ) from exc
-
-
 class BulkJobs:
     """The admin API's side: create, show, list, cancel."""
 
@@ -260,7 +245,6 @@ class BulkJobs:
         self, tenant_id: str, action: BulkAction, filters: BulkFilter, force: bool, actor: Principal
     ) -> BulkJob:
         actor.require(Role.OPERATOR, tenant_id, what="message")
-        _tab(filters.tab)
         if filters.by is not None and filters.q is None:
             raise ValidationFailed(
                 "filter.by needs filter.q", details=[{"field": "filter.by", "problem": "needs_q"}]
@@ -422,7 +406,7 @@ class BulkRunner:
             )
         else:
             filters = QueueFilter(integration_id=f.integration_id, since=f.since, until=f.until)
-            page = self._operations.queue(job.tenant_id, _tab(f.tab), size, job.cursor, filters)
+            page = self._operations.queue(job.tenant_id, f.tab, size, job.cursor, filters)
         matched = [str(row["message_id"]) for row in page.rows if _narrowed(f, row, searched=f.q is not None)]
         return matched, page.next_cursor
 
@@ -457,7 +441,7 @@ def _narrowed(f: BulkFilter, row: Mapping[str, Any], *, searched: bool) -> bool:
         return False
     if not searched:
         return True
-    status = _tab(f.tab).status
+    status = f.tab.status
     if status is not None and row.get("pipeline_status") != status.value:
         return False
     if f.since is None and f.until is None:

@@ -83,7 +83,7 @@ def create_bulk_job() -> Response:
     request = parse_body(router.current_event, NewBulkJob)
     f = request.filter
     filters = BulkFilter(
-        tab=f.tab.value,
+        tab=f.tab,
         integration_id=f.integration_id,
         error_class=f.error_class,
         since=f.since,
