@@ -197,7 +197,9 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
     browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/subscriptions")
     form = page.get_by_role("form", name="New subscription")
     form.get_by_label("Endpoint URL").fill(url)
-    form.get_by_label("Event types").fill("message.*, connection.gone")
+    # Connection events only: a message event of another test of this stack, still on its way
+    # through the outbox, would reach a new `message.*` subscription and fail at example.com.
+    form.get_by_label("Event types").fill("connection.circuit_opened, connection.gone")
     form.get_by_role("button", name="Create subscription").click()
 
     secret = page.locator("[data-secret]")
@@ -206,7 +208,7 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
     expect(secret).to_have_count(0)
     item = page.locator("li.subscription", has_text=url)
     expect(item).to_contain_text("enabled")
-    expect(item).to_contain_text("message.*")
+    expect(item).to_contain_text("connection.circuit_opened")
     expect(item).to_contain_text("connection.gone")
     expect(item).to_contain_text("all integrations")
     subscription_id = item.get_attribute("data-subscription-id")
@@ -225,7 +227,7 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
 
     stored = admin.get(f"/api/admin/tenants/{DEMO_TENANT_ID}/subscriptions/{subscription_id}").json()
     assert (stored["url"], stored["enabled"]) == (url, False)
-    assert stored["event_types"] == ["connection.gone", "message.*"]
+    assert stored["event_types"] == ["connection.circuit_opened", "connection.gone"]
 
     item.get_by_role("button", name="Delete").click()
     confirm(page, url, "Delete subscription")

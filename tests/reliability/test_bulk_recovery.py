@@ -108,7 +108,8 @@ def statuses(stack: LocalStack, message_ids: list[str]) -> set[str]:
 class Progress:
     """Every message sent in the end: a delivery killed with its worker leaves its message leased
     for 5 minutes (hub.pipeline.rules.LOCK_LEASE), so when nothing moved for a while the leases of
-    the messages not yet sent are run out (fast-forwarded, as the worker-fault tests do)."""
+    the messages not yet sent are run out (fast-forwarded, as the worker-fault tests do). A lease
+    whose owner moved on between the read and the write is left alone: that run is progress."""
 
     def __init__(self, stack: LocalStack, message_ids: list[str]) -> None:
         self._stack, self._ids = stack, message_ids

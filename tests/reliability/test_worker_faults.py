@@ -164,7 +164,7 @@ def crash_mid_delivery(
     )
     assert len(destination.requests_for(message_id)) == 1
     assert api.get(f"/api/edi-hub/messages/{message_id}").json()["pipeline_status"] == "received"
-    expire_lease(stack, message_id, str(held["lease_owner"]))
+    assert expire_lease(stack, message_id, str(held["lease_owner"]))
     return message_id
 
 

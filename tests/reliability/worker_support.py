@@ -193,17 +193,23 @@ def message_item(stack: LocalStack, message_id: str) -> dict[str, Any]:
     return {name: next(iter(value.values())) for name, value in item["Item"].items()}
 
 
-def expire_lease(stack: LocalStack, message_id: str, owner: str) -> None:
+def expire_lease(stack: LocalStack, message_id: str, owner: str) -> bool:
     """Moves the lease `owner` holds on the message to the past, as when its 5 minutes
-    (hub.pipeline.rules.LOCK_LEASE, no setting) have run out; only while `owner` still holds it."""
+    (hub.pipeline.rules.LOCK_LEASE, no setting) have run out; only while `owner` still holds it.
+    False when it no longer does (the run finished or another took the message meanwhile)."""
     key = {name: {"S": value} for name, value in keys.message_key(message_id).items()}
-    stack.client("dynamodb").update_item(
-        TableName=stack.resources["HubTable"],
-        Key=key,
-        UpdateExpression="SET lease_until = :past",
-        ConditionExpression="lease_owner = :owner",
-        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}, ":owner": {"S": owner}},
-    )
+    dynamodb = stack.client("dynamodb")
+    try:
+        dynamodb.update_item(
+            TableName=stack.resources["HubTable"],
+            Key=key,
+            UpdateExpression="SET lease_until = :past",
+            ConditionExpression="lease_owner = :owner",
+            ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}, ":owner": {"S": owner}},
+        )
+    except dynamodb.exceptions.ConditionalCheckFailedException:
+        return False
+    return True
 
 
 def queue_counts(stack: LocalStack, queue: str) -> dict[str, int]:
