@@ -33,8 +33,10 @@ Per variant, per delivered message, priced at bench/aws_prices.toml:
   as the hub makes them. The delivery's HTTP call to the local destination stays in the
   handler's time as measured (a real destination is slower). Init (cold starts) is not included:
   warm instances serve the counted windows;
-- CloudWatch Logs: the bytes each function wrote to stdout/stderr during the window, plus an
-  estimated 260 bytes of Lambda platform lines (START/END/REPORT) per invocation;
+- CloudWatch Logs: the bytes each function wrote to stdout/stderr during the window, plus Lambda's
+  own lines as the function's LoggingConfig leaves them (``platform_log_bytes``): with the
+  template's JSON format and SystemLogLevel WARN none for a successful invocation, ~650 bytes for
+  a failed one (with the text format ~260 bytes of START/END/REPORT per invocation);
 - API Gateway (HTTP API requests) and EventBridge Scheduler (invocations: fired retry schedules).
 
 Search (issue 28): every variant reports its index writes per message by index (GSI3 is the
@@ -653,6 +655,7 @@ class FunctionCompute:
     raw_ms: list[int] = field(default_factory=list)
     local_aws_ms: list[float] = field(default_factory=list)
     modeled_ms: list[int] = field(default_factory=list)
+    failed: int = 0  # invocations that raised (Lambda's status `error`)
     gb_s_raw: float = 0.0
     gb_s_modeled: float = 0.0
 
@@ -718,6 +721,7 @@ def _compute(
             entry.raw_ms.append(math.ceil(invocation["handler_s"] * 1000))
             entry.local_aws_ms.append(invocation["aws_s"] * 1000)
             entry.modeled_ms.append(_modeled_ms(invocation, prices["aws_latency_ms"], defaulted))
+            entry.failed += not invocation.get("ok", True)
         entry.gb_s_raw = sum(entry.raw_ms) / 1000 * gb / count
         entry.gb_s_modeled = sum(entry.modeled_ms) / 1000 * gb / count
         compute[name] = entry
@@ -760,11 +764,11 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
     by_caller = {caller: request_units(units) for caller, units in sorted(capacity.items())}
     defaulted: set[str] = set()
     compute = _compute(result, count, prices, defaulted)
-    platform = prices["cloudwatch_logs"]["platform_bytes_per_invocation"]
-    log_bytes = {
-        name: (result.log_bytes.get(name, 0) + platform * len(c.raw_ms)) / count
-        for name, c in compute.items()
-    }
+    log_bytes = {}
+    for name, c in compute.items():
+        succeeded, failed = platform_log_bytes(prices, name)
+        platform = succeeded * (len(c.raw_ms) - c.failed) + failed * c.failed
+        log_bytes[name] = (result.log_bytes.get(name, 0) + platform) / count
     return PerMessage(
         requests=dict(requests),
         dynamodb_requests=dynamodb_requests / count,
@@ -784,6 +788,29 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
         emulation=emulation,
         latency_defaulted=defaulted,
     )
+
+
+def platform_log_bytes(prices: Mapping[str, Any], logical_id: str) -> tuple[float, float]:
+    """Bytes of Lambda's own lines per successful and per failed invocation of `logical_id`, for
+    its LoggingConfig in template.yaml (Globals merged): [cloudwatch_logs] in aws_prices.toml."""
+    from devstack.cfn import load_template  # noqa: PLC0415
+    from devstack.functions import merge_globals  # noqa: PLC0415
+    from tests.aws import TEMPLATE  # noqa: PLC0415
+
+    template = load_template(TEMPLATE)
+    function = (template.get("Globals") or {}).get("Function") or {}
+    props = merge_globals(function, template["Resources"][logical_id].get("Properties") or {})
+    config = props.get("LoggingConfig") or {}
+    logs = prices["cloudwatch_logs"]
+    log_format = str(config.get("LogFormat", "Text")).upper()
+    if log_format == "TEXT":
+        return logs["platform_bytes_per_invocation_text"], logs["platform_bytes_per_invocation_text"]
+    if log_format == "JSON" and config.get("SystemLogLevel") == "WARN":
+        return (
+            logs["platform_bytes_per_invocation_json_warn"],
+            logs["platform_bytes_per_failed_invocation_json_warn"],
+        )
+    raise ValueError(f"{logical_id}: no platform-line figures for LoggingConfig {config} in aws_prices.toml")
 
 
 def tracing_by_default() -> bool:
@@ -959,7 +986,8 @@ def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, A
         )
     logs = ", ".join(f"{f} {b:.0f} B" for f, b in summary["cloudwatch_logs_bytes_per_message"].items())
     lines.append(
-        f"  CloudWatch Logs per message: {logs} (each incl. ~260 B of START/END/REPORT per invocation)"
+        f"  CloudWatch Logs per message: {logs} (each incl. Lambda's own lines as its LoggingConfig"
+        " leaves them: bench/aws_prices.toml [cloudwatch_logs])"
     )
     costs = summary["cost_per_million_usd"]
     lines.append(

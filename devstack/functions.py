@@ -89,6 +89,22 @@ def merge_globals(global_props: Mapping[str, Any], props: Mapping[str, Any]) -> 
     return merged
 
 
+def logging_environment(logging_config: Mapping[str, Any]) -> dict[str, str]:
+    """What Lambda sets from a function's (resolved) LoggingConfig: AWS_LAMBDA_LOG_FORMAT, its
+    LogFormat; with the JSON format, AWS_LAMBDA_LOG_LEVEL, its ApplicationLogLevel (Powertools'
+    Logger takes its level from it). Reserved names: they win over the template's Environment.
+    Lambda's own filtering (system lines, application lines below the level) is not emulated:
+    the local stack writes no platform lines, and the hub's loggers emit nothing below it."""
+    environment: dict[str, str] = {}
+    log_format = logging_config.get("LogFormat")
+    if log_format is not None:
+        environment["AWS_LAMBDA_LOG_FORMAT"] = to_string(log_format)
+    level = logging_config.get("ApplicationLogLevel")
+    if level is not None and str(log_format).upper() == "JSON":
+        environment["AWS_LAMBDA_LOG_LEVEL"] = to_string(level)
+    return environment
+
+
 class FunctionBuilder:
     """Resolves each function against provisioned values (run after ``Provisioner``)."""
 
@@ -149,6 +165,7 @@ class FunctionBuilder:
             key: to_string(value)
             for key, value in ((props.get("Environment") or {}).get("Variables") or {}).items()
         }
+        environment.update(logging_environment(props.get("LoggingConfig") or {}))
         environment.update(self.env_overrides.get("*", {}))
         environment.update(self.env_overrides.get(logical_id, {}))
         return FunctionSpec(

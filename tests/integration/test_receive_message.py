@@ -491,17 +491,24 @@ class TestPrivacy:
         ]
         assert handlers, "the handler's Powertools configuration reaches the hub loggers"
         previous = [h.setStream(sink) for h in handlers]
+        # At DEBUG (LogLevel=DEBUG): "message received" is a DEBUG line (issue 29), and what the
+        # verbose level writes must keep the payload out as well.
+        hub_logger = logging.getLogger("hub")
+        level = hub_logger.level
+        hub_logger.setLevel(logging.DEBUG)
         secret_cpf = "123.456.789-09"
         try:
             answer = ingest_api(
                 receive(tenancy, body(tenancy, payload={"po_number": "PO-9", "cpf": secret_cpf}))
             )
         finally:
+            hub_logger.setLevel(level)
             for handler, stream in zip(handlers, previous, strict=True):
                 handler.setStream(stream)
 
         logs = [json.loads(line) for line in sink.getvalue().splitlines()]
         received = [entry for entry in logs if entry["message"] == "message received"]
+        assert received[0]["level"] == "DEBUG"
         assert received[0]["message_id"] == answer.body["message_id"]
         assert received[0]["tenant_id"] == "t1"
         assert received[0]["correlation_id"]

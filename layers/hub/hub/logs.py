@@ -60,15 +60,27 @@ REPEATED_CONTEXT = frozenset(
 )
 
 
+#: Python's level names that Lambda's log-level filter does not use: it reads a JSON line's `level`
+#: as TRACE, DEBUG, INFO, WARN, ERROR or FATAL and takes anything else for INFO, so a "WARNING"
+#: line would be dropped under ApplicationLogLevel WARN (template.yaml, LoggingConfig).
+LAMBDA_LEVEL_NAMES = {"WARNING": "WARN", "CRITICAL": "FATAL"}
+
+
 class SlimFormatter(LambdaPowertoolsFormatter):
-    """Powertools' JSON lines without REPEATED_CONTEXT."""
+    """Powertools' JSON lines without REPEATED_CONTEXT, levels in Lambda's names."""
 
     def serialize(self, log: dict[str, Any]) -> str:  # type: ignore[override]
-        return super().serialize({key: value for key, value in log.items() if key not in REPEATED_CONTEXT})
+        slim = {key: value for key, value in log.items() if key not in REPEATED_CONTEXT}
+        level = slim.get("level")
+        if isinstance(level, str) and level in LAMBDA_LEVEL_NAMES:
+            slim["level"] = LAMBDA_LEVEL_NAMES[level]
+        return super().serialize(slim)
 
 
 def new_logger(stream: IO[str] | None = None) -> Logger:
-    """A handler's Powertools logger, writing slim lines (SlimFormatter) to stdout (or `stream`)."""
+    """A handler's Powertools logger, writing slim lines (SlimFormatter) to stdout (or `stream`).
+    Its level is Lambda's application log level (AWS_LAMBDA_LOG_LEVEL, set from the template's
+    LoggingConfig, here and on the local stack), INFO without one: Powertools' own order."""
     return Logger(logger_formatter=SlimFormatter(), stream=stream)
 
 

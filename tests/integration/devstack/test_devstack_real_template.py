@@ -71,7 +71,6 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
     assert spec.environment["HUB_TABLE_NAME"] == stack.resources["HubTable"]
     assert spec.environment["HUB_PIPELINE_QUEUE_URL"] == stack.resources["PipelineQueue"]
     assert spec.environment["HUB_MAX_BODY_BYTES"] == "262144"
-    assert spec.environment["POWERTOOLS_LOG_LEVEL"] == "INFO"
     assert spec.timeout_seconds == 10
     assert spec.memory_mb == 512
     assert spec.layer_dirs[0] == str(ROOT / "layers" / "hub")
@@ -85,6 +84,21 @@ def test_schedule_group_and_function_wiring_come_from_the_template(stack: LocalS
     }
     assert {route.function for route in stack.model.routes} == {"IngestApiFunction"}
     assert stack.outputs["HubTableName"] == stack.resources["HubTable"]
+
+
+def test_every_function_gets_the_logging_environment_of_the_template_logging_config(
+    stack: LocalStack,
+) -> None:
+    # Given the template's one description of logging (Globals LoggingConfig, LogLevel parameter)
+    template = load_template(TEMPLATE)
+    config = template["Globals"]["Function"]["LoggingConfig"]
+    assert config["ApplicationLogLevel"] == {"Ref": "LogLevel"}
+    level = template["Parameters"]["LogLevel"]["Default"]
+    # Then each function runs with what Lambda sets from it, and no second level beside it
+    for logical_id, spec in stack.model.specs.items():
+        assert spec.environment["AWS_LAMBDA_LOG_FORMAT"] == config["LogFormat"] == "JSON", logical_id
+        assert spec.environment["AWS_LAMBDA_LOG_LEVEL"] == level, logical_id
+        assert "POWERTOOLS_LOG_LEVEL" not in spec.environment, logical_id
 
 
 def test_parameter_overrides_are_validated() -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from devstack.functions import needs_implicit_http_api
+from devstack.functions import logging_environment, needs_implicit_http_api
 
 
 def template(*events: dict[str, Any]) -> dict[str, Any]:
@@ -42,3 +42,23 @@ def test_implicit_http_api_only_for_an_http_api_event_without_api_id(
     events: list[dict[str, Any]], implicit: bool
 ) -> None:
     assert needs_implicit_http_api(template(*events)) is implicit
+
+
+@pytest.mark.parametrize(
+    ("logging_config", "environment"),
+    [
+        (
+            {"LogFormat": "JSON", "ApplicationLogLevel": "DEBUG", "SystemLogLevel": "WARN", "LogGroup": "g"},
+            {"AWS_LAMBDA_LOG_FORMAT": "JSON", "AWS_LAMBDA_LOG_LEVEL": "DEBUG"},
+        ),
+        ({"LogFormat": "JSON"}, {"AWS_LAMBDA_LOG_FORMAT": "JSON"}),
+        ({"LogFormat": "Text", "LogGroup": "g"}, {"AWS_LAMBDA_LOG_FORMAT": "Text"}),
+        ({"LogGroup": "g"}, {}),
+        ({}, {}),
+    ],
+)
+def test_the_logging_environment_is_what_lambda_sets_from_the_logging_config(
+    logging_config: dict[str, Any], environment: dict[str, str]
+) -> None:
+    # A level only with the JSON format: Lambda refuses levels with Text.
+    assert logging_environment(logging_config) == environment

@@ -278,7 +278,8 @@ class Ingestor:
                 return ReceiveOutcome(record)
             return self._deduplicated(winner, DedupKind.RACE_WINNER)
         self._received(integration, now)
-        logger.info(
+        # DEBUG: a message's INFO line is its outcome, written once by the worker (issue 29).
+        logger.debug(
             "message received",
             extra={
                 "message_id": record.message_id,

@@ -365,8 +365,15 @@ class Steps:
             return StepReport(StepOutcome.DROPPED, "lease_lost")
         self._metrics.count("StepSucceeded", step="deliver")
         self._metrics.duration_ms("StepDuration", entry["duration_ms"], step="deliver")
+        # The message's one INFO line on the happy path (issue 29): its outcome, ids and duration.
         logger.info(
-            "delivered", extra={**log_ids(step), "step": "deliver", "dest_status": outcome.dest_status}
+            "delivered",
+            extra={
+                **log_ids(step),
+                "step": "deliver",
+                "dest_status": outcome.dest_status,
+                "duration_ms": entry["duration_ms"],
+            },
         )
         return StepReport(StepOutcome.DONE, "sent")
 

@@ -208,7 +208,8 @@ class PipelineWorker:
             return StepReport(StepOutcome.DONE, "hold_resumed")
         if refusal.reason is Refused.DUPLICATE_STEP:
             self._metrics.count("DuplicateStepsDropped")
-        logger.info("step dropped", extra={**ids, "reason": refusal.reason.value})
+        # A redelivered copy or one of an ended execution (SQS delivers at least once): no outcome.
+        logger.debug("step dropped", extra={**ids, "reason": refusal.reason.value})
         return StepReport(StepOutcome.DROPPED, refusal.reason.value)
 
     def _orphan(self, step: StepMessage, sent_at: datetime, now: datetime) -> StepReport:
@@ -248,7 +249,7 @@ class PipelineWorker:
         self._queue.publish(
             step.rescheduled(new_id("pub"), lock_wait=step.lock_wait + 1), delay_seconds=delay
         )
-        logger.info("entity busy: step rescheduled", extra={**ids, "delay_seconds": delay})
+        logger.debug("entity busy: step rescheduled", extra={**ids, "delay_seconds": delay})
         return StepReport(StepOutcome.RESCHEDULED, "entity_busy")
 
 
