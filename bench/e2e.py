@@ -37,7 +37,13 @@ Per variant, per delivered message, priced at bench/aws_prices.toml:
   own lines as the function's LoggingConfig leaves them (``platform_log_bytes``): with the
   template's JSON format and SystemLogLevel WARN none for a successful invocation, ~650 bytes for
   a failed one (with the text format ~260 bytes of START/END/REPORT per invocation);
-- API Gateway (HTTP API requests) and EventBridge Scheduler (invocations: fired retry schedules).
+- API Gateway (HTTP API requests) and EventBridge Scheduler (invocations: fired retry schedules);
+- DynamoDB storage (issue 29): after each window, the items its messages left (every item type,
+  found by the message ids they name) are read back with a Scan and priced as stored: each at its
+  size + 100 bytes, each global secondary index entry at the base key + index keys + projected
+  attributes + 100 bytes, kept MESSAGE_RETENTION_DAYS (payloads PAYLOAD_RETENTION_DAYS, TTL items
+  until their `expires_at`), at the price per GB-month; point-in-time recovery on the table's
+  share (no index entries) as `DynamoDB PITR`.
 
 Search (issue 28): every variant reports its index writes per message by index (GSI3 is the
 search's: one per message); then ``SEARCH_N`` more messages of the keyed type, each with an
@@ -59,6 +65,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -66,7 +73,7 @@ import time
 import tomllib
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -80,7 +87,7 @@ from bench.common import median, merge_results, now_iso, payload_bytes, percenti
 if TYPE_CHECKING:
     import httpx
 
-    from devstack.request_counter import OperationStats, RequestKey
+    from devstack.request_counter import IndexSpec, OperationStats, RequestKey
     from devstack.stack import LocalStack
 
 PRICES = Path(__file__).with_name("aws_prices.toml")
@@ -97,6 +104,8 @@ ORDERS_INTEGRATION = "int_bench_orders"
 RETRY_INTEGRATION = "int_bench_retry"
 SERVICES = (
     "DynamoDB",
+    "DynamoDB storage",
+    "DynamoDB PITR",
     "SQS",
     "Lambda",
     "API Gateway",
@@ -368,6 +377,8 @@ class Result:
     post_statuses: Counter[int]
     #: Events the outbox publisher reported publishing in the window (its EMF metric).
     outbox_events: float = 0.0
+    #: What the window's messages left in the table, as DynamoDB bills its storage.
+    stored: list[Stored] = field(default_factory=list)
 
 
 @dataclass
@@ -407,6 +418,7 @@ class Bench:
         # Read after the snapshot: these GETs are not part of the cost of a message.
         message_ids = [p.message_id for p in posted if p.message_id]
         views = _statuses(self.api, message_ids, self.concurrency, 5 if complete else 1)
+        stored = read_back(self.stack, set(message_ids))
         sent_at = {
             message_id: datetime.fromisoformat(view["updated_at"]).timestamp()
             for message_id, view in views.items()
@@ -430,6 +442,7 @@ class Bench:
             memory_mb={logical_id: spec.memory_mb for logical_id, spec in self.stack.model.specs.items()},
             post_statuses=Counter(p.status for p in posted),
             outbox_events=outbox_events,
+            stored=stored,
         )
 
 
@@ -644,6 +657,150 @@ def report_search(search: Mapping[str, Any], variants: Mapping[str, Mapping[str,
     return lines
 
 
+# --- DynamoDB storage (issue 29) -----------------------------------------------------------------
+
+#: How long the table keeps what a message leaves: the message item and its satellites (its
+#: correlation pointer, business-key item, index entries) `MESSAGE_RETENTION_DAYS`; its payload
+#: (an item of its own, or the `payload` attribute of the message item) `PAYLOAD_RETENTION_DAYS`;
+#: an item with a TTL (`expires_at`: the ingest claims, the outbox's event items) until it. They
+#: mirror the template's defaults for message and payload retention (issue 29).
+MESSAGE_RETENTION_DAYS = 30
+PAYLOAD_RETENTION_DAYS = 7
+PAYLOAD_ITEM = "payload"
+#: The share of a message item that is its inline payload, reported apart (kept as a payload).
+INLINE_PAYLOAD = "payload (inline)"
+_MESSAGE_ID = re.compile(r"msg_[0-9a-z]{26}")
+_DAY_S = 86_400
+
+
+@dataclass(frozen=True)
+class Stored:
+    """One thing a message left in the table, as DynamoDB bills its storage: `kind` is the
+    item's `item_type` (INLINE_PAYLOAD for an inline payload's share of a message item, or
+    ``<index> entry``), `billed_bytes` its size plus the per-item overhead, `days` how long it
+    is kept; `index`: an entry of a global secondary index (not in the table's backups)."""
+
+    kind: str
+    billed_bytes: int
+    days: float
+    index: bool = False
+
+
+def stored_items(
+    items: Iterable[Mapping[str, Any]],
+    message_ids: set[str],
+    specs: Sequence[IndexSpec],
+    *,
+    read_at: float,
+    overhead: int,
+) -> list[Stored]:
+    """What the items (DynamoDB JSON, as a Scan returns them) of `message_ids` cost to keep:
+    every item that names one of them (its key, or its `message_id` attribute), each at its size
+    + `overhead` bytes, and each index entry of it at the base table's key + the index keys + the
+    projected attributes + `overhead` ("DynamoDB item sizes and formats"; "Storage considerations
+    for Global Secondary Indexes"), kept as long as its item. `read_at` (epoch s): when the items
+    were read, from which an item's TTL (`expires_at`) counts."""
+    from devstack.request_counter import item_size  # noqa: PLC0415
+
+    found: list[Stored] = []
+    for item in items:
+        if not _of_messages(item, message_ids):
+            continue
+        kind = str(item.get("item_type", {}).get("S", "untyped"))
+        days = _kept_days(kind, item, read_at)
+        size = item_size(item)
+        if kind == "message" and "payload" in item:
+            inline = item_size({"payload": item["payload"]})
+            found.append(Stored(INLINE_PAYLOAD, inline, PAYLOAD_RETENTION_DAYS))
+            size -= inline
+        found.append(Stored(kind, size + overhead, days))
+        found += [
+            Stored(f"{spec.name} entry", spec.projected_size(item) + overhead, days, index=True)
+            for spec in specs
+            if spec.indexes(item)
+        ]
+    return found
+
+
+def _of_messages(item: Mapping[str, Any], message_ids: set[str]) -> bool:
+    named = {str(item.get("message_id", {}).get("S", ""))}
+    for key in ("PK", "SK"):
+        named.update(_MESSAGE_ID.findall(str(item.get(key, {}).get("S", ""))))
+    return not named.isdisjoint(message_ids)
+
+
+def _kept_days(kind: str, item: Mapping[str, Any], read_at: float) -> float:
+    if "expires_at" in item:
+        return max(0.0, (float(item["expires_at"]["N"]) - read_at) / _DAY_S)
+    return PAYLOAD_RETENTION_DAYS if kind == PAYLOAD_ITEM else MESSAGE_RETENTION_DAYS
+
+
+def read_back(stack: LocalStack, message_ids: set[str]) -> list[Stored]:
+    """The items `message_ids` left in the hub table, read back with a Scan after the counted
+    window (not a cost of the messages) and priced as stored (`stored_items`)."""
+    from devstack.request_counter import index_specs  # noqa: PLC0415
+
+    dynamodb = stack.client("dynamodb")
+    table = stack.resources["HubTable"]
+    specs = index_specs(dynamodb.describe_table(TableName=table)["Table"])
+    read_at = time.time()
+    items = [
+        item
+        for page in dynamodb.get_paginator("scan").paginate(TableName=table)
+        for item in page.get("Items", [])
+    ]
+    overhead = int(load_prices()["dynamodb"]["storage_item_overhead_bytes"])
+    return stored_items(items, message_ids, specs, read_at=read_at, overhead=overhead)
+
+
+@dataclass(frozen=True)
+class StorageShare:
+    """One kind of stored thing, per delivered message: billed bytes, and bytes x days kept."""
+
+    bytes: float
+    byte_days: float
+    index: bool = False
+
+    @property
+    def days(self) -> float:
+        return self.byte_days / self.bytes if self.bytes else 0.0
+
+
+def storage_per_message(stored: Iterable[Stored], count: int) -> dict[str, StorageShare]:
+    """`stored` by kind, per message of `count`."""
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    indexes: set[str] = set()
+    for thing in stored:
+        totals[thing.kind][0] += thing.billed_bytes
+        totals[thing.kind][1] += thing.billed_bytes * thing.days
+        if thing.index:
+            indexes.add(thing.kind)
+    return {
+        kind: StorageShare(b / count, bd / count, kind in indexes) for kind, (b, bd) in sorted(totals.items())
+    }
+
+
+def storage_cost_per_million(
+    shares: Mapping[str, StorageShare], prices: Mapping[str, Any]
+) -> tuple[float, float]:
+    """USD per million messages for keeping what each leaves, and for its point-in-time
+    recovery (billed on the table's size, not its global secondary indexes'): GB-months per
+    message (bytes x days kept, a month being `hours_per_month` hours) x the price per GB-month.
+    A steady flow keeps that many GB-months per message in the table, whatever the rate."""
+    dynamodb = prices["dynamodb"]
+    days_per_month = dynamodb["storage_hours_per_month"] / 24
+
+    def usd(byte_days: float, per_gb_month: float) -> float:
+        return byte_days / days_per_month / dynamodb["storage_bytes_per_gb"] * per_gb_month * 1_000_000
+
+    table = sum(share.byte_days for share in shares.values() if not share.index)
+    everything = sum(share.byte_days for share in shares.values())
+    return (
+        usd(everything, dynamodb["storage_gb_month"]),
+        usd(table, dynamodb["pitr_gb_month"]),
+    )
+
+
 # --- the cost model ------------------------------------------------------------------------------
 
 
@@ -681,6 +838,7 @@ class PerMessage:
     idle_receives: int
     emulation: dict[str, int]  # requests with no AWS equivalent: scheduler emulation, stream reads
     latency_defaulted: set[str]  # operations priced with the default latency
+    storage: dict[str, StorageShare] = field(default_factory=dict)  # by kind of stored thing
 
     @property
     def invocations(self) -> float:
@@ -787,6 +945,7 @@ def per_message(result: Result, prices: Mapping[str, Any]) -> PerMessage:
         idle_receives=idle,
         emulation=emulation,
         latency_defaulted=defaulted,
+        storage=storage_per_message(result.stored, count),
     )
 
 
@@ -825,14 +984,18 @@ def cost_per_million(
     unit: PerMessage, prices: Mapping[str, Any], gb_seconds: float | None = None, *, tracing: bool = False
 ) -> dict[str, float]:
     """USD per million delivered messages, by service (Lambda compute at the modeled duration
-    unless ``gb_seconds`` is given; X-Ray when ``tracing``: a trace per invocation)."""
+    unless ``gb_seconds`` is given; X-Ray when ``tracing``: a trace per invocation; DynamoDB's
+    requests, and apart the storage of what each message leaves and its backups)."""
     million = 1_000_000
     logs = prices["cloudwatch_logs"]
     compute = unit.gb_seconds if gb_seconds is None else gb_seconds
+    storage, pitr = storage_cost_per_million(unit.storage, prices)
     return {
         "X-Ray": unit.invocations * prices["xray"]["trace_recorded_per_million"] if tracing else 0.0,
         "DynamoDB": unit.read_units * prices["dynamodb"]["read_request_unit_per_million"]
         + unit.write_units * prices["dynamodb"]["write_request_unit_per_million"],
+        "DynamoDB storage": storage,
+        "DynamoDB PITR": pitr,
         "SQS": unit.sqs_requests * prices["sqs"]["standard_request_per_million"],
         "Lambda": unit.invocations * prices["lambda"]["request_per_million"]
         + compute * million * prices["lambda"]["arm64_gb_second"],
@@ -907,6 +1070,10 @@ def variant_json(result: Result, prices: Mapping[str, Any]) -> dict[str, Any]:
         "wru_per_message": unit.write_units,
         "rru_per_message": unit.read_units,
         "gsi_wru_per_message": unit.index_write_units,
+        # What each message leaves in the table (issue 29), billed bytes (+100 each) by kind,
+        # and how long each kind is kept (days; TTL items by their own TTL).
+        "storage_bytes_per_message": {kind: share.bytes for kind, share in unit.storage.items()},
+        "storage_days": {kind: share.days for kind, share in unit.storage.items()},
         "index_writes_per_message": unit.index_writes,
         "units_per_message_by_caller": {
             c: {"rru": r, "wru": w} for c, (r, w) in unit.units_by_caller.items()
@@ -984,6 +1151,7 @@ def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, A
             f" {c['gb_ms_per_message_raw_local']:.1f} GB-ms raw,"
             f" {c['gb_ms_per_message_modeled']:.1f} GB-ms modeled"
         )
+    lines.append(storage_line(summary))
     logs = ", ".join(f"{f} {b:.0f} B" for f, b in summary["cloudwatch_logs_bytes_per_message"].items())
     lines.append(
         f"  CloudWatch Logs per message: {logs} (each incl. Lambda's own lines as its LoggingConfig"
@@ -1014,6 +1182,17 @@ def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, A
             f" {', '.join(summary['latency_defaulted_operations'])})"
         )
     return lines
+
+
+def storage_line(summary: Mapping[str, Any]) -> str:
+    sizes, days = summary.get("storage_bytes_per_message") or {}, summary.get("storage_days") or {}
+    breakdown = summary["cost_per_million_usd"]["breakdown"]
+    kept = ", ".join(f"{kind} {sizes[kind]:.0f} B x {days.get(kind, 0):.0f} d" for kind in sizes)
+    storage, pitr = breakdown.get("DynamoDB storage", 0.0), breakdown.get("DynamoDB PITR", 0.0)
+    return (
+        f"  DynamoDB storage per message: {sum(sizes.values()):.0f} B ({kept or 'nothing read back'};"
+        f" each item and index entry +100 B): US${storage:.3f} per million, PITR US${pitr:.3f}"
+    )
 
 
 def main() -> int:

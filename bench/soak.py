@@ -611,9 +611,9 @@ def _log_problem(item: Mapping[str, Any], events: list[dict[str, Any]]) -> str |
         if entry.get("status") == "held" and stamps and stamps[-1] == entry["to"]:
             continue
         stamps.append(str(entry["to"]))
-    if len(log) < MAX_LOG_ENTRIES:  # the whole history is on the item
+    if len(log) < MAX_LOG_ENTRIES and not item.get("log_trimmed"):  # the whole history is on the item
         matches = moves in (stamps, ["received", *stamps])
-    else:  # its oldest entries dropped off: the newest moves must match
+    else:  # its oldest entries dropped off (the bound, or the item's write unit): the newest must match
         matches = bool(stamps) and moves[-len(stamps) :] == stamps
     if matches:
         return None

@@ -8,8 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from hub.adapters.dynamo.table import epoch
+from hub.adapters.dynamo.table import WRITE_UNIT_BYTES, epoch, item_size
 from hub.domain.ids import new_id
+from hub.domain.message import MAX_LOG_ENTRIES
 from hub.domain.status import PipelineStatus
 from hub.errors import TransitionNotAllowed
 from hub.pipeline.ports import EntityHold, LeaseLost, Outcome, Refusal, Refused, Taken
@@ -119,17 +120,23 @@ class TestTakeAndFinish:
 
         assert backend.item(record.message_id) == before
 
-    def test_the_log_keeps_the_last_twenty_entries(self, backend: Backend) -> None:
+    def test_the_log_keeps_the_last_entries_that_fit_one_write_unit(self, backend: Backend) -> None:
+        """At most MAX_LOG_ENTRIES, and fewer when the item would pass the write unit it could
+        stay within (25 entries do not fit 1 KB): the newest kept, the item marked."""
         record = created(backend)
         first = backend.executions.finish(taken(backend, record), retry_pending(), NOW)
         held = backend.executions.take(step_of(first, step="deliver"), "run-2", NOW, LEASE)
         assert isinstance(held, Taken)
 
-        backend.executions.finish(held, sent(entries=25), NOW)
+        done = backend.executions.finish(held, sent(entries=25), NOW)
 
         log = backend.messages.message_log(record.message_id)
-        assert len(log) == 20
-        assert [e["n"] for e in log] == list(range(5, 25))
+        assert 1 < len(log) < MAX_LOG_ENTRIES
+        assert [e["n"] for e in log] == list(range(25 - len(log), 25))
+        stored = backend.item(record.message_id)
+        assert stored is not None
+        assert item_size(stored) <= WRITE_UNIT_BYTES
+        assert done.log_trimmed is True
 
 
 class TestRefusals:

@@ -67,7 +67,7 @@ class FakeExecutions:
         change.add("step_seq")
         if outcome.closes:
             change.set(completed_at=format_ts(now))
-        change.append_log(taken.log, outcome.log, now, stamp)
+        change.append_log(taken.log, outcome.log, now, stamp, fitted=True)
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:

@@ -27,8 +27,8 @@ from typing import Any
 
 # The item's stored form (timestamps, epoch seconds, billed size) is the adapter's own codec:
 # the fakes share it and implement only the conditions and updates independently.
-from hub.adapters.dynamo.messages import with_stamp
-from hub.adapters.dynamo.table import format_ts
+from hub.adapters.dynamo.messages import LOG_TRIMMED, fitted_log, with_stamp
+from hub.adapters.dynamo.table import format_ts, item_size
 from hub.errors import StorageUnavailable
 
 Key = tuple[str, str]
@@ -85,6 +85,8 @@ class Change:
     defaults: dict[str, Any] = field(default_factory=dict)
     #: SET name = if_not_exists(source, value), `source` as it was before the update
     copies: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    #: The log append is fitted to the item's write units (the finishing update's budget).
+    fitted: bool = False
 
     def set(self, **fields: Any) -> Change:
         """SET each field; None REMOVEs it instead (as the adapter's Update does: setting and
@@ -122,10 +124,15 @@ class Change:
         entries: Sequence[Mapping[str, Any]],
         now: datetime,
         stamp: Mapping[str, Any] | None = None,
+        *,
+        fitted: bool = False,
     ) -> Change:
         """Adds `entries` stamped `at` (their own, else `now`), a status move's `stamp` on the
         last (as the adapter's append_log); `read` is the log as the caller last read it: when
-        the two overflow the bound, the trimmed list is written whole (as the adapter does)."""
+        the two overflow the bound, the trimmed list is written whole (as the adapter does).
+        `fitted`: entries are shed to keep the item within its write units, by the adapter's
+        own rule (hub.adapters.dynamo.messages.fitted_log)."""
+        self.fitted = fitted
         stamped = [
             {
                 "at": format_ts(now),
@@ -160,6 +167,7 @@ class Change:
         return all(condition(item) for condition in self.conditions)
 
     def apply(self, item: Item) -> None:
+        before = item_size(item)
         # Every operand reads the item as it was before the update (as DynamoDB evaluates it).
         copied = {name: item.get(source, default) for name, (source, default) in self.copies.items()}
         item.update(copy.deepcopy(copied))
@@ -176,6 +184,13 @@ class Change:
                 item[name] = int(item.get(name, 0)) + amount
         if self.log is not None:
             read, stamped = self.log
+            if self.fitted:
+                rest = {k: v for k, v in item.items() if k != "log"}
+                log, cut = fitted_log(rest, read, stamped, before=before)
+                if cut:
+                    item["log"] = copy.deepcopy(log)
+                    item[LOG_TRIMMED] = True
+                    return
             if len(read) + len(stamped) > MAX_LOG_ENTRIES:
                 item["log"] = copy.deepcopy([*read, *stamped][-MAX_LOG_ENTRIES:])
             else:

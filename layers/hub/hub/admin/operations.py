@@ -447,7 +447,7 @@ class Operations:
         # and callbacks (hub.admin.timeline), from what was read above: no extra request.
         request = request_summary(record, integration.destination if integration else None)
         view["timeline"] = timeline(record, log, callbacks, request)
-        view["timeline_complete"] = timeline_complete(log, MAX_LOG_ENTRIES)
+        view["timeline_complete"] = timeline_complete(log, MAX_LOG_ENTRIES, trimmed=record.log_trimmed)
         view["uncertain_meaning"] = UNCERTAIN_MEANING if record.uncertain else None
         return view
 

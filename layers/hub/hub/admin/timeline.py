@@ -10,8 +10,9 @@ STATUS_EVENTS[to], as the outbox publisher derives it from the item's stream rec
 that advanced `delivery_status` also leave as `message.delivery_status_changed` events; their
 version is not stored, so they show as the callbacks they are.
 
-The log keeps the last entries only (hub.adapters.dynamo.messages.MAX_LOG_ENTRIES): an older
-message's first steps may have dropped off, and the view says so (`timeline_complete`).
+The log keeps the last entries only (hub.adapters.dynamo.messages.MAX_LOG_ENTRIES), and fewer
+when the item would otherwise pass its write unit (hub.adapters.dynamo.messages.fitted_log): an
+older message's first steps may have dropped off, and the view says so (`timeline_complete`).
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ def timeline(
     ]
 
 
-def complete(log: Sequence[Mapping[str, Any]], kept: int) -> bool:
-    """Whether the log can still hold the message's first entries (fewer than `kept`)."""
-    return len(log) < kept
+def complete(log: Sequence[Mapping[str, Any]], kept: int, *, trimmed: bool = False) -> bool:
+    """Whether the log can still hold the message's first entries (fewer than `kept`, and none
+    shed to keep the item within its write unit: `trimmed`, MessageRecord.log_trimmed)."""
+    return not trimmed and len(log) < kept
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

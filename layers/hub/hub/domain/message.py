@@ -89,6 +89,9 @@ class MessageRecord(BaseModel):
     #: The bulk jobs (issue 28) that reprocessed or cancelled the message: a page of one of
     #: them run again finds it and does not act twice (whatever other jobs did meanwhile).
     bulk_jobs: frozenset[str] = frozenset()
+    #: Log entries went to keep the item within its write unit (not only the oldest beyond
+    #: MAX_LOG_ENTRIES): the log no longer holds the message's whole history.
+    log_trimmed: bool = False
 
     # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
     #: Bumped by every change of the item, exactly once per change (an event id later).

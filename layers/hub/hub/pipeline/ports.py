@@ -58,6 +58,10 @@ class Taken:
     #: The take overrode an expired lease: an earlier run died mid-step (a crash, Lambda's
     #: timeout) and may have called the destination before it did - an uncertain outcome.
     interrupted: bool = False
+    #: The stored item as the take left it, in the store's own shape: what the finishing update
+    #: sizes itself against (a write is billed per KB of the larger of the item before and
+    #: after). Empty when the store does not say.
+    stored: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from hub.adapters.dynamo.messages import (
     status_update,
     trimmed,
 )
-from hub.adapters.dynamo.table import ConditionFailed, Table, Update, epoch, format_ts
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update, epoch, format_ts, item_size
 from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
 from hub.pipeline.ports import EntityHold, LeaseLost, Outcome, Refusal, Refused, Taken
@@ -70,6 +70,7 @@ class DynamoExecutions:
             inline_payload=item.get("payload"),
             log=tuple(item.get("log", ())),
             interrupted=bool(item.get(TAKEN_FROM)),
+            stored=item,
         )
 
     def finish(self, taken: Taken, outcome: Outcome, now: datetime) -> MessageRecord:
@@ -85,7 +86,10 @@ class DynamoExecutions:
         update.add("step_seq")
         if outcome.closes:
             update.set(completed_at=format_ts(now))
-        append_log(update, taken.log, outcome.log, now, stamp)
+        # The item as this update leaves it, its log aside: the log is fitted to the write units
+        # the update is billed (hub.adapters.dynamo.messages.fitted_log).
+        rest = {k: v for k, v in update.applied(taken.stored).items() if k != "log"} if taken.stored else None
+        append_log(update, taken.log, outcome.log, now, stamp, rest=rest, before=item_size(taken.stored))
         try:
             return record_from(self._table.update(keys.message_key(record.message_id), update))
         except ConditionFailed as failed:

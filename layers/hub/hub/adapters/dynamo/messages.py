@@ -44,8 +44,14 @@ from hub.ports import Claim, IngestLookup, NewMessage
 
 logger = logging.getLogger(__name__)
 
-#: Room left in the item's first write unit for the log entries of the happy path.
-INLINE_LOG_ROOM = 160
+#: Room an inline payload leaves in the item's first write unit for what the happy path's
+#: finishing update must add: `completed_at`, `dest_status`, its last log entry (the `sent` one,
+#: with its status stamp) and, when its process entry is shed to stay within the unit
+#: (fitted_log), the LOG_TRIMMED mark - about 166 bytes; the take's lease (~100) fits in it too.
+INLINE_LOG_ROOM = 176
+#: Set on a message item whose log lost entries to its write-unit budget (fitted_log), not only
+#: to the MAX_LOG_ENTRIES bound: its timeline is incomplete whatever the log's length.
+LOG_TRIMMED = "log_trimmed"
 #: What a transition may change besides the status; identity and keys never change.
 CHANGEABLE_FIELDS = frozenset(
     {
@@ -78,7 +84,7 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
         mode="python",
         exclude={"lease_owner", "lease_until", "completed_at", "fingerprint", "payload_sha256"},
     )
-    for name in ("uncertain", "retry_count", "entity_key", "bulk_jobs"):
+    for name in ("uncertain", "retry_count", "entity_key", "bulk_jobs", LOG_TRIMMED):
         if not data.get(name):
             data.pop(name, None)
     for name, value in data.items():
@@ -116,8 +122,9 @@ def _correlation_pointer(record: MessageRecord, correlation_id: str) -> dict[str
 
 
 def fits_inline(item: Mapping[str, Any], payload_text: str) -> bool:
-    """The payload is kept on the message item when the whole item, with room for the happy
-    path's log entries, still fits one write unit: every update of the item pays for its size."""
+    """The payload is kept on the message item when the whole item, with room for what the
+    happy path's finish adds (INLINE_LOG_ROOM), still fits one write unit: every update of the
+    item pays for its size."""
     size = item_size(item) + len("payload") + len(payload_text.encode()) + INLINE_LOG_ROOM
     return size <= WRITE_UNIT_BYTES
 
@@ -177,16 +184,52 @@ def status_update(
     return status_stamp(record, target)
 
 
+def fitted_log(
+    rest: Mapping[str, Any],
+    kept: Sequence[Mapping[str, Any]],
+    new: Sequence[Mapping[str, Any]],
+    *,
+    before: int = 0,
+) -> tuple[list[Mapping[str, Any]], bool]:
+    """The log an update writes on an item that is `rest` besides it (every other attribute as
+    the update leaves it): the stored entries `kept` and the update's `new` ones, the last
+    MAX_LOG_ENTRIES of them, then - only where that lowers the update's bill - shed oldest
+    first: the stored entries, then the update's own but its last (which carries the status
+    move's stamp and its outcome; an earlier one of the same update, a `process` success, says
+    nothing a later attempt does not). An update is billed per started KB of the larger of the
+    item `before` it (bytes) and after it, so entries go only while the item would pass the write
+    units that neither the item before nor the item with its last entry alone exceeds: a history
+    entry is the one thing on the item worth less than a write unit; the status, its failure
+    text and the last entry never go. Returns the log and whether entries went for the budget
+    (the item is then marked LOG_TRIMMED: its timeline is no longer complete)."""
+    log = [*kept, *new][-MAX_LOG_ENTRIES:]
+    if item_size({**rest, "log": log}) <= max(before, WRITE_UNIT_BYTES):
+        return log, False
+    marked = rest if LOG_TRIMMED in rest else {**rest, LOG_TRIMMED: True}
+    floor = max(before, item_size({**marked, "log": log[-1:]}))
+    budget = max(1, -(-floor // WRITE_UNIT_BYTES)) * WRITE_UNIT_BYTES
+    cut = 0
+    while len(log) - cut > 1 and item_size({**marked, "log": log[cut:]}) > budget:
+        cut += 1
+    return log[cut:], cut > 0
+
+
 def append_log(
     update: Update,
     log: Sequence[Mapping[str, Any]],
     entries: Sequence[Mapping[str, Any]],
     now: datetime,
     stamp: Mapping[str, Any] | None = None,
+    *,
+    rest: Mapping[str, Any] | None = None,
+    before: int = 0,
 ) -> None:
     """Adds `entries` (stamped `at`: their own, else `now`; the status move's `stamp` on the
     last) to the item's bounded log in `update`. `log` is the list as stored now: when it is
-    full, the trimmed list is written whole."""
+    full, the trimmed list is written whole. With `rest` (the item as `update` leaves it, its
+    log aside) and `before` (the item's size now), the log is also fitted to the write units
+    the update is billed (fitted_log); when that sheds entries, the fitted list is written whole
+    and the item marked LOG_TRIMMED."""
     stamped = [
         {
             "at": format_ts(now),
@@ -196,6 +239,11 @@ def append_log(
     ]
     if not stamped:
         return
+    if rest is not None:
+        fitted, cut = fitted_log(rest, log, stamped, before=before)
+        if cut:
+            update.set(log=fitted, **{LOG_TRIMMED: True})
+            return
     if len(log) + len(stamped) > MAX_LOG_ENTRIES:
         update.set(log=[*log, *stamped][-MAX_LOG_ENTRIES:])
         return
@@ -334,10 +382,7 @@ class DynamoMessageRepository:
         it, unreferenced)."""
         record = new.record
         item = {**record_item(record), "active_at": epoch(now), "version": 1}
-        if (
-            item_size(item) + len(new.payload_text.encode()) + len("payload") + INLINE_LOG_ROOM
-            <= WRITE_UNIT_BYTES
-        ):
+        if fits_inline(item, new.payload_text):
             item["payload"] = new.payload_text
         else:
             item["payload_apart"] = True

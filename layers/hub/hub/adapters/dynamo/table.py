@@ -169,6 +169,20 @@ class Update:
     def condition(self) -> str | None:
         return " AND ".join(self.conditions) or None
 
+    def applied(self, item: Mapping[str, Any]) -> dict[str, Any]:
+        """`item` as this update would leave it (for its size before it is sent): the SETs, the
+        REMOVEs and the ADDs (numbers, string sets). Clauses written by hand (`set_expression`)
+        are not evaluated: their attributes keep the values they have in `item`."""
+        after = {name: value for name, value in item.items() if name not in self.removes}
+        after.update(self.sets)
+        for name, amount in self.adds.items():
+            current = after.get(name)
+            if isinstance(amount, frozenset):
+                after[name] = frozenset(current or ()) | amount
+            else:
+                after[name] = (current if isinstance(current, int) else 0) + amount
+        return after
+
 
 class Table:
     """One DynamoDB table. `what` names the storage in errors ("message storage"). A
