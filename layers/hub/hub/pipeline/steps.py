@@ -200,7 +200,7 @@ class Steps:
         record = taken.record
         text = taken.inline_payload
         if text is None:
-            text = self._executions.payload(record.message_id) or ""
+            text = self._executions.payload(record) or ""
         payload: dict[str, Any] | str = (
             json.loads(text) if record.payload_format is PayloadFormat.JSON else text
         )
