@@ -4,6 +4,7 @@ handler; a rule on the hub's EventBridge bus collects what was put there into an
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,15 @@ def publisher_filter() -> list[dict[str, Any]]:
 
 def image(record: dict[str, Any], which: str = "NewImage") -> dict[str, Any]:
     raw = record["dynamodb"].get(which) or {}
-    return {k: TypeDeserializer().deserialize(v) for k, v in raw.items()}
+    return {k: TypeDeserializer().deserialize(_binary(v)) for k, v in raw.items()}
+
+
+def _binary(value: dict[str, Any]) -> dict[str, Any]:
+    """A stream record's binary value arrives base64-encoded, as Lambda delivers it (the
+    fingerprint claim's compressed payload)."""
+    if isinstance(value.get("B"), str):
+        return {"B": base64.b64decode(value["B"])}
+    return value
 
 
 @dataclass

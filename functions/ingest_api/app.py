@@ -39,6 +39,7 @@ from hub.errors import (
     KeyServiceUnavailable,
     MalformedBody,
     MalformedXml,
+    MessagePending,
     NotFound,
     PayloadTooLarge,
     QueueUnavailable,
@@ -74,7 +75,15 @@ API_KEY: list[dict[str, list[str]]] = [{"apiKeyBearer": []}, {"apiKeyHeader": []
 #: Every route: the body limit runs before the route.
 EVERY_ROUTE = (PayloadTooLarge,)
 #: Creating a message: the answer when it was stored, 200 for a duplicate.
-STORE = (StorageUnavailable, IdempotencyKeyReused, UnknownMessageType, ServiceUnavailable, QueueUnavailable)
+STORE = (
+    StorageUnavailable,
+    MessagePending,
+    IdempotencyKeyReused,
+    UnknownMessageType,
+    ServiceUnavailable,
+    MessagePending,
+    QueueUnavailable,
+)
 #: Every route of an authenticated tenant: over its rate, 429 with Retry-After, nothing done.
 THROTTLED = (RateLimited,)
 

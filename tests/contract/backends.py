@@ -28,6 +28,7 @@ class Backend:
     config: FakeConfig | DynamoConfigRepository
     raw: Callable[[dict[str, str]], dict[str, Any] | None]
     status_index: FakeStatusIndex | DynamoStatusIndex
+    put_item: Callable[[dict[str, Any]], None]
 
     def item(self, message_id: str) -> dict[str, Any] | None:
         """The stored message item, as plain values."""
@@ -46,6 +47,7 @@ def fake_backend() -> Backend:
         config=FakeConfig(table),
         raw=lambda key: table.get((key["PK"], key["SK"])),
         status_index=FakeStatusIndex(table),
+        put_item=table.put,
     )
 
 
@@ -58,4 +60,5 @@ def dynamo_backend(table_name: str) -> Backend:
         config=DynamoConfigRepository(table_name),
         raw=table.get,
         status_index=DynamoStatusIndex(table_name),
+        put_item=table.put,
     )

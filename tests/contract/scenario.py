@@ -30,6 +30,7 @@ def new_message(
     tenant_id: str = "t1",
     execution_id: str | None = None,
     received_at: datetime = NOW,
+    payload_expires_at: datetime | None = None,
 ) -> NewMessage:
     message_id = message_id or new_id("msg")
     record = MessageRecord(
@@ -55,6 +56,7 @@ def new_message(
         request_sha256=request_sha256,
         idempotency_expires_at=expires_at,
         fingerprint_expires_at=expires_at,
+        payload_expires_at=payload_expires_at,
     )
 
 

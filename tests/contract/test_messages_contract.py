@@ -1,4 +1,4 @@
-"""The message repository (ingest `create`, reads, operator moves): the same answers from the
+"""The message repository (ingest's claims and message item, reads, operator moves): the same answers from the
 in-memory fake and from the DynamoDB adapter."""
 
 from __future__ import annotations
@@ -40,54 +40,54 @@ def claims_of(raised: pytest.ExceptionInfo[ClaimTaken]) -> list[Claim]:
 
 
 class TestCreate:
-    def test_stores_the_message_received_with_its_payload_inline(self, backend: Backend) -> None:
+    def test_stores_the_message_received_and_its_payload_on_the_fingerprint_claim(
+        self, backend: Backend
+    ) -> None:
         record = created(backend)
 
         assert record.pipeline_status is PipelineStatus.RECEIVED
         assert (record.version, record.step_seq, record.active_at) == (1, 0, epoch(NOW))
         assert record.completed_at is None
         assert backend.messages.get_payload(record.message_id) == '{"po_number":"PO-1"}'
+        assert backend.executions.payload(record) == '{"po_number":"PO-1"}'
         assert backend.messages.message_log(record.message_id) == []
         item = backend.item(record.message_id)
         assert item is not None
-        assert item["payload"] == '{"po_number":"PO-1"}'
+        assert "payload" not in item
+        assert item["fingerprint"] == record.fingerprint
         assert "GSI1PK" not in item
         # Defaults and ingest-only values are not stored.
-        assert not {"retry_count", "uncertain", "fingerprint", "payload_sha256", "lease_owner"} & set(item)
+        assert not {"retry_count", "uncertain", "payload_sha256", "lease_owner"} & set(item)
 
-    def test_a_large_payload_is_stored_apart(self, backend: Backend) -> None:
-        payload = '{"text":"' + "x" * 5000 + '"}'
-        record = created(backend, payload=payload)
-
-        held = taken(backend, record)
-
-        assert backend.messages.get_payload(record.message_id) == payload
-        assert held.inline_payload is None
-        assert backend.executions.payload(record.message_id) == payload
-        item = backend.item(record.message_id)
-        assert item is not None
-        assert item["payload_apart"] is True
-        assert "payload" not in item
-
-    def test_a_refused_large_payload_is_not_left_behind(self, backend: Backend) -> None:
-        payload = '{"text":"' + "x" * 5000 + '"}'
+    def test_the_fingerprint_claim_outlives_its_window_to_keep_the_payload(self, backend: Backend) -> None:
         fingerprint = new_id("fp")
-        created(backend, fingerprint=fingerprint, payload=payload)
-        loser = new_message(fingerprint=fingerprint, key_hash=new_id("key"), payload=payload)
+        first = new_message(fingerprint=fingerprint, payload_expires_at=NOW + 7 * DAY)
+        backend.messages.create(first, NOW)
 
-        with pytest.raises(ClaimTaken):
-            backend.messages.create(loser, LATER)
+        # After the window a new message with the same payload takes the claim over; the first
+        # still reads its payload there (the same bytes: the claim is content-addressed).
+        second = new_message(fingerprint=fingerprint, payload_expires_at=NOW + 8 * DAY)
+        backend.messages.create(second, NOW + DAY)
 
-        assert backend.executions.payload(loser.record.message_id) is None
+        assert backend.messages.get_payload(first.record.message_id) == '{"po_number":"PO-1"}'
+        assert backend.messages.get_payload(second.record.message_id) == '{"po_number":"PO-1"}'
+
+    def test_a_message_stored_before_issue_29_still_reads_its_payload(self, backend: Backend) -> None:
+        record = created(backend)
+        legacy = backend.item(record.message_id)
+        assert legacy is not None
+        backend.put_item({**legacy, "payload": '{"old":1}'})
+
+        assert backend.messages.get_payload(record.message_id) == '{"old":1}'
 
     def test_missing_reads(self, backend: Backend) -> None:
-        ghost = new_id("msg")
+        ghost = new_message()
 
-        assert backend.messages.get(ghost) is None
-        assert backend.messages.get_payload(ghost) is None
-        assert backend.messages.message_log(ghost) == []
-        assert backend.executions.payload(ghost) is None
-        assert backend.executions.live_execution(ghost, NOW) is None
+        assert backend.messages.get(ghost.record.message_id) is None
+        assert backend.messages.get_payload(ghost.record.message_id) is None
+        assert backend.messages.message_log(ghost.record.message_id) == []
+        assert backend.executions.payload(ghost.record) is None
+        assert backend.executions.live_execution(ghost.record.message_id, NOW) is None
 
     def test_a_taken_idempotency_claim_names_the_earlier_message(self, backend: Backend) -> None:
         key = new_id("key")
@@ -101,13 +101,17 @@ class TestCreate:
         assert claim == Claim(
             kind=DedupKind.IDEMPOTENCY_KEY,
             message_id=first.message_id,
-            fingerprint=f"fp-{first.message_id}",
+            fingerprint=first.fingerprint,
             request_sha256="req-A",
             claimed_at=NOW,
         )
         assert backend.messages.get(loser.record.message_id) is None
+        # The loser's fingerprint claim was released: nothing names its message.
+        assert backend.messages.claim(loser, DedupKind.FINGERPRINT, LATER) is None
 
-    def test_a_taken_fingerprint_claim_names_the_earlier_message(self, backend: Backend) -> None:
+    def test_a_taken_fingerprint_claim_names_the_earlier_message_and_the_key_claim_is_released(
+        self, backend: Backend
+    ) -> None:
         fingerprint = new_id("fp")
         first = created(backend, fingerprint=fingerprint)
         loser = new_message(fingerprint=fingerprint, key_hash=new_id("key"))
@@ -122,13 +126,36 @@ class TestCreate:
             NOW,
         )
         assert backend.messages.get(loser.record.message_id) is None
-        # The loser's idempotency claim was not written either: all or nothing.
-        assert (
-            backend.messages.lookup_for_ingest(
-                None, "t1", "int_contract", loser.idempotency_key_hash, "fp-none", now=LATER
-            ).claims
-            == ()
-        )
+        assert backend.messages.claim(loser, DedupKind.IDEMPOTENCY_KEY, LATER) is None
+
+    def test_a_claim_is_taken_over_only_while_it_is_unchanged(self, backend: Backend) -> None:
+        fingerprint = new_id("fp")
+        dead = new_message(fingerprint=fingerprint)
+        assert backend.messages.claim(dead, DedupKind.FINGERPRINT, NOW) is None  # no message follows
+        first, second = new_message(fingerprint=fingerprint), new_message(fingerprint=fingerprint)
+        held = backend.messages.claim(first, DedupKind.FINGERPRINT, LATER)
+        assert held is not None
+        assert held.message_id == dead.record.message_id
+        assert backend.messages.claim(second, DedupKind.FINGERPRINT, LATER) == held
+
+        assert backend.messages.take_over(first, DedupKind.FINGERPRINT, held, LATER) is None
+        now_held = backend.messages.take_over(second, DedupKind.FINGERPRINT, held, LATER)
+
+        assert now_held is not None
+        assert now_held.message_id == first.record.message_id
+
+    def test_release_deletes_only_a_claim_still_naming_the_message(self, backend: Backend) -> None:
+        key = new_id("key")
+        mine, other = new_message(key_hash=key), new_message(key_hash=key)
+        assert backend.messages.claim(mine, DedupKind.IDEMPOTENCY_KEY, NOW) is None
+
+        backend.messages.release(other, DedupKind.IDEMPOTENCY_KEY)  # names `mine`: kept
+        held = backend.messages.claim(other, DedupKind.IDEMPOTENCY_KEY, NOW)
+        backend.messages.release(mine, DedupKind.IDEMPOTENCY_KEY)
+
+        assert held is not None
+        assert held.message_id == mine.record.message_id
+        assert backend.messages.claim(other, DedupKind.IDEMPOTENCY_KEY, NOW) is None
 
     def test_both_claims_taken_name_the_earlier_message(self, backend: Backend) -> None:
         key, fingerprint = new_id("key"), new_id("fp")
@@ -151,27 +178,21 @@ class TestCreate:
 
         backend.messages.create(new, NOW)  # expires_at == now: expired
 
-        lookup = backend.messages.lookup_for_ingest(None, "t1", "int_contract", key, fingerprint, now=NOW)
-        assert {(c.kind, c.message_id) for c in lookup.claims} == {
-            (DedupKind.IDEMPOTENCY_KEY, new.record.message_id),
-            (DedupKind.FINGERPRINT, new.record.message_id),
-        }
-        assert lookup.api_key is None
-        assert lookup.integration is None
+        for kind in (DedupKind.IDEMPOTENCY_KEY, DedupKind.FINGERPRINT):
+            held = backend.messages.claim(new_message(key_hash=key, fingerprint=fingerprint), kind, NOW)
+            assert held is not None
+            assert held.message_id == new.record.message_id
 
-    def test_lookup_ignores_expired_claims(self, backend: Backend) -> None:
+    def test_a_claim_counts_until_its_window_ends(self, backend: Backend) -> None:
         fingerprint = new_id("fp")
         backend.messages.create(new_message(fingerprint=fingerprint, expires_at=NOW + DAY), NOW)
+        probe = new_message(fingerprint=fingerprint)
 
-        live = backend.messages.lookup_for_ingest(
-            None, "t1", "int_contract", None, fingerprint, now=NOW + DAY - timedelta(seconds=1)
-        )
-        expired = backend.messages.lookup_for_ingest(
-            None, "t1", "int_contract", None, fingerprint, now=NOW + DAY
-        )
+        live = backend.messages.claim(probe, DedupKind.FINGERPRINT, NOW + DAY - timedelta(seconds=1))
+        expired = backend.messages.claim(probe, DedupKind.FINGERPRINT, NOW + DAY)
 
-        assert len(live.claims) == 1
-        assert expired.claims == ()
+        assert live is not None
+        assert expired is None
 
     def test_concurrent_creates_have_exactly_one_winner(self, backend: Backend) -> None:
         fingerprint = new_id("fp")

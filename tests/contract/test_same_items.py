@@ -80,7 +80,7 @@ def test_a_message_through_take_finish_retry_and_operator_moves(both: tuple[Back
         assert mine == theirs, f"after step {step}"
 
 
-def test_a_large_payload_and_a_taken_over_claim(both: tuple[Backend, Backend]) -> None:
+def test_a_large_payload_on_a_taken_over_claim(both: tuple[Backend, Backend]) -> None:
     old_id, new_id_ = new_id("msg"), new_id("msg")
     fingerprint = new_id("fp")
     payload = '{"text":"' + "y" * 3000 + '"}'
@@ -106,24 +106,3 @@ def test_a_large_payload_and_a_taken_over_claim(both: tuple[Backend, Backend]) -
     assert fake == dynamo
     assert fake[2] is not None
     assert fake[2]["message_id"] == new_id_
-
-
-def test_the_payload_stays_inline_up_to_the_same_size(both: tuple[Backend, Backend]) -> None:
-    """Where a payload moves off the message item (one write unit with room for the log) is
-    the same in both: found on the fake, checked on DynamoDB at the edge."""
-    fake, dynamo = both
-
-    def inline(backend: Backend, length: int) -> bool:
-        message_id = new_id("msg")
-        payload = '{"t":"' + "z" * (length - 8) + '"}'
-        backend.messages.create(
-            new_message(message_id=message_id, execution_id="exe_s", payload=payload), NOW
-        )
-        item = backend.item(message_id)
-        assert item is not None
-        return "payload" in item
-
-    edge = next(length for length in range(200, 1024) if not inline(fake, length))
-
-    assert inline(dynamo, edge - 1)
-    assert not inline(dynamo, edge)

@@ -5,11 +5,11 @@ by tests/contract)."""
 
 from __future__ import annotations
 
-import zlib
 from datetime import UTC, datetime, timedelta
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.executions import TAKEN_FROM
+from hub.adapters.dynamo.messages import payload_from
 from hub.adapters.dynamo.table import epoch, format_ts
 from hub.domain.message import MessageRecord, StepMessage
 from hub.pipeline import rules
@@ -120,9 +120,11 @@ class FakeExecutions:
         except ConditionFailed:
             return None
 
-    def payload(self, message_id: str) -> str | None:
-        item = self.table.get(key_of(keys.payload_key(message_id)))
-        return zlib.decompress(item["payload_z"]).decode() if item else None
+    def payload(self, record: MessageRecord) -> str | None:
+        if not record.fingerprint:
+            return payload_from(self.table.get(key_of(keys.payload_key(record.message_id))))
+        claim = keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint)
+        return payload_from(self.table.get(key_of(claim)))
 
     # --- operator admission ------------------------------------------------------------------
 

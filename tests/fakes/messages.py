@@ -1,18 +1,25 @@
-"""An in-memory message repository over the fakes' shared table: ingest `create` (one
-all-or-nothing write of the message item and its claims), the reads, and the operator moves
+"""An in-memory message repository over the fakes' shared table: ingest's claims and message
+item (separate conditional writes), the reads, and the operator moves
 (`transition`, `restart`, `cancel`). The same item as `FakeExecutions` uses, with the same
 conditions and errors as `hub.adapters.dynamo.messages.DynamoMessageRepository` (the contract
 tests in tests/contract hold both to them)."""
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.messages import CHANGEABLE_FIELDS, fits_inline, record_item, status_stamp
+from hub.adapters.dynamo.messages import (
+    CHANGEABLE_FIELDS,
+    claim_item,
+    claim_key,
+    payload_from,
+    payload_location,
+    record_item,
+    status_stamp,
+)
 from hub.adapters.dynamo.messages import record_from as record_of
 from hub.adapters.dynamo.table import epoch, format_ts
 from hub.domain.idempotency import DedupKind
@@ -28,7 +35,7 @@ from hub.errors import (
     StorageUnavailable,
     TransitionNotAllowed,
 )
-from hub.ports import Claim, IngestLookup, NewMessage
+from hub.ports import Claim, NewMessage
 from tests.fakes.config import api_key_of
 from tests.fakes.table import Change, ConditionFailed, FakeTable, Item, Key, TransactionCancelled
 
@@ -110,8 +117,8 @@ def moved(record: MessageRecord, target: PipelineStatus, old: Item | None) -> Ex
 
 
 def claim_of(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim | None:
-    """A stored claim, None once expired (TTL deletes lazily, so an expired one may remain)."""
-    if int(item["expires_at"]) <= epoch(now):
+    """A stored claim, None once its window passed (TTL deletes lazily, so it may remain)."""
+    if int(item.get("dedup_until", item["expires_at"])) <= epoch(now):
         return None
     return Claim(
         kind=kind,
@@ -122,132 +129,93 @@ def claim_of(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim |
     )
 
 
+def claim_free(item: Item | None, now: datetime) -> bool:
+    return item is None or claim_of(item, DedupKind.FINGERPRINT, now) is None
+
+
 class FakeMessages:
     """`hub.ports.MessageRepository` plus the operator moves, in memory.
 
-    Test knobs: `fail_create` (raise StorageUnavailable instead of writing) and
-    `fail_create_after_commit` (write, then raise StorageUnavailable: the answer was lost)."""
+    Test knobs: `fail_create` (a claim's write raises StorageUnavailable), `fail_store` (the
+    message item's write does) and `fail_create_after_commit` (the message item is written, then
+    StorageUnavailable: the answer was lost)."""
 
     def __init__(self, table: FakeTable) -> None:
         self.table = table
         self.fail_create = False
+        self.fail_store = False
         self.fail_create_after_commit = False
 
     # --- ingest --------------------------------------------------------------------------
 
-    def lookup_for_ingest(
-        self,
-        key_hash: str | None,
-        tenant_id: str,
-        integration_id: str,
-        idempotency_key_hash: str | None,
-        fingerprint: str,
-        *,
-        now: datetime,
-    ) -> IngestLookup:
-        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(tenant_id, integration_id, fingerprint))]
-        if idempotency_key_hash is not None:
-            wanted.insert(
-                0,
-                (
-                    DedupKind.IDEMPOTENCY_KEY,
-                    keys.idempotency_claim_key(tenant_id, integration_id, idempotency_key_hash),
-                ),
-            )
-        claims = []
-        for kind, key in wanted:
-            item = self.table.get(key_of(key))
-            claim = claim_of(item, kind, now) if item is not None else None
-            if claim is not None:
-                claims.append(claim)
-        return IngestLookup(api_key=None, integration=None, claims=tuple(claims))
+    def _put_if(self, item: Item, condition: Any) -> Item | None:
+        """Writes `item` when `condition` holds of the stored one: None, else the stored item."""
+        try:
+            self.table.transact([(item, condition)])
+        except TransactionCancelled as cancelled:
+            [(_, old)] = cancelled.reasons
+            return old if old is not None else {}
+        return None
 
-    def _claim_items(self, new: NewMessage, now: datetime) -> list[tuple[DedupKind, Item]]:
-        record = new.record
-        base = {
-            "item_type": "claim",
-            "tenant_id": record.tenant_id,
-            "message_id": record.message_id,
-            "fingerprint": record.fingerprint,
-            "request_sha256": new.request_sha256,
-            "claimed_at": format_ts(now),
-        }
-        claims: list[tuple[DedupKind, Item]] = []
-        if new.idempotency_key_hash is not None:
-            claims.append(
-                (
-                    DedupKind.IDEMPOTENCY_KEY,
-                    {
-                        **keys.idempotency_claim_key(
-                            record.tenant_id, record.integration_id, new.idempotency_key_hash
-                        ),
-                        **base,
-                        "expires_at": epoch(new.idempotency_expires_at),
-                    },
-                )
-            )
-        claims.append(
-            (
-                DedupKind.FINGERPRINT,
-                {
-                    **keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint),
-                    **base,
-                    "expires_at": epoch(new.fingerprint_expires_at),
-                },
-            )
-        )
-        return claims
-
-    def create(self, new: NewMessage, now: datetime) -> None:
-        """The message item and its claims, all or nothing. Raises ClaimTaken naming the live
-        claims another message holds; an expired claim is taken over."""
+    def claim(self, new: NewMessage, kind: DedupKind, now: datetime) -> Claim | None:
         if self.fail_create:
-            raise StorageUnavailable("message storage is busy", details={"operation": "TransactWriteItems"})
+            raise StorageUnavailable("message storage is busy", details={"operation": "PutItem"})
+        for _ in range(2):
+            old = self._put_if(claim_item(new, kind, now), lambda item: claim_free(item, now))
+            if old is None:
+                return None
+            held = claim_of(old, kind, now) if old else None
+            if held is not None:
+                return held
+        raise StorageUnavailable("message storage is busy", details={"operation": "PutItem"})
+
+    def take_over(self, new: NewMessage, kind: DedupKind, held: Claim, now: datetime) -> Claim | None:
+        at = format_ts(held.claimed_at) if held.claimed_at else None
+
+        def unchanged(item: Item | None) -> bool:
+            return item is not None and item["message_id"] == held.message_id and item.get("claimed_at") == at
+
+        old = self._put_if(claim_item(new, kind, now), unchanged)
+        if old is None:
+            return None
+        return (claim_of(old, kind, now) if old else None) or self.claim(new, kind, now)
+
+    def release(self, new: NewMessage, kind: DedupKind) -> None:
+        key = key_of(claim_key(new, kind))
+        with self.table.lock:
+            stored = self.table.items.get(key)
+            if stored is not None and stored["message_id"] == new.record.message_id:
+                del self.table.items[key]
+
+    def store(self, new: NewMessage, now: datetime) -> None:
+        if self.fail_store:
+            raise StorageUnavailable("message storage is busy", details={"operation": "PutItem"})
         record = new.record
         # DynamoDB stores no null attribute (the adapter's encoder drops them).
         stored = {name: value for name, value in record_item(record).items() if value is not None}
         item = {**stored, "active_at": epoch(now), "version": 1}
-        if fits_inline(item, new.payload_text):
-            item["payload"] = new.payload_text
-        else:
-            item["payload_apart"] = True
-            self.table.put(
-                {
-                    **keys.payload_key(record.message_id),
-                    "item_type": "payload",
-                    "payload_z": zlib.compress(new.payload_text.encode(), 6),
-                }
-            )
-        claims = self._claim_items(new, now)
-        at = epoch(now)
-
-        def claim_free(old: Item | None) -> bool:
-            return old is None or int(old["expires_at"]) <= at
-
-        def absent(old: Item | None) -> bool:
-            return old is None
-
-        try:
-            self.table.transact([*((claim, claim_free) for _, claim in claims), (item, absent)])
-        except TransactionCancelled as cancelled:
-            if item.get("payload_apart"):  # as the adapter: no message will point to it
-                payload = keys.payload_key(record.message_id)
-                self.table.delete((payload["PK"], payload["SK"]))
-            taken = [
-                claim
-                for (kind, _), (code, old) in zip(claims, cancelled.reasons, strict=False)
-                if code == "ConditionalCheckFailed" and old
-                for claim in [claim_of(old, kind, now)]
-                if claim is not None
-            ]
-            if not taken:
-                raise StorageUnavailable(
-                    "message storage is busy", details={"operation": "TransactWriteItems"}
-                ) from cancelled
-            raise ClaimTaken("another message holds this claim", claims=tuple(taken)) from cancelled
+        if self._put_if(item, lambda old: old is None) is not None:
+            raise StorageUnavailable("a message with this id exists", details={"operation": "PutItem"})
         if self.fail_create_after_commit:
             self.fail_create_after_commit = False
-            raise StorageUnavailable("message storage timed out", details={"operation": "TransactWriteItems"})
+            raise StorageUnavailable("message storage timed out", details={"operation": "PutItem"})
+
+    def create(self, new: NewMessage, now: datetime) -> None:
+        kinds = [DedupKind.FINGERPRINT]
+        if new.idempotency_key_hash is not None:
+            kinds.insert(0, DedupKind.IDEMPOTENCY_KEY)
+        mine, held = [], []
+        for kind in kinds:
+            holder = self.claim(new, kind, now)
+            if holder is None:
+                mine.append(kind)
+            else:
+                held.append(holder)
+        if held:
+            for kind in mine:
+                self.release(new, kind)
+            raise ClaimTaken("another message holds this claim", claims=tuple(held))
+        self.store(new, now)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -269,8 +237,8 @@ class FakeMessages:
             return None
         if "payload" in item:
             return str(item["payload"])
-        apart = self.table.get(key_of(keys.payload_key(message_id)))
-        return zlib.decompress(apart["payload_z"]).decode() if apart else None
+        where = payload_location(item)
+        return payload_from(self.table.get(key_of(where))) if where else None
 
     def message_log(self, message_id: str) -> list[dict[str, Any]]:
         item = self.item(message_id)

@@ -69,7 +69,17 @@ class World:
             self.hub.queue,
             Settings(table_name="fake", pipeline_queue_url="fake"),
             clock=self.clock,
+            # The fake clock is the request's stopwatch too, and a pause moves it on.
+            monotonic=self.stopwatch,
+            pause=self.pause,
         )
+
+    def stopwatch(self) -> float:
+        return self.clock.now.timestamp()
+
+    def pause(self, seconds: float) -> None:
+        """The ingest's short wait, on the fake clock: no test sleeps."""
+        self.clock.advance(timedelta(seconds=seconds))
 
     def configure(
         self,

@@ -79,7 +79,7 @@ class TestCreateAndList:
         assert row["created_at"] == created.body["created_at"]
         item = stored_item(stack, raw)
         assert item["key_hash"] == hashlib.sha256(raw.encode()).hexdigest()
-        everything = json.dumps(listed.body) + json.dumps(item) + json.dumps(stack.scan())
+        everything = json.dumps(listed.body) + json.dumps(item) + json.dumps(stack.scan(), default=str)
         assert raw not in everything
         assert raw[12:] not in everything
         logs = capsys.readouterr()

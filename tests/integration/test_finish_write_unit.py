@@ -5,11 +5,12 @@ and a real HTTP destination on 127.0.0.1; sizes by DynamoDB's rules (hub.adapter
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import boto3
 
-from hub.adapters.dynamo.messages import INLINE_LOG_ROOM, DynamoMessageRepository
+from hub.adapters.dynamo.messages import DynamoMessageRepository
 from hub.adapters.dynamo.table import WRITE_UNIT_BYTES, decode, item_size
 from hub.domain.redaction import STATUS_TEXT_LIMIT
 from tests.destinations import Answer
@@ -26,40 +27,58 @@ def stored(stack: Any, message_id: str) -> dict[str, Any]:
     return decode(answer["Item"])
 
 
-def largest_inline_message(stack: Any, ingest_api: Any, tenancy: Any) -> tuple[str, dict[str, Any]]:
-    """A message (type `order`: no business key) whose payload is the largest ingest still keeps
-    on the item: the item then leaves exactly INLINE_LOG_ROOM for the finish (give or take the
-    digits of `payload_bytes`)."""
-    first = stored(stack, send(ingest_api, tenancy, {"po_number": "PO-W0", "pad": ""}, "order"))
-    room = WRITE_UNIT_BYTES - INLINE_LOG_ROOM - item_size(first)
-    for pad in range(room, room - 4, -1):
-        message_id = send(ingest_api, tenancy, {"po_number": "PO-W1", "pad": "p" * pad}, "order")
+def send_keyed(ingest_api: Any, tenancy: Any, external_id: str, key: str) -> str:
+    """A message (type `order`: no business key) with a long external id and Idempotency-Key:
+    what makes a message item large now that its payload rides on its fingerprint claim."""
+    from tests.events import http_event  # noqa: PLC0415
+
+    body = {
+        "integration_id": tenancy.integration_id,
+        "message_type": "order",
+        "payload": {"po_number": key[:3] + "-" + uuid.uuid4().hex[:8]},
+        "external_id": external_id,
+    }
+    headers: dict[str, str | None] = {"authorization": f"Bearer {tenancy.key}", "idempotency-key": key}
+    answer = ingest_api(http_event("receive_message.json", body=body, headers=headers))
+    assert answer.status == 202, answer.body
+    return str(answer.body["message_id"])
+
+
+#: What the take (its lease, ~100 bytes) and the happy path's finish (`completed_at`,
+#: `dest_status`, the `sent` entry with its stamp) add to a message item, about.
+FINISH_ROOM = 176
+
+
+def nearly_full_message(stack: Any, ingest_api: Any, tenancy: Any) -> tuple[str, dict[str, Any]]:
+    """A message whose item leaves the take's lease room in its write unit, but less than the
+    lease and the finish together add (FINISH_ROOM)."""
+    for length in range(8, 256, 4):
+        message_id = send_keyed(ingest_api, tenancy, "E" * length, f"key-{length:03d}-" + "k" * 140)
         item = stored(stack, message_id)
-        if "payload" in item:
+        if item_size(item) > WRITE_UNIT_BYTES - FINISH_ROOM:
             return message_id, item
-    raise AssertionError("no payload near the limit was kept inline")
+    raise AssertionError("no message item came near the write unit")
 
 
 class TestFinishWithinOneWriteUnit:
-    def test_a_sent_message_with_the_largest_inline_payload_stays_within_1_kb(
+    def test_a_sent_message_near_the_unit_stays_within_1_kb(
         self, stack, tenancy, ingest_api, worker, destination
     ):
-        """Given a message whose inline payload leaves the item only INLINE_LOG_ROOM, and a
+        """Given a message whose item leaves the finish less room than it needs, and a
         destination answering 200 with a 2 KB body, when the worker delivers it, then the item
-        after `sent` is within 1 KB: no text of the 2xx answer is kept (issue 27), the payload
-        stays inline, and the process entry (made redundant by the delivery) is shed rather than
-        the unit passed - the item says its log is no longer complete."""
+        after `sent` is within 1 KB: no text of the 2xx answer is kept (issue 27), and the process
+        entry (made redundant by the delivery) is shed rather than the unit passed - the item
+        says its log is no longer complete."""
         configure(stack, tenancy, destination)
-        message_id, created = largest_inline_message(stack, ingest_api, tenancy)
-        assert item_size(created) > WRITE_UNIT_BYTES - INLINE_LOG_ROOM - 4
+        message_id, created = nearly_full_message(stack, ingest_api, tenancy)
         destination.script(Answer(200, LONG_ANSWER))
 
         worker()
 
         item = stored(stack, message_id)
         assert item["pipeline_status"] == "sent"
+        assert item_size(created) <= WRITE_UNIT_BYTES
         assert item_size(item) <= WRITE_UNIT_BYTES
-        assert item["payload"] == created["payload"]
         assert "dest_status_text" not in item
         assert "accepted" not in repr(item)
         assert [(e["step"], e["status"], e.get("to")) for e in item["log"]] == [("sent", "success", "sent")]

@@ -67,6 +67,29 @@ class TestScenarioA:
         assert DynamoExecutions(stack.table).live_execution(message_id) is None
 
 
+class TestPayloadRetention:
+    def test_a_message_whose_payload_was_purged_ends_in_error_without_a_call(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        """Issue 29: the payload's retention ran out (TTL deleted the fingerprint claim that
+        carries it) before the step ran: nothing to deliver, never retried, and the views say so."""
+        configure(stack, tenancy, destination)
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-PURGED"})
+        table = boto3.resource("dynamodb").Table(stack.table)
+        [claim] = [i for i in table.scan()["Items"] if str(i["PK"]).startswith("FP#")]
+        table.delete_item(Key={"PK": claim["PK"], "SK": claim["SK"]})
+
+        worker()
+
+        final = status(stack, message_id)
+        assert final["pipeline_status"] == "error"
+        assert final["last_retry_error_class"] == "payload_purged"
+        assert destination.requests == []
+        failure = log_of(stack, message_id)[-1]
+        assert (failure["status"], failure["error_class"]) == ("failure", "payload_purged")
+        assert DynamoMessageRepository(stack.table).get_payload(message_id) is None
+
+
 class TestObservability:
     def test_maps_but_never_calls_the_destination(self, stack, tenancy, ingest_api, worker, destination):
         configure(stack, tenancy, destination, mode=IntegrationMode.OBSERVABILITY)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import boto3
+
 from hub.adapters.dynamo.messages import DynamoMessageRepository
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.redaction import MASK
@@ -27,6 +29,7 @@ def test_the_admin_view_masks_sensitive_fields_and_delivery_gets_them_intact(
     view = admin_api("GET", f"/api/admin/messages/{message_id}")
 
     assert view.status == 200
+    assert view.body["payload_purged"] is False
     assert view.body["payload"]["buyer"] == {"cpf": MASK, "email": MASK, "name": "Ana"}
     assert [entry["step"] for entry in view.body["log"]] == ["process", "sent"]
     assert CPF not in json.dumps(view.body)
@@ -34,6 +37,25 @@ def test_the_admin_view_masks_sensitive_fields_and_delivery_gets_them_intact(
     # Stored and delivered as received.
     assert json.loads(DynamoMessageRepository(stack.table).get_payload(message_id) or "") == PAYLOAD
     assert json.loads(destination.requests[0].body)["buyer"]["cpf"] == CPF
+
+
+def test_a_purged_payload_is_said_so_in_the_admin_view_and_its_metadata_stays(
+    stack, tenancy, ingest_api, worker, destination, admin_api
+):
+    configure(stack, tenancy, destination, sensitive_fields=("cpf", "email"))
+    message_id = send(ingest_api, tenancy, PAYLOAD)
+    worker()
+    table = boto3.resource("dynamodb").Table(stack.table)
+    for item in table.scan()["Items"]:  # the payload's retention ran out: TTL deleted its claim
+        if str(item["PK"]).startswith("FP#"):
+            table.delete_item(Key={"PK": item["PK"], "SK": item["SK"]})
+
+    view = admin_api("GET", f"/api/admin/messages/{message_id}")
+
+    assert view.status == 200
+    assert (view.body["payload_purged"], view.body["payload"], view.body["mapped"]) == (True, None, None)
+    assert (view.body["pipeline_status"], view.body["message_id"]) == ("sent", message_id)
+    assert [entry["step"] for entry in view.body["log"]] == ["process", "sent"]
 
 
 def test_a_destination_quoting_personal_data_back_is_masked_in_status_logs_and_views(

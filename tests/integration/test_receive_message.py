@@ -65,9 +65,14 @@ class TestNewMessage:
         assert record["tenant_id"]["S"] == "t1"
         assert record["occurred_at"]["S"] == "2026-11-29T11:00:00.000000Z"
         assert record["received_at"]["S"] != record["occurred_at"]["S"]
-        # A small payload lives on the message item itself (one item, one write unit); the index
-        # is sparse: only statuses operators list carry its keys.
-        assert json.loads(record["payload"]["S"])["po_number"] == "PO-1"
+        # The payload rides on the fingerprint claim (issue 29), not on the item every update
+        # pays for again; the index is sparse: only statuses operators list carry its keys.
+        assert "payload" not in record
+        from hub.adapters.dynamo.messages import DynamoMessageRepository  # noqa: PLC0415
+
+        stored = DynamoMessageRepository(stack.table).get_payload(message_id)
+        assert stored is not None
+        assert json.loads(stored)["po_number"] == "PO-1"
         assert "GSI1PK" not in record
 
     def test_new_messages_write_no_index_entry(self, stack, tenancy, ingest_api):
@@ -98,9 +103,10 @@ class TestNewMessage:
             events.unregister("before-call.dynamodb.*", unique_id="count-ops")
 
         # The first message reads the key, its tenant (disabled?) and the integration (cold
-        # cache); a warm instance only writes: one transaction, no read before it.
-        assert first == ["GetItem", "GetItem", "GetItem", "TransactWriteItems"]
-        assert calls == ["TransactWriteItems"]
+        # cache); a warm instance only writes: its fingerprint claim and its message (no
+        # Idempotency-Key here), no read before them.
+        assert first == ["GetItem", "GetItem", "GetItem", "PutItem", "PutItem"]
+        assert calls == ["PutItem", "PutItem"]
 
     def test_a_revoked_key_stops_working_within_the_cache_time(self, stack, tenancy):
         from hub.adapters.dynamo.messages import DynamoMessageRepository  # noqa: PLC0415
@@ -444,7 +450,7 @@ class TestFailures:
 
     def test_storage_failure_is_503_and_a_resend_succeeds(self, stack, tenancy, ingest_api):
         event = receive(tenancy, body(tenancy), **{"idempotency-key": "store-fails"})
-        restore = fail_calls("dynamodb", "TransactWriteItems", code="ProvisionedThroughputExceededException")
+        restore = fail_calls("dynamodb", "PutItem", code="ProvisionedThroughputExceededException")
         try:
             failed = ingest_api(event)
         finally:
@@ -461,20 +467,51 @@ class TestFailures:
         assert orphan["message_id"] != resent.body["message_id"]
         assert {i["message_id"]["S"] for i in stack.message_items()} == {resent.body["message_id"]}
 
+    def test_claims_without_their_message_make_a_resend_wait_with_retry_after(
+        self, stack, tenancy, ingest_api
+    ):
+        """The claims were written, the message's own write failed: a resend within the pending
+        window is told when to come back (the claims' request might still write it), and finds
+        nothing stored meanwhile. (The window's end and the takeover after it are exercised on the
+        local stack: tests/reliability/test_ingest_races.py.)"""
+        event = receive(tenancy, body(tenancy), **{"idempotency-key": "message-fails"})
+        original = client("dynamodb").put_item
+
+        def refuse_the_message(**kwargs: Any) -> Any:
+            if kwargs["Item"]["SK"]["S"] == "STATUS":
+                raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "PutItem")
+            return original(**kwargs)
+
+        client("dynamodb").put_item = refuse_the_message
+        try:
+            failed = ingest_api(event)
+        finally:
+            client("dynamodb").put_item = original
+        waiting = ingest_api(event)
+
+        assert failed.status == 503
+        assert waiting.status == 503
+        assert waiting.body["error"]["code"] == "message_pending"
+        assert 1 <= int(waiting.headers["Retry-After"]) <= 15
+        assert waiting.body["error"]["details"]["retry_after_seconds"] == int(waiting.headers["Retry-After"])
+        assert stack.message_items() == []
+
     def test_a_lost_answer_after_a_committed_write_still_reports_created(self, stack, tenancy, ingest_api):
-        """The transaction commits but its response is lost (timeout): the retry read finds our
-        own claim, so the caller still gets 202 for its message, not a duplicate of itself."""
-        original = client("dynamodb").transact_write_items
+        """The message's write lands but its response is lost (timeout): the read after it finds
+        the message, so the caller still gets 202 for it, not a 503 and then a duplicate."""
+        original = client("dynamodb").put_item
 
         def commit_then_time_out(**kwargs: Any) -> Any:
-            original(**kwargs)
-            raise ClientError({"Error": {"Code": "RequestTimeout", "Message": "x"}}, "TransactWriteItems")
+            answer = original(**kwargs)
+            if kwargs["Item"]["SK"]["S"] == "STATUS":
+                raise ClientError({"Error": {"Code": "RequestTimeout", "Message": "x"}}, "PutItem")
+            return answer
 
-        client("dynamodb").transact_write_items = commit_then_time_out
+        client("dynamodb").put_item = commit_then_time_out
         try:
             answer = ingest_api(receive(tenancy, body(tenancy)))
         finally:
-            client("dynamodb").transact_write_items = original
+            client("dynamodb").put_item = original
 
         assert answer.status == 202
         assert [i["message_id"]["S"] for i in stack.message_items()] == [answer.body["message_id"]]

@@ -49,7 +49,8 @@ def edge_destination() -> Iterator[HttpDestination]:
 def edge_stack(edge_proxy: AwsFaultProxy) -> Iterator[LocalStack]:
     """One stack per module. No configuration cache anywhere: each ingest request reads its key
     and integration, so "DynamoDB down" fails at the first read (nothing enqueued) and a fault on
-    TransactWriteItems alone is the "after the enqueue" case, whichever instance answers."""
+    PutItem alone (the claims and the message) is the "after the enqueue" case, whichever instance
+    answers."""
     overrides: dict[str, dict[str, str]] = {
         name: {"HUB_CONFIG_CACHE_SECONDS": "0"} for name in function_names()
     }

@@ -22,6 +22,8 @@ import http.client
 import json
 import re
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +42,17 @@ class Fault(Enum):
     UNAVAILABLE = "unavailable"
     THROTTLED = "throttled"
     DROP = "drop"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A fault or a delay for the calls of one operation whose JSON body `when` accepts."""
+
+    service: str
+    operation: str
+    when: Callable[[dict[str, Any]], bool]
+    fault: Fault | None = None
+    delay_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,7 @@ class AwsFaultProxy:
         self.upstream = ""
         self.calls: list[SeenCall] = []
         self._faults: dict[tuple[str, str | None], Fault] = {}
+        self._rules: list[Rule] = []
         self._lock = threading.Lock()
         owner = self
 
@@ -86,7 +100,10 @@ class AwsFaultProxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 service, operation = _target(self.headers, self.command, self.path)
-                fault = owner._fault_for(service, operation)
+                rule = owner._rule_for(service, operation, body)
+                if rule is not None and rule.delay_seconds:
+                    time.sleep(rule.delay_seconds)  # a slow network / service, as the client sees it
+                fault = (rule.fault if rule else None) or owner._fault_for(service, operation)
                 owner._record(service, operation, body, refused=fault is not None)
                 if fault is None:
                     self._forward(body)
@@ -149,9 +166,36 @@ class AwsFaultProxy:
         with self._lock:
             self._faults[(service, operation)] = fault
 
+    def fail_when(
+        self, service: str, operation: str, when: Callable[[dict[str, Any]], bool], fault: Fault
+    ) -> None:
+        """Refuses the calls of `operation` whose JSON body `when` accepts (e.g. one item's put)."""
+        with self._lock:
+            self._rules.append(Rule(service, operation, when, fault=fault))
+
+    def delay_when(
+        self, service: str, operation: str, when: Callable[[dict[str, Any]], bool], seconds: float
+    ) -> None:
+        """Holds the calls of `operation` whose JSON body `when` accepts for `seconds` before
+        forwarding them."""
+        with self._lock:
+            self._rules.append(Rule(service, operation, when, delay_seconds=seconds))
+
     def heal(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._rules.clear()
+
+    def _rule_for(self, service: str, operation: str, body: bytes) -> Rule | None:
+        with self._lock:
+            rules = [r for r in self._rules if (r.service, r.operation) == (service, operation)]
+        if not rules:
+            return None
+        try:
+            decoded = json.loads(body) if body else {}
+        except ValueError:
+            return None
+        return next((r for r in rules if isinstance(decoded, dict) and r.when(decoded)), None)
 
     def seen(self, service: str, operation: str) -> list[SeenCall]:
         """The calls to `service`'s `operation` seen so far (forwarded or refused)."""

@@ -191,13 +191,13 @@ def test_sqs_unavailable_stores_nothing_and_the_resend_makes_one_message(
     order = purchase_order()
     before = edge_message_items(edge_stack)
     edge_faults.fail("sqs", "SendMessage", fault=Fault.DROP)
-    transactions_before = len(edge_faults.seen("dynamodb", "TransactWriteItems"))
+    writes_before = len(edge_faults.seen("dynamodb", "PutItem"))
 
     refused = edge_tenant.receive(order, idempotency_key="po-sqs-down")
 
     assert_retry_later(refused, "queue_unavailable")
     assert [c.refused for c in edge_faults.seen("sqs", "SendMessage")][-1]
-    assert len(edge_faults.seen("dynamodb", "TransactWriteItems")) == transactions_before
+    assert len(edge_faults.seen("dynamodb", "PutItem")) == writes_before
     assert edge_message_items(edge_stack) == before
 
     edge_faults.heal()
@@ -234,7 +234,7 @@ def test_dynamodb_failing_after_the_enqueue_leaves_an_orphan_the_worker_drops(
 ):
     order = purchase_order()
     before = edge_message_items(edge_stack)
-    edge_faults.fail("dynamodb", "TransactWriteItems", fault=Fault.UNAVAILABLE)
+    edge_faults.fail("dynamodb", "PutItem", fault=Fault.UNAVAILABLE)
 
     refused = edge_tenant.receive(order, idempotency_key="po-tx-down")
 
@@ -242,7 +242,7 @@ def test_dynamodb_failing_after_the_enqueue_leaves_an_orphan_the_worker_drops(
     sent = edge_faults.seen("sqs", "SendMessage")[-1]
     assert not sent.refused  # the step went out first...
     orphan = json.loads(sent.body["MessageBody"])["message_id"]
-    assert edge_faults.seen("dynamodb", "TransactWriteItems")[-1].refused  # ...then the store failed
+    assert edge_faults.seen("dynamodb", "PutItem")[-1].refused  # ...then the store failed
     assert edge_message_items(edge_stack) == before
 
     edge_faults.heal()

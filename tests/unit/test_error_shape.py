@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from hub.api.http import error_response, install_error_handlers
 from hub.domain.mapping_errors import MappingTooLarge
 from hub.domain.rate_limit import Rate
-from hub.errors import ClaimTaken, ConfigurationError, HubError, MethodNotAllowed, RateLimited
+from hub.errors import ClaimTaken, ConfigurationError, HubError, MessagePending, MethodNotAllowed, RateLimited
 from hub.ingest.throttle import TenantRateLimited
 from tests.events import http_event
 
@@ -33,7 +33,7 @@ def instance(cls: type[HubError]) -> HubError:
         return cls("lost", claims=())
     if issubclass(cls, TenantRateLimited):
         return cls("t1", Rate(per_second=1, burst=1), 1.5)
-    if issubclass(cls, RateLimited):
+    if issubclass(cls, RateLimited | MessagePending):
         return cls("slow down", retry_after_seconds=3)
     if issubclass(cls, MappingTooLarge):
         return cls("too large", limit="body_bytes", maximum=262144, field="po", expression="[@,@]")

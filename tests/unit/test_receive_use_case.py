@@ -16,14 +16,16 @@ from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import UnknownMessageTypes
 from hub.errors import (
     IdempotencyKeyReused,
+    MessagePending,
     NotFound,
     QueueUnavailable,
+    ServiceUnavailable,
     StorageUnavailable,
     Unauthorized,
     UnknownMessageType,
 )
-from hub.ingest.receive import ReceiveOutcome
-from hub.ports import NewMessage
+from hub.ingest.receive import INGEST_DEADLINE_SECONDS, PENDING_WINDOW, ReceiveOutcome
+from hub.ports import Claim, NewMessage
 from tests.fakes import FakeClock, FakeMessages
 from tests.fakes.world import API_KEY, INTEGRATION, KEYED, World
 
@@ -89,6 +91,27 @@ class TestNewMessage:
             world.receive(PO)
 
         assert message_items(world) == []
+
+    def test_a_storage_failure_of_the_message_item_leaves_claims_a_resend_takes_over(
+        self, world: World
+    ) -> None:
+        world.hub.messages.fail_store = True
+        with pytest.raises(StorageUnavailable):
+            world.receive(PO, idempotency_key="k-store")
+        world.hub.messages.fail_store = False
+
+        with pytest.raises(MessagePending) as pending:
+            world.receive(PO, idempotency_key="k-store")
+        assert 1 <= pending.value.retry_after_seconds <= 15
+        assert pending.value.headers() == {"Retry-After": str(pending.value.retry_after_seconds)}
+        assert message_items(world) == []
+
+        world.clock.advance(PENDING_WINDOW)
+        outcome = world.receive(PO, idempotency_key="k-store")
+
+        assert outcome.created
+        assert [item["message_id"] for item in message_items(world)] == [outcome.record.message_id]
+        assert world.receive(PO, idempotency_key="k-store").deduplicated_by is DedupKind.IDEMPOTENCY_KEY
 
     def test_a_lost_answer_after_the_commit_is_still_a_202(self, world: World) -> None:
         world.hub.messages.fail_create_after_commit = True
@@ -186,13 +209,13 @@ class TestDeduplication:
         raced = threading.Event()
 
         class Racing(FakeMessages):
-            """Another request commits the same message between this one's start and its store."""
+            """Another request stores the same message between this one's start and its claim."""
 
-            def create(self, new: NewMessage, now: datetime) -> None:
+            def claim(self, new: NewMessage, kind: DedupKind, now: datetime) -> Claim | None:
                 if not raced.is_set():
                     raced.set()
                     winner.append(world.receive(PO, idempotency_key="order-4"))
-                super().create(new, now)
+                return super().claim(new, kind, now)
 
         world.use_messages(Racing(world.hub.table))
 
@@ -202,27 +225,113 @@ class TestDeduplication:
         assert loser.record.message_id == winner[0].record.message_id
         assert winner[0].created
 
-    def test_a_conflict_naming_no_claim_finds_the_winner_by_reading(self, world: World) -> None:
-        """DynamoDB cancels a transaction racing another on the same claim as a conflict that
-        names no claim (StorageUnavailable): the ingest reads the claims once and answers with
-        the winner. (Neither moto nor the fake produce that conflict on their own.)"""
-        winner: list[ReceiveOutcome] = []
-        raced = threading.Event()
+    def test_a_fingerprint_duplicate_gives_its_key_back(self, world: World) -> None:
+        first = world.receive(PO, idempotency_key="k-1")
 
-        class Conflicting(FakeMessages):
-            def create(self, new: NewMessage, now: datetime) -> None:
-                if not raced.is_set():
-                    raced.set()
-                    winner.append(world.receive(PO, idempotency_key="order-5"))
-                    raise StorageUnavailable("message storage is busy")
-                super().create(new, now)
+        again = world.receive(PO, idempotency_key="k-2")  # the same payload under another key
+        other = world.receive({"po_number": "PO-9"}, idempotency_key="k-2")
 
-        world.use_messages(Conflicting(world.hub.table))
+        assert (again.deduplicated_by, again.record.message_id) == (
+            DedupKind.FINGERPRINT,
+            first.record.message_id,
+        )
+        assert other.created  # k-2 named no message: it is free for another request
 
-        loser = world.receive(PO, idempotency_key="order-5")
+    def test_a_stale_fingerprint_claim_is_taken_over(self, world: World) -> None:
+        """A fingerprint claim naming a message whose own fingerprint differs (a claim left by a
+        request that ended otherwise) answers nothing: the request takes it over."""
+        first = world.receive(PO)
+        fp_claim = next(item for (pk, _), item in world.hub.table.items.items() if pk.startswith("FP#"))
+        ghost = world.receive({"po_number": "PO-other"})
+        fp_claim["message_id"] = ghost.record.message_id  # now names a message with another fingerprint
+        world.clock.advance(timedelta(seconds=1))
 
-        assert loser.deduplicated_by is DedupKind.RACE_WINNER
-        assert loser.record.message_id == winner[0].record.message_id
+        again = world.receive(PO)
+
+        assert again.created
+        assert again.record.message_id != first.record.message_id
+
+
+class TestPendingClaims:
+    """A claim whose message does not exist yet (its request is still writing, or died): seed 004
+    section 7 and issue 29 - 503 + Retry-After within the window, a takeover after it, one winner."""
+
+    def _dead_request(self, world: World, key: str | None = "k-dead") -> None:
+        """A request that wrote its claims and died before its message (its message put fails)."""
+        world.hub.messages.fail_store = True
+        with pytest.raises(StorageUnavailable):
+            world.receive(PO, idempotency_key=key)
+        world.hub.messages.fail_store = False
+
+    def test_within_the_window_a_resend_is_told_to_wait(self, world: World) -> None:
+        self._dead_request(world, key=None)
+
+        with pytest.raises(MessagePending) as pending:
+            world.receive(PO)
+
+        assert (pending.value.http_status, pending.value.code) == (503, "message_pending")
+        assert message_items(world) == []
+
+    def test_after_the_window_one_resend_takes_over_and_is_stored_once(self, world: World) -> None:
+        self._dead_request(world, key=None)
+        world.clock.advance(PENDING_WINDOW)
+
+        first = world.receive(PO)
+        second = world.receive(PO)
+
+        assert first.created
+        assert (second.deduplicated_by, second.record.message_id) == (
+            DedupKind.FINGERPRINT,
+            first.record.message_id,
+        )
+        assert len(message_items(world)) == 1
+
+    def test_two_resends_racing_for_a_takeover_make_one_message(self, world: World) -> None:
+        self._dead_request(world)
+        world.clock.advance(PENDING_WINDOW)
+        answers: list[ReceiveOutcome] = []
+        racing = threading.Event()
+
+        class Overtaken(FakeMessages):
+            """Another resend takes the claim over between this one's read and its takeover."""
+
+            def take_over(self, new: NewMessage, kind: DedupKind, held: Claim, now: datetime) -> Claim | None:
+                if not racing.is_set():
+                    racing.set()
+                    answers.append(world.receive(PO, idempotency_key="k-dead"))
+                return super().take_over(new, kind, held, now)
+
+        world.use_messages(Overtaken(world.hub.table))
+
+        loser = world.receive(PO, idempotency_key="k-dead")
+
+        [winner] = answers
+        assert winner.created
+        assert (loser.deduplicated_by, loser.record.message_id) == (
+            DedupKind.RACE_WINNER,
+            winner.record.message_id,
+        )
+        assert len(message_items(world)) == 1
+
+    def test_a_message_is_never_written_after_the_deadline(self, world: World) -> None:
+        class Slow(FakeMessages):
+            """Claims that take longer than the ingest's deadline to write."""
+
+            def claim(self, new: NewMessage, kind: DedupKind, now: datetime) -> Claim | None:
+                world.clock.advance(timedelta(seconds=INGEST_DEADLINE_SECONDS))
+                return super().claim(new, kind, now)
+
+        world.use_messages(Slow(world.hub.table))
+        with pytest.raises(ServiceUnavailable) as late:
+            world.receive(PO, idempotency_key="k-late")
+        assert late.value.code == "service_unavailable"
+        assert message_items(world) == []
+
+        world.use_messages(world.hub.messages)
+        world.clock.advance(PENDING_WINDOW)
+        outcome = world.receive(PO, idempotency_key="k-late")
+
+        assert outcome.created
         assert len(message_items(world)) == 1
 
     def test_concurrent_requests_have_exactly_one_winner(
@@ -232,16 +341,26 @@ class TestDeduplication:
         barrier = threading.Barrier(racers)
         publish = world.hub.queue.publish
 
+        first_time = threading.local()
+
         def publish_together(step: StepMessage, delay_seconds: int = 0) -> None:
-            # Every request has begun (read its clock) before any of them stores.
-            barrier.wait(timeout=10)
+            # Every request has begun (read its clock) before any of them stores (a resend
+            # does not wait again).
+            if not getattr(first_time, "passed", False):
+                first_time.passed = True
+                barrier.wait(timeout=10)
             publish(step, delay_seconds)
 
         monkeypatch.setattr(world.hub.queue, "publish", publish_together)
         outcomes: list[ReceiveOutcome] = []
 
         def go() -> None:
-            outcomes.append(world.receive(PO, idempotency_key="race"))
+            while True:  # a client resends after a 503 (a winner still writing its message)
+                try:
+                    outcomes.append(world.receive(PO, idempotency_key="race"))
+                    return
+                except MessagePending:
+                    continue
 
         threads = [threading.Thread(target=go) for _ in range(racers)]
         for thread in threads:
@@ -251,7 +370,10 @@ class TestDeduplication:
 
         assert len(outcomes) == racers
         assert sum(o.created for o in outcomes) == 1
-        assert {o.deduplicated_by for o in outcomes if not o.created} == {DedupKind.RACE_WINNER}
+        assert {o.deduplicated_by for o in outcomes if not o.created} <= {
+            DedupKind.RACE_WINNER,
+            DedupKind.IDEMPOTENCY_KEY,
+        }
         assert len({o.record.message_id for o in outcomes}) == 1
         assert len(message_items(world)) == 1
 

@@ -32,6 +32,8 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     idempotency_retention_hours: int = Field(default=24, ge=1)
     fingerprint_retention_hours: int = Field(default=24, ge=1)
+    #: How long a message's payload is kept (on its fingerprint claim, deleted by TTL).
+    payload_retention_days: int = Field(default=7, ge=1)
     #: The pipeline queue's RedrivePolicy maxReceiveCount: after that many receives a step
     #: goes to the DLQ.
     pipeline_max_receives: int = Field(default=10, ge=1)
@@ -144,6 +146,7 @@ _ENV = {
     "max_body_bytes": "HUB_MAX_BODY_BYTES",
     "idempotency_retention_hours": "HUB_IDEMPOTENCY_RETENTION_HOURS",
     "fingerprint_retention_hours": "HUB_FINGERPRINT_RETENTION_HOURS",
+    "payload_retention_days": "HUB_PAYLOAD_RETENTION_DAYS",
     "pipeline_max_receives": "HUB_PIPELINE_MAX_RECEIVES",
     "schedule_group": "HUB_SCHEDULE_GROUP",
     "pipeline_queue_arn": "HUB_PIPELINE_QUEUE_ARN",

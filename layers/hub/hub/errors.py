@@ -237,6 +237,18 @@ class ServiceUnavailable(HubError):
         return {"Retry-After": str(self.retry_after_seconds)}
 
 
+class MessagePending(ServiceUnavailable):
+    """A claim on this message is held by an earlier request whose message is not stored yet: it
+    may still be, so the resend waits `Retry-After` seconds (then takes the claim over if the
+    message never came)."""
+
+    code = "message_pending"
+
+    def __init__(self, message: str, *, retry_after_seconds: int, details: Any = None) -> None:
+        super().__init__(message, details={"retry_after_seconds": retry_after_seconds, **(details or {})})
+        self.retry_after_seconds = retry_after_seconds  # type: ignore[misc]
+
+
 class StorageUnavailable(ServiceUnavailable):
     code = "storage_unavailable"
 

@@ -34,15 +34,6 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class IngestLookup:
-    """Everything ingest needs to read, fetched in one round trip."""
-
-    api_key: ApiKey | None
-    integration: Integration | None
-    claims: tuple[Claim, ...]
-
-
-@dataclass(frozen=True)
 class NewMessage:
     """A message to create, with the claims that make its creation idempotent."""
 
@@ -51,10 +42,14 @@ class NewMessage:
     idempotency_key_hash: str | None
     request_sha256: str
     idempotency_expires_at: datetime
+    #: The end of the payload fingerprint's deduplication window.
     fingerprint_expires_at: datetime
     #: The partner sent the correlation id (x-correlation-id); else it is the gateway's request
     #: id. Decides whether search indexes it beside an external id (keys.lookup_values).
     correlation_given: bool = False
+    #: Until when the payload is kept (it rides on the fingerprint claim, which lives that long;
+    #: None: as long as the fingerprint's window).
+    payload_expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -264,23 +259,29 @@ class KeyUseStore(Protocol):
 
 
 class MessageRepository(Protocol):
-    def lookup_for_ingest(
-        self,
-        key_hash: str | None,
-        tenant_id: str,
-        integration_id: str,
-        idempotency_key_hash: str | None,
-        fingerprint: str,
-        *,
-        now: datetime,
-    ) -> IngestLookup:
-        """API key, integration and live claims, read consistently in one call. Without a key
-        hash (the caller authenticated otherwise and holds the integration) only the claims."""
+    def claim(self, new: NewMessage, kind: DedupKind, now: datetime) -> Claim | None:
+        """Writes `new`'s claim of `kind` (the fingerprint claim carries the payload) unless a
+        live one is stored: None when the claim is now `new`'s, else the live claim that holds it
+        (an expired one is taken over)."""
+        ...
+
+    def take_over(self, new: NewMessage, kind: DedupKind, held: Claim, now: datetime) -> Claim | None:
+        """Replaces the claim `held` with `new`'s, only while it is still exactly `held`: None
+        when it is now `new`'s, else the claim stored instead."""
+        ...
+
+    def release(self, new: NewMessage, kind: DedupKind) -> None:
+        """Deletes `new`'s claim of `kind` if it still names `new`'s message (best effort: a claim
+        left behind names a message that does not exist, which the next claimant takes over)."""
+        ...
+
+    def store(self, new: NewMessage, now: datetime) -> None:
+        """Writes the message item (and its search pointer), never over an existing one."""
         ...
 
     def create(self, new: NewMessage, now: datetime) -> None:
-        """Stores status record, payload and claims atomically. Raises ClaimTaken when another
-        message already holds one of the claims (the race loser learns the winner)."""
+        """Claims, then the message (what ingest does, without its answers): raises ClaimTaken
+        naming the live claims other messages hold, having released its own."""
         ...
 
     def get(self, message_id: str) -> MessageRecord | None: ...

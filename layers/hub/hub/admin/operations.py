@@ -432,6 +432,8 @@ class Operations:
             "held_reason": record.held_reason,
             "held_on": record.held_on,
             "payload": redact_payload(payload, fields) if payload is not None else None,
+            # Deleted by its retention (payload_retention_days): the metadata and timeline stay.
+            "payload_purged": text is None,
             # What the message type's current mapping makes of the payload (computed as the
             # worker does, no side effect), masked like the payload.
             "mapped": _mapped_view(config, payload, fields) if config and payload is not None else None,

@@ -22,6 +22,9 @@ class ErrorClass(StrEnum):
     #: The hub itself failed: a step raised something no adapter classified (a bug, or stored
     #: data it cannot read) on every receive SQS made. Never the destination's answer.
     INTERNAL = "internal"
+    #: The payload was deleted by its retention (payload_retention_days) before this attempt:
+    #: there is nothing to deliver. Never retried; the message keeps its metadata and timeline.
+    PAYLOAD_PURGED = "payload_purged"
 
 
 _SPECIAL_STATUSES = {401: ErrorClass.HTTP_401, 410: ErrorClass.HTTP_410, 429: ErrorClass.HTTP_429}

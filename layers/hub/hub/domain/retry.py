@@ -55,6 +55,7 @@ CLASSIFICATION: MappingProxyType[ErrorClass, Retryable] = MappingProxyType(
         ErrorClass.SOAP_FAULT: Retryable.BY_FAULT_CODE,
         ErrorClass.SYNTAX: Retryable.NO,
         ErrorClass.INTERNAL: Retryable.NO,
+        ErrorClass.PAYLOAD_PURGED: Retryable.NO,
     }
 )
 

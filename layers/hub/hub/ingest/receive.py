@@ -2,24 +2,32 @@
 
 Guarantees:
 - a 202 means the first step is on the pipeline queue **and** the status record, payload and
-  claims are stored; a 503 means nothing is stored that would block or confuse a resend;
+  claims are stored; a 503 means the request may be sent again: what it left behind (claims
+  without a message) makes a resend wait at most PENDING_WINDOW, never lose or double it;
 - an exact re-delivery returns the original message (by Idempotency-Key, by payload
   fingerprint, or as the loser of a concurrent race), never a second one.
 
-Order matters: the first step is enqueued *before* the one transaction that stores the message.
-Any message a claim points to therefore already has its step on the queue, so a duplicate is
-never answered 2xx for a message that could still be lost. If the transaction then fails (or
-loses the race) the step is an orphan naming a message that does not exist; the pipeline worker
-drops such steps once they are older than the time a commit takes.
+Order matters: the first step is enqueued *before* anything is stored, then the claims are
+written (Idempotency-Key, then payload fingerprint, each a conditional put; the fingerprint
+claim carries the payload), then the message item, last. A message therefore never exists
+without its step on the queue and its claims; a claim may exist without its message, for a
+moment (its request is still writing) or for good (the request died): a request meeting such a
+claim answers 503 + Retry-After until PENDING_WINDOW has passed, then takes the claim over. A
+request never writes its message after INGEST_DEADLINE_SECONDS, so the message of a claim taken
+over can no longer appear. A 2xx names a message that exists. The step of a request that did
+not write its message is an orphan: the pipeline worker drops it once it is older than the time
+a request may take.
 
-A warm instance reads nothing before that transaction: the API key and the integration come
-from the in-memory configuration cache (hub.config_cache), and an earlier message holding a
-claim is learnt from the transaction's failed condition, which returns the claim.
+A warm instance reads nothing before those writes: the API key and the integration come from
+the in-memory configuration cache (hub.config_cache), and an earlier message holding a claim is
+learnt from the put's failed condition, which returns the claim.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -39,8 +47,8 @@ from hub.domain.message import (
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import ApiKey, Integration, hash_api_key, tenant_accepts_traffic
 from hub.errors import (
-    ClaimTaken,
     IdempotencyKeyReused,
+    MessagePending,
     NotFound,
     ServiceUnavailable,
     StorageUnavailable,
@@ -50,10 +58,24 @@ from hub.errors import (
 from hub.ingest.key_usage import KeyUsage
 from hub.ingest.receptions import Receptions
 from hub.ingest.throttle import TenantThrottle
+from hub.pipeline import rules
 from hub.pipeline.rules import entity_key
 from hub.ports import Claim, ConfigRepository, MessageRepository, NewMessage, StepQueue
 
 logger = logging.getLogger(__name__)
+
+#: The message is written within this many seconds of the request's start, or not at all (the
+#: function's timeout, 10 s, bounds a write already sent). Both stay below PENDING_WINDOW, so a
+#: claim is never taken over while its own request may still write the message, and below the
+#: worker's orphan grace (rules.ORPHAN_GRACE), so a step never gives up on a message still coming.
+INGEST_DEADLINE_SECONDS = 5.0
+#: How long a claim whose message does not exist yet is waited on (503 + Retry-After) before a
+#: resend may take it over.
+PENDING_WINDOW = rules.ORPHAN_GRACE
+#: A request finding a claim whose message is not there yet looks once more after this pause.
+PENDING_REREAD_SECONDS = 0.2
+#: Claims taken over in a row before giving up (another request keeps winning them): 503.
+MAX_TAKEOVERS = 3
 
 
 @dataclass(frozen=True)
@@ -126,6 +148,8 @@ class Ingestor:
         usage: KeyUsage | None = None,
         receptions: Receptions | None = None,
         throttle: TenantThrottle | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
     ) -> None:
         self._config = config
         self._messages = messages
@@ -135,6 +159,8 @@ class Ingestor:
         self._usage = usage
         self._receptions = receptions
         self._throttle = throttle
+        self._monotonic = monotonic
+        self._pause = pause
 
     def _accepted(self, api_key: ApiKey | None, now: datetime, *, throttled: bool = True) -> ApiKey:
         """The presented key if ingest accepts it now (Unauthorized otherwise: also when its
@@ -204,6 +230,7 @@ class Ingestor:
         integration: Integration | None = None,
         correlation_given: bool = False,
     ) -> ReceiveOutcome:
+        started = self._monotonic()
         now = self._clock()
         idem_hash = idempotency.idempotency_key_hash(idempotency_key) if idempotency_key else None
         payload_bytes = idempotency.canonical_payload(inbound.payload)
@@ -252,43 +279,95 @@ class Ingestor:
             idempotency_expires_at=now + timedelta(hours=self._settings.idempotency_retention_hours),
             fingerprint_expires_at=now + timedelta(hours=self._settings.fingerprint_retention_hours),
             correlation_given=correlation_given,
+            payload_expires_at=now + timedelta(days=self._settings.payload_retention_days),
         )
         self._queue.publish(first_step(record))
-        try:
-            self._messages.create(new, self._clock())
-        except ClaimTaken as lost:
-            winner = self._winner(tuple(c for c in lost.claims if isinstance(c, Claim)), request_sha)
-            if winner is None:  # pragma: no cover - ClaimTaken always names a claim
-                raise
-            # Claimed before this request began: an earlier message (a re-delivery); after: a
-            # concurrent request won the race.
-            earlier = winner.claimed_at is not None and winner.claimed_at <= now
-            return self._deduplicated(winner, winner.kind if earlier else DedupKind.RACE_WINNER)
-        except StorageUnavailable:
-            # On DynamoDB a concurrent transaction on the same claim is cancelled as a
-            # conflict, naming no claim: look once more for a winner before giving up.
-            retry = self._messages.lookup_for_ingest(
-                key_hash, integration.tenant_id, inbound.integration_id, idem_hash, fp, now=now
+        outcome = self._store(new, now, started)
+        if outcome.created:
+            self._received(integration, now)
+            # DEBUG: a message's INFO line is its outcome, written once by the worker (issue 29).
+            logger.debug(
+                "message received",
+                extra={
+                    "message_id": record.message_id,
+                    "tenant_id": record.tenant_id,
+                    "integration_id": record.integration_id,
+                    "message_type": record.message_type,
+                },
             )
-            winner = self._winner(retry.claims, request_sha)
-            if winner is None:
+        return outcome
+
+    def _store(self, new: NewMessage, began: datetime, started: float) -> ReceiveOutcome:
+        """The claims, then the message: separate conditional writes (docs/decisions.md, "Ingest
+        without a transaction"). A claim another message holds answers this request with that
+        message; one whose message does not exist (yet) is waited on for PENDING_WINDOW, then
+        taken over. The message is written only within INGEST_DEADLINE of the start, so it can
+        never appear after a claimant took its claims over or after the worker gave up on its step."""
+        kinds = [DedupKind.FINGERPRINT]
+        if new.idempotency_key_hash is not None:
+            kinds.insert(0, DedupKind.IDEMPOTENCY_KEY)
+        mine: list[DedupKind] = []
+        for kind in kinds:
+            holder = self._messages.claim(new, kind, self._clock())
+            for _ in range(MAX_TAKEOVERS):
+                if holder is None:
+                    break
+                answer = self._answer_for(holder, new, began)
+                if answer is not None:
+                    for ours in mine:
+                        self._messages.release(new, ours)
+                    return answer
+                holder = self._messages.take_over(new, kind, holder, self._clock())
+            if holder is not None:
+                raise ServiceUnavailable("another request is storing this message; resend")
+            mine.append(kind)
+        if self._elapsed(started) > INGEST_DEADLINE_SECONDS:
+            # Too late to write the message: the claims stay, and a resend takes them over.
+            raise ServiceUnavailable("storing the message took too long; resend")
+        try:
+            self._messages.store(new, self._clock())
+        except StorageUnavailable:
+            # The write may have landed and only its answer been lost: then it is ours, a 202.
+            if self._messages.get(new.record.message_id) is None:
                 raise
-            if winner.message_id == record.message_id:  # ours committed; only the answer was lost
-                self._received(integration, now)
-                return ReceiveOutcome(record)
-            return self._deduplicated(winner, DedupKind.RACE_WINNER)
-        self._received(integration, now)
-        # DEBUG: a message's INFO line is its outcome, written once by the worker (issue 29).
-        logger.debug(
-            "message received",
-            extra={
-                "message_id": record.message_id,
-                "tenant_id": record.tenant_id,
-                "integration_id": record.integration_id,
-                "message_type": record.message_type,
-            },
+        return ReceiveOutcome(new.record)
+
+    def _answer_for(self, holder: Claim, new: NewMessage, began: datetime) -> ReceiveOutcome | None:
+        """What a claim held by another message means for this request: its answer (that message,
+        deduplicated), or None when the claim is stale and may be taken over. Raises
+        IdempotencyKeyReused for the same key on another request, MessagePending while the
+        holder's message may still be being written."""
+        if holder.kind is DedupKind.IDEMPOTENCY_KEY and holder.request_sha256 != new.request_sha256:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was already used with a different request",
+                details={"message_id": holder.message_id},
+            )
+        record = self._messages.get(holder.message_id)
+        if record is None:
+            self._pause(PENDING_REREAD_SECONDS)
+            record = self._messages.get(holder.message_id)
+        if record is None:
+            now = self._clock()
+            pending_until = (holder.claimed_at or now) + PENDING_WINDOW
+            if now < pending_until:
+                raise MessagePending(
+                    "an earlier request with this message is still being stored; resend",
+                    retry_after_seconds=max(1, math.ceil((pending_until - now).total_seconds())),
+                )
+            return None  # its request died before writing the message: take the claim over
+        if record.fingerprint and record.fingerprint != holder.fingerprint:
+            return None  # a claim its message does not match (left by a refused request)
+        logger.info(
+            "duplicate dropped",
+            extra={"message_id": record.message_id, "deduplicated_by": holder.kind.value},
         )
-        return ReceiveOutcome(record)
+        # Claimed before this request began: an earlier message (a re-delivery); after: a
+        # concurrent request won the race.
+        earlier = holder.claimed_at is not None and holder.claimed_at <= began
+        return ReceiveOutcome(record, holder.kind if earlier else DedupKind.RACE_WINNER)
+
+    def _elapsed(self, started: float) -> float:
+        return self._monotonic() - started
 
     def _received(self, integration: Integration, now: datetime) -> None:
         """Notes that `integration` took a new message (deleting it is refused for a while)."""
@@ -304,27 +383,6 @@ class Ingestor:
             # Same answer whether it does not exist or belongs to someone else.
             raise NotFound("integration not found")
         return integration
-
-    def _winner(self, claims: tuple[Claim, ...], request_sha: str) -> Claim | None:
-        """The claim that answers this request, idempotency key first. The same key sent with
-        another request is a client bug: refuse it rather than return an unrelated message."""
-        for claim in sorted(claims, key=lambda c: c.kind != DedupKind.IDEMPOTENCY_KEY):
-            if claim.kind == DedupKind.IDEMPOTENCY_KEY and claim.request_sha256 != request_sha:
-                raise IdempotencyKeyReused(
-                    "this Idempotency-Key was already used with a different request",
-                    details={"message_id": claim.message_id},
-                )
-            return claim
-        return None
-
-    def _deduplicated(self, claim: Claim, kind: DedupKind) -> ReceiveOutcome:
-        record = self._messages.get(claim.message_id)
-        if record is None:  # the claim outlived its message (should not happen): store afresh
-            raise ServiceUnavailable("the original message is not available; resend")
-        logger.info(
-            "duplicate dropped", extra={"message_id": record.message_id, "deduplicated_by": kind.value}
-        )
-        return ReceiveOutcome(record, kind)
 
     def authenticate(self, raw_key: str | None) -> ApiKey:
         """The caller's active API key; Unauthorized otherwise. Spends none of the tenant's

@@ -13,6 +13,7 @@ payload and never a secret.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from datetime import datetime
 from enum import StrEnum
@@ -170,7 +171,14 @@ _deserializer = TypeDeserializer()
 def _plain(image: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if image is None:
         return None
-    return {k: _deserializer.deserialize(v) for k, v in image.items()}
+    return {k: _deserializer.deserialize(_binary(v)) for k, v in image.items()}
+
+
+def _binary(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Lambda delivers a binary attribute base64-encoded (a fingerprint claim's payload)."""
+    if isinstance(value.get("B"), str):
+        return {"B": base64.b64decode(value["B"])}
+    return value
 
 
 def events_of_record(record: Mapping[str, Any]) -> list[OutboxEvent]:

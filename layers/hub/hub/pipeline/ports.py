@@ -132,8 +132,9 @@ class Executions(Protocol):
         only if the execution, sequence and status are still the ones in `current`."""
         ...
 
-    def payload(self, message_id: str) -> str | None:
-        """A payload stored apart (large)."""
+    def payload(self, record: MessageRecord) -> str | None:
+        """The message's payload when it is not inline (Taken.inline_payload): on its
+        fingerprint claim; None once it was purged."""
         ...
 
     def take_entity(

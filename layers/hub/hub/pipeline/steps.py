@@ -200,7 +200,16 @@ class Steps:
         record = taken.record
         text = taken.inline_payload
         if text is None:
-            text = self._executions.payload(record.message_id) or ""
+            text = self._executions.payload(record)
+        if text is None:
+            raise _Ended(
+                failed_outcome(
+                    ErrorClass.PAYLOAD_PURGED,
+                    "the payload is no longer kept (payload retention): nothing to deliver",
+                    None,
+                    self._clock(),
+                )
+            )
         payload: dict[str, Any] | str = (
             json.loads(text) if record.payload_format is PayloadFormat.JSON else text
         )

@@ -47,8 +47,13 @@ function draw(ctx, view) {
       ? h("p", { class: "hint" }, "Only the latest entries are kept: the first steps of this message dropped off.") : null,
     timeline(view),
     h("h2", {}, "Payload"),
-    h("p", { class: "hint" }, "Sensitive fields of this message type are masked."),
-    h("pre", { class: "payload", "data-part": "payload" }, pretty(view.payload)),
+    view.payload_purged
+      ? h("p", { class: "callout", role: "note", "data-part": "payload" },
+        "Purged: this message's payload is no longer kept (the tenant's payload retention). Its status and timeline stay.")
+      : [
+        h("p", { class: "hint" }, "Sensitive fields of this message type are masked."),
+        h("pre", { class: "payload", "data-part": "payload" }, pretty(view.payload)),
+      ],
     view.mapped ? [
       h("h2", {}, "Mapped body"),
       h("p", { class: "hint" }, view.mapped.mapped

@@ -22,6 +22,7 @@ from hub.adapters.dynamo.messages import (
     admission,
     append_log,
     lease_free,
+    payload_from,
     record_from,
     status_update,
     trimmed,
@@ -139,9 +140,14 @@ class DynamoExecutions:
         except ConditionFailed:
             return None
 
-    def payload(self, message_id: str) -> str | None:
-        item = self._table.get(keys.payload_key(message_id))
-        return zlib.decompress(item["payload_z"]).decode() if item else None
+    def payload(self, record: MessageRecord) -> str | None:
+        if not record.fingerprint:  # stored before issue 29: a PAYLOAD item of its own
+            item = self._table.get(keys.payload_key(record.message_id))
+            return zlib.decompress(item["payload_z"]).decode() if item else None
+        claim = self._table.get(
+            keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint)
+        )
+        return payload_from(claim)
 
     # --- operator admission (tests and reprocess use it through the message repository) ----
 

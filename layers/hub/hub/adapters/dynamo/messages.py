@@ -1,10 +1,11 @@
-"""The message item: what ingest stores in one transaction with its claims, what the partner
-API and the admin views read, and the status moves operators make (reprocess, cancel).
+"""The message item and the claims ingest writes before it, what the partner API and the admin
+views read, and the status moves operators make (reprocess, cancel).
 
 The item is `MSG#<id>` / `STATUS` (hub.adapters.dynamo.keys): the status record, the execution
-state the worker keeps on it (hub.adapters.dynamo.executions), a bounded log of the last steps,
-and the payload itself when the whole item still fits in one write unit (else the payload is a
-`PAYLOAD` item of its own, compressed, written before the transaction).
+state the worker keeps on it (hub.adapters.dynamo.executions) and a bounded log of the last
+steps. The payload is not on it (every update of the item would pay for it again): it rides,
+compressed, on the message's fingerprint claim (claim_item). Messages stored before issue 29
+may still carry it inline or name a `PAYLOAD` item of their own (read_payload reads all three).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from hub.adapters.dynamo.table import (
     WRITE_UNIT_BYTES,
     ConditionFailed,
     Table,
-    TransactionCancelled,
     Update,
     epoch,
     format_ts,
@@ -40,15 +40,10 @@ from hub.errors import (
     StorageUnavailable,
     TransitionNotAllowed,
 )
-from hub.ports import Claim, IngestLookup, NewMessage
+from hub.ports import Claim, NewMessage
 
 logger = logging.getLogger(__name__)
 
-#: Room an inline payload leaves in the item's first write unit for what the happy path's
-#: finishing update must add: `completed_at`, `dest_status`, its last log entry (the `sent` one,
-#: with its status stamp) and, when its process entry is shed to stay within the unit
-#: (fitted_log), the LOG_TRIMMED mark - about 166 bytes; the take's lease (~100) fits in it too.
-INLINE_LOG_ROOM = 176
 #: Set on a message item whose log lost entries to its write-unit budget (fitted_log), not only
 #: to the MAX_LOG_ENTRIES bound: its timeline is incomplete whatever the log's length.
 LOG_TRIMMED = "log_trimmed"
@@ -79,10 +74,11 @@ CHANGEABLE_FIELDS = frozenset(
 
 def record_item(record: MessageRecord) -> dict[str, Any]:
     # Ingest-only values (on the claims) and defaults are not stored: every byte of the item
-    # is paid again by each update of it.
+    # is paid again by each update of it. The fingerprint is kept: it names the claim that
+    # carries the payload (payload_location) and lets a fingerprint match be checked.
     data = record.model_dump(
         mode="python",
-        exclude={"lease_owner", "lease_until", "completed_at", "fingerprint", "payload_sha256"},
+        exclude={"lease_owner", "lease_until", "completed_at", "payload_sha256"},
     )
     for name in ("uncertain", "retry_count", "entity_key", "bulk_jobs", LOG_TRIMMED):
         if not data.get(name):
@@ -119,14 +115,6 @@ def _correlation_pointer(record: MessageRecord, correlation_id: str) -> dict[str
         **keys.lookup_index_keys(record.tenant_id, correlation_id),
         keys.LOOKUP_SORT_KEY: format_ts(record.received_at),
     }
-
-
-def fits_inline(item: Mapping[str, Any], payload_text: str) -> bool:
-    """The payload is kept on the message item when the whole item, with room for what the
-    happy path's finish adds (INLINE_LOG_ROOM), still fits one write unit: every update of the
-    item pays for its size."""
-    size = item_size(item) + len("payload") + len(payload_text.encode()) + INLINE_LOG_ROOM
-    return size <= WRITE_UNIT_BYTES
 
 
 def record_from(item: Mapping[str, Any]) -> MessageRecord:
@@ -290,8 +278,10 @@ def _unmoved(record: MessageRecord, old: Mapping[str, Any] | None) -> bool:
 
 
 def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Claim | None:
-    # TTL deletes lazily (up to days late): an expired claim no longer counts.
-    if int(item["expires_at"]) <= epoch(now):
+    # TTL deletes lazily (up to days late): an expired claim no longer counts. A fingerprint
+    # claim outlives its window (it carries the payload): its window is `dedup_until`.
+    live_until = item.get("dedup_until", item["expires_at"])
+    if int(live_until) <= epoch(now):
         return None
     return Claim(
         kind=kind,
@@ -302,139 +292,144 @@ def _claim_from(item: Mapping[str, Any], kind: DedupKind, now: datetime) -> Clai
     )
 
 
+def claim_key(new: NewMessage, kind: DedupKind) -> dict[str, str]:
+    record = new.record
+    if kind is DedupKind.IDEMPOTENCY_KEY:
+        assert new.idempotency_key_hash is not None, "an idempotency claim needs a key"
+        return keys.idempotency_claim_key(record.tenant_id, record.integration_id, new.idempotency_key_hash)
+    return keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint)
+
+
+def claim_item(new: NewMessage, kind: DedupKind, now: datetime) -> dict[str, Any]:
+    """The claim `new` writes. The fingerprint claim carries the payload, compressed: it is
+    content-addressed (the fingerprint covers the payload's hash), so a later message taking the
+    claim over stores the same bytes, and every message it ever named still reads its payload
+    there. It lives as long as the payload is kept; its deduplication window is `dedup_until`."""
+    record = new.record
+    item: dict[str, Any] = {
+        **claim_key(new, kind),
+        "item_type": "claim",
+        "tenant_id": record.tenant_id,
+        "message_id": record.message_id,
+        "fingerprint": record.fingerprint,
+        "request_sha256": new.request_sha256,
+        "claimed_at": format_ts(now),
+    }
+    if kind is DedupKind.IDEMPOTENCY_KEY:
+        item["expires_at"] = epoch(new.idempotency_expires_at)
+        return item
+    dedup_until = epoch(new.fingerprint_expires_at)
+    kept_until = epoch(new.payload_expires_at) if new.payload_expires_at else dedup_until
+    item["dedup_until"] = dedup_until
+    item["expires_at"] = max(kept_until, dedup_until)
+    item["payload_z"] = zlib.compress(new.payload_text.encode(), 6)
+    return item
+
+
+#: A claim may be written over only when none is stored or the stored one's window has passed
+#: (fingerprint claims before issue 29 have no `dedup_until`: their `expires_at` is the window).
+_CLAIM_FREE = (
+    "attribute_not_exists(PK) OR dedup_until <= :now"
+    " OR (attribute_not_exists(dedup_until) AND expires_at <= :now)"
+)
+
+
+def payload_from(claim: Mapping[str, Any] | None) -> str | None:
+    """The payload a fingerprint claim (or a `PAYLOAD` item) carries, if any."""
+    return zlib.decompress(claim["payload_z"]).decode() if claim and "payload_z" in claim else None
+
+
+def payload_location(item: Mapping[str, Any]) -> dict[str, str] | None:
+    """Where a message item's payload is kept when it is not on the item: its fingerprint
+    claim; a message stored before issue 29 may name a `PAYLOAD` item of its own instead."""
+    if item.get("payload_apart"):
+        return keys.payload_key(keys.message_id_of(item["PK"]))
+    if item.get("fingerprint"):
+        return keys.fingerprint_claim_key(item["tenant_id"], item["integration_id"], item["fingerprint"])
+    return None
+
+
+def read_payload(table: Table, item: Mapping[str, Any]) -> str | None:
+    """The payload of the message `item`; None once it was purged (or never kept)."""
+    if "payload" in item:  # inline, as messages stored before issue 29 may have it
+        return str(item["payload"])
+    where = payload_location(item)
+    return payload_from(table.get(where)) if where else None
+
+
 class DynamoMessageRepository:
     """Message items, payloads and ingest claims."""
 
     def __init__(self, table_name: str) -> None:
         self._table = Table(table_name, "message storage")
 
-    # --- ingest --------------------------------------------------------------------------
+    # --- ingest: separate conditional writes, the protocol in hub.ingest.receive ------------
 
-    def lookup_for_ingest(
-        self,
-        key_hash: str | None,
-        tenant_id: str,
-        integration_id: str,
-        idempotency_key_hash: str | None,
-        fingerprint: str,
-        *,
-        now: datetime,
-    ) -> IngestLookup:
-        """The live claims (read only to find a winner after an ambiguous failure)."""
-        wanted = [(DedupKind.FINGERPRINT, keys.fingerprint_claim_key(tenant_id, integration_id, fingerprint))]
-        if idempotency_key_hash is not None:
-            wanted.insert(
-                0,
-                (
-                    DedupKind.IDEMPOTENCY_KEY,
-                    keys.idempotency_claim_key(tenant_id, integration_id, idempotency_key_hash),
-                ),
-            )
-        found = self._table.batch_get([key for _, key in wanted])
-        claims = [
-            claim
-            for kind, key in wanted
-            if (item := found.get((key["PK"], key["SK"]))) is not None
-            for claim in [_claim_from(item, kind, now)]
-            if claim is not None
-        ]
-        return IngestLookup(api_key=None, integration=None, claims=tuple(claims))
+    def claim(self, new: NewMessage, kind: DedupKind, now: datetime) -> Claim | None:
+        for _ in range(2):
+            try:
+                self._table.put(claim_item(new, kind, now), _CLAIM_FREE, {":now": epoch(now)})
+                return None
+            except ConditionFailed as failed:
+                held = _claim_from(failed.old, kind, now) if failed.old else None
+                if held is not None:
+                    return held
+                # Expired or gone between the write and its answer: write again.
+        raise StorageUnavailable("message storage is busy", details={"operation": "PutItem"})
 
-    def _claim_items(self, new: NewMessage) -> list[tuple[DedupKind, dict[str, Any]]]:
-        record = new.record
-        base = {
-            "item_type": "claim",
-            "tenant_id": record.tenant_id,
-            "message_id": record.message_id,
-            "fingerprint": record.fingerprint,
-            "request_sha256": new.request_sha256,
-        }
-        claims: list[tuple[DedupKind, dict[str, Any]]] = []
-        if new.idempotency_key_hash is not None:
-            claims.append(
-                (
-                    DedupKind.IDEMPOTENCY_KEY,
-                    {
-                        **keys.idempotency_claim_key(
-                            record.tenant_id, record.integration_id, new.idempotency_key_hash
-                        ),
-                        **base,
-                        "expires_at": epoch(new.idempotency_expires_at),
-                    },
-                )
-            )
-        claims.append(
-            (
-                DedupKind.FINGERPRINT,
-                {
-                    **keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint),
-                    **base,
-                    "expires_at": epoch(new.fingerprint_expires_at),
-                },
-            )
-        )
-        return claims
-
-    def create(self, new: NewMessage, now: datetime) -> None:
-        """One transaction: the message item (payload inline when the item stays within one
-        write unit) and its claims. A larger payload is written apart first, compressed; if the
-        transaction is then refused it is deleted again (best effort: a crash in between leaves
-        it, unreferenced)."""
-        record = new.record
-        item = {**record_item(record), "active_at": epoch(now), "version": 1}
-        if fits_inline(item, new.payload_text):
-            item["payload"] = new.payload_text
+    def take_over(self, new: NewMessage, kind: DedupKind, held: Claim, now: datetime) -> Claim | None:
+        values: dict[str, Any] = {":m": held.message_id}
+        condition = "message_id = :m AND "
+        if held.claimed_at is None:
+            condition += "attribute_not_exists(claimed_at)"
         else:
-            item["payload_apart"] = True
-            self._table.put(
-                {
-                    **keys.payload_key(record.message_id),
-                    "item_type": "payload",
-                    "payload_z": zlib.compress(new.payload_text.encode(), 6),
-                }
-            )
-        claims = self._claim_items(new)
-        for _, claim in claims:
-            claim["claimed_at"] = format_ts(now)
-        # A claim whose TTL passed but is not yet deleted may be taken over.
-        entries = [
-            self._table.put_entry(
-                claim, "attribute_not_exists(PK) OR expires_at <= :now", {":now": epoch(now)}
-            )
-            for _, claim in claims
-        ]
-        entries.append(self._table.put_entry(item, "attribute_not_exists(PK)"))
+            condition += "claimed_at = :c"
+            values[":c"] = format_ts(held.claimed_at)
+        try:
+            self._table.put(claim_item(new, kind, now), condition, values)
+            return None
+        except ConditionFailed as failed:
+            if failed.old is None:
+                return self.claim(new, kind, now)
+            return _claim_from(failed.old, kind, now) or self.claim(new, kind, now)
+
+    def release(self, new: NewMessage, kind: DedupKind) -> None:
+        try:
+            self._table.delete(claim_key(new, kind), "message_id = :m", {":m": new.record.message_id})
+        except (ConditionFailed, StorageUnavailable):
+            logger.info("claim not released", extra={"message_id": new.record.message_id, "kind": kind.value})
+
+    def store(self, new: NewMessage, now: datetime) -> None:
+        record = new.record
         _, correlation = keys.lookup_values(record.external_id, record.correlation_id, new.correlation_given)
         if correlation is not None:
-            # Its item is in GSI3 by the external id: the partner's correlation id gets a pointer.
-            entries.append(self._table.put_entry(_correlation_pointer(record, correlation)))
+            # Its item is in GSI3 by the external id: the partner's correlation id gets a pointer
+            # (written first: a pointer to a message never stored finds nothing, search skips it).
+            self._table.put(_correlation_pointer(record, correlation))
+        item = {**record_item(record), "active_at": epoch(now), "version": 1}
         try:
-            self._table.transact(entries)
-        except TransactionCancelled as cancelled:
-            if item.get("payload_apart"):
-                self._forget_payload(record.message_id)
-            taken = [
-                claim
-                for (kind, _), (code, old) in zip(claims, cancelled.reasons, strict=False)
-                if code == "ConditionalCheckFailed" and old
-                for claim in [_claim_from(old, kind, now)]
-                if claim is not None
-            ]
-            if not taken:
-                # Cancelled for another reason (a concurrent transaction on the same claim,
-                # throttling): nothing was written, so the caller may simply resend.
-                raise StorageUnavailable(
-                    "message storage is busy", details={"operation": "TransactWriteItems"}
-                ) from cancelled
-            raise ClaimTaken("another message holds this claim", claims=tuple(taken)) from cancelled
+            self._table.put(item, "attribute_not_exists(PK)")
+        except ConditionFailed as failed:
+            raise StorageUnavailable(
+                "a message with this id exists", details={"operation": "PutItem"}
+            ) from failed
 
-    def _forget_payload(self, message_id: str) -> None:
-        """Deletes the payload written apart for a message whose transaction was refused: no
-        message will point to it. Best effort (a crash between the two writes still leaves it)."""
-        try:
-            self._table.delete(keys.payload_key(message_id))
-        except StorageUnavailable:
-            logger.warning("unreferenced payload not deleted", extra={"message_id": message_id})
+    def create(self, new: NewMessage, now: datetime) -> None:
+        kinds = [DedupKind.FINGERPRINT]
+        if new.idempotency_key_hash is not None:
+            kinds.insert(0, DedupKind.IDEMPOTENCY_KEY)
+        mine, held = [], []
+        for kind in kinds:
+            holder = self.claim(new, kind, now)
+            if holder is None:
+                mine.append(kind)
+            else:
+                held.append(holder)
+        if held:
+            for kind in mine:
+                self.release(new, kind)
+            raise ClaimTaken("another message holds this claim", claims=tuple(held))
+        self.store(new, now)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -452,12 +447,7 @@ class DynamoMessageRepository:
 
     def get_payload(self, message_id: str) -> str | None:
         item = self._table.get(keys.message_key(message_id))
-        if item is None:
-            return None
-        if "payload" in item:
-            return str(item["payload"])
-        apart = self._table.get(keys.payload_key(message_id))
-        return zlib.decompress(apart["payload_z"]).decode() if apart else None
+        return read_payload(self._table, item) if item else None
 
     def message_log(self, message_id: str) -> list[dict[str, Any]]:
         """The message's last log entries, oldest first."""
