@@ -1112,6 +1112,12 @@ def _outbox_json(unit: PerMessage, prices: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def destination_latency_cost(prices: Mapping[str, Any], memory_mb: int) -> float:
+    """US$ per million messages for each 100 ms a destination takes to answer: the worker's
+    duration at its memory size (it delivers one message after another, waiting)."""
+    return 0.1 * memory_mb / 1024 * float(prices["lambda"]["arm64_gb_second"]) * 1_000_000
+
+
 def report_variant(name: str, summary: Mapping[str, Any], prices: Mapping[str, Any]) -> list[str]:
     lines = [
         f"{name}: {summary['description']}",
@@ -1244,8 +1250,15 @@ def main() -> int:
         f" end to end {rate or 0:.2f} messages/s = {ratio or 0:.4f} of it"
     )
     measured_any = happy["delivered"] > 0  # else per-message figures would be totals: not reported
+    worker_mb = measured.results[0].memory_mb.get("PipelineWorkerFunction", 128) if measured.results else 128
+    latency_cost = destination_latency_cost(prices, worker_mb)
+    print(
+        f"destination latency: each 100 ms a destination takes per message costs ${latency_cost:.2f}"
+        f" per million (the worker waits for it at {worker_mb} MB, one delivery after another)"
+    )
     merge_results(
         {
+            "destination_latency_cost_per_100ms_usd": latency_cost,
             "cost_per_million_usd": happy["cost_per_million_usd"] if measured_any else None,
             "outbox_cost_per_million_usd": happy["outbox"]["cost_per_million_usd"]["total"]
             if measured_any
