@@ -7,12 +7,17 @@ unique within a tenant only (issue 27, point 7): every key derived from one carr
 exists elsewhere. Ids and tenant ids never hold ``#`` (their patterns refuse it), so no two
 shapes meet. Every read by id therefore names the tenant.
 
-- message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; no TTL
-- large payload: ``MSG#<message>`` / ``PAYLOAD`` - ingest; no TTL
+- message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; no TTL. It
+  names its payload's fingerprint claim by its `fingerprint` (issue 29)
+- large payload (messages stored before issue 29 only; no longer written): ``MSG#<message>`` /
+  ``PAYLOAD``; no TTL
 - correlation pointer (issue 28): ``MSG#<message>`` / ``CORRELATION`` - ingest, only for a message
   with an external id and a different partner-given correlation id (GSI3, below); no TTL
 - idempotency-key claim: ``IDEM#<tenant>#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
-- fingerprint claim: ``FP#<tenant>#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; TTL
+  (the key's window, 24 h)
+- fingerprint claim: ``FP#<tenant>#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; it carries
+  the payload compressed (`payload_z`: content-addressed, so every message it named reads the same
+  bytes there), its deduplication window in `dedup_until`; TTL the payload's retention (issue 29)
 - business key (+ entity lease): ``BK#<tenant>#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
 - API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<tenant>#<id>`` /
   ``CONFIG``, connection ``CONNECTION#<tenant>#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
@@ -91,10 +96,10 @@ Query of it, newest first, and one BatchGetItem of the page's rows.
 
 GSI3 (issue 28: search) finds a tenant's messages by a value a partner gave: partition ``GSI3PK`` =
 ``<tenant>#<digest of the value>`` (lookup_partition), sort key the item's own ``received_at``,
-projected KEYS_ONLY. A message item carries exactly one such value, set once by ingest's
-transaction: its `external_id` when it has one, else its `correlation_id`. A message with both
-an external id and a partner-given correlation id that differs from it gets one more item in the
-same transaction, its correlation pointer ``MSG#<message>`` / ``CORRELATION`` (no TTL), carrying
+projected KEYS_ONLY. A message item carries exactly one such value, set once by ingest: its
+`external_id` when it has one, else its `correlation_id`. A message with both an external id and
+a partner-given correlation id that differs from it gets one more item, written by ingest just
+before the message item, its correlation pointer ``MSG#<message>`` / ``CORRELATION`` (no TTL), carrying
 ``GSI3PK`` of the correlation id: the index row's ``PK`` names the message whichever item it is,
 so a search by either value is one Query of GSI3. No later update writes the index (its keys
 never change and it projects nothing else): one index write per message, two only for that case.
