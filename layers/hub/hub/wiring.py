@@ -5,6 +5,10 @@ own routes use (the ingest API never imports zeep, cryptography or httpx; the wo
 connector's libraries at its first delivery over that protocol). Keep new imports of adapters
 and use cases inside the factory that needs them, never at the top of this module;
 `tests/unit/test_architecture.py` checks what each handler loads.
+
+The one thing done at import: the SnapStart hooks are registered with the Lambda runtime when it
+has them (`register_snapstart_hooks`, end of this module); after a restore everything built here
+is forgotten (`after_restore`).
 """
 
 from __future__ import annotations
