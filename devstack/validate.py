@@ -44,14 +44,30 @@ def _point_code_at_s3(document: dict[str, Any], root: Path) -> None:
             resource["Properties"][prop] = f"s3://local-validate/{logical_id}.zip"
 
 
-def transform_template(path: Path, region: str = "us-east-1") -> dict[str, Any]:
-    """The CloudFormation the SAM transform produces. Raises InvalidDocumentException."""
-    document = yaml_parse(path.read_text())
+def transform_template(
+    path: Path, region: str = "us-east-1", parameter_values: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The CloudFormation the SAM transform produces for these template parameter values (SAM
+    resolves a few at transform time, like AutoPublishCodeSha256; the defaults otherwise).
+    Raises InvalidDocumentException."""
+    return transform_document(load_document(path), region, parameter_values)
+
+
+def load_document(path: Path) -> dict[str, Any]:
+    """The parsed template, its local code folders standing in as S3 URIs (see above)."""
+    document: dict[str, Any] = yaml_parse(path.read_text())
     _point_code_at_s3(document, path.parent)
+    return document
+
+
+def transform_document(
+    document: dict[str, Any], region: str = "us-east-1", parameter_values: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`transform_template` for a parsed template whose code points at S3 (`load_document`)."""
     translator = Translator(
         _NoManagedPolicies().load(), Parser(), boto_session=boto3.session.Session(region_name=region)
     )
-    return translator.translate(document, parameter_values={})
+    return translator.translate(document, parameter_values=dict(parameter_values or {}))
 
 
 def main(argv: list[str]) -> int:

@@ -820,14 +820,22 @@ class _Scanner:
         self.usage.callers.setdefault(call, set()).add(where)
 
 
+#: Methods of a functools cache that run none of the cached function's code: `f.cache_clear()`
+#: (wiring.reset, hub.adapters.aws.reset_clients) does not reach `f`.
+CACHE_METHODS = frozenset({"cache_clear", "cache_info"})
+
+
 def _code_nodes(root: ast.AST) -> Iterator[ast.AST]:
-    """Every node of `root` that runs: annotations and `if TYPE_CHECKING:` blocks left out."""
+    """Every node of `root` that runs: annotations and `if TYPE_CHECKING:` blocks left out, and
+    the function behind `<function>.cache_clear` (CACHE_METHODS)."""
     pending = [root]
     while pending:
         node = pending.pop()
         yield node
         for name, value in ast.iter_fields(node):
             if name in ("annotation", "returns", "type_comment"):
+                continue
+            if name == "value" and isinstance(node, ast.Attribute) and node.attr in CACHE_METHODS:
                 continue
             children = value if isinstance(value, list) else [value]
             for child in children:

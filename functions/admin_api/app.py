@@ -9,6 +9,9 @@ The operator's page (`/admin...`) is no route: lambda_handler serves it first, p
 
 from __future__ import annotations
 
+import hub.cold_start  # noqa: F401 - first: pauses the collector for the cold start
+
+# isort: split
 from pathlib import Path
 from typing import Any
 

@@ -3,6 +3,9 @@ certificate once per bucket (30, 14, 7, 1, 0 days) to Slack, and reports its day
 
 from __future__ import annotations
 
+import hub.cold_start  # noqa: F401 - first: pauses the collector for the cold start
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools import Metrics

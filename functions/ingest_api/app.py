@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hub.cold_start  # noqa: F401 - first: pauses the collector for the cold start
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools import Metrics
@@ -9,7 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hub.api.http import (
     api_key,
@@ -26,13 +29,14 @@ from hub.api.http import (
 )
 from hub.api.openapi import answers, documented, serve
 from hub.api.views import CallbackAnswer, MessageStatus, ReceiveAnswer, ReceiveHeaders
-from hub.callbacks.receive import DeliveryInFlight
 from hub.config import settings
 from hub.domain.delivery_status import StatusCallback
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.media_type import JSON_ONLY
 from hub.domain.message import InboundMessage
+from hub.domain.model import HubModel
 from hub.errors import (
+    DeliveryInFlight,
     HubError,
     IdempotencyKeyReused,
     InvalidIdempotencyKey,
@@ -228,7 +232,7 @@ def get_message(message_id: str) -> Response:
 CALLBACK_TOKEN: list[dict[str, list[str]]] = [{"callbackToken": []}]
 
 
-class CallbackPath(BaseModel):
+class CallbackPath(HubModel):
     message_id: str = Field(description="The message the hub delivered to you (its `msg_...` id).")
 
 

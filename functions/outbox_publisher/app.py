@@ -3,6 +3,9 @@ items) -> outbound webhook subscriptions and the EventBridge bus (hub.outbox.pub
 
 from __future__ import annotations
 
+import hub.cold_start  # noqa: F401 - first: pauses the collector for the cold start
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools import Metrics

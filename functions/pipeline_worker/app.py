@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hub.cold_start  # noqa: F401 - first: pauses the collector for the cold start
+
+# isort: split
 import json
 from datetime import UTC, datetime
 from typing import Any

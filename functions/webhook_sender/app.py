@@ -3,6 +3,9 @@ partial batch failures (a job that raises is received again, then lands in the l
 
 from __future__ import annotations
 
+import hub.cold_start  # noqa: F401 - first: pauses the collector for the cold start
+
+# isort: split
 from typing import Any
 
 from aws_lambda_powertools import Metrics

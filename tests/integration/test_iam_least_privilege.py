@@ -155,6 +155,16 @@ def test_the_scanner_sees_the_calls_each_function_is_known_for():
     assert not any(a.startswith("sqs:") for a in usage("AlertNotifierFunction").actions())
 
 
+def test_clearing_a_factory_s_cache_does_not_count_as_calling_it():
+    """Every handler registers hub.wiring.after_restore (SnapStart), which clears every factory's
+    cache (wiring.reset): that runs none of their code, so the ingest API still reaches no
+    factory but its own."""
+    ingest = usage("IngestApiFunction")
+    assert {"hub.wiring.after_restore", "hub.wiring.reset"} <= ingest.reachable
+    assert "hub.wiring.alert_notifier" not in ingest.reachable
+    assert "hub.wiring.ingestor" in ingest.reachable
+
+
 @pytest.mark.parametrize("function", functions())
 def test_managed_policies_are_only_what_the_function_declares(function):
     properties = template()["Resources"][function]["Properties"]

@@ -9,7 +9,7 @@ import tomllib
 from cfnlint.api import lint_all
 
 from devstack.cfn import load_template
-from devstack.validate import transform_template
+from devstack.validate import load_document, transform_document, transform_template
 from hub.adapters.dynamo.status_index import QUEUE_ROW_FIELDS
 from hub.sealed_config import PURPOSES
 from tests.aws import ROOT, TEMPLATE
@@ -143,3 +143,77 @@ def test_the_purposes_are_the_ones_the_code_seals_under():
         "subscription-secret",
         "admin-answer",
     }
+
+
+# --- issue 29: SnapStart ------------------------------------------------------------------------
+
+
+def _functions(output: dict) -> list[str]:
+    return sorted(k for k, r in output["Resources"].items() if r["Type"] == "AWS::Lambda::Function")
+
+
+def _versions(output: dict) -> dict[str, str]:
+    """function -> the logical id of the version the deploy publishes (it changes when a new
+    version must be published)."""
+    found = {}
+    for logical_id, resource in output["Resources"].items():
+        if resource["Type"] == "AWS::Lambda::Version":
+            found[resource["Properties"]["FunctionName"]["Ref"]] = logical_id
+    return found
+
+
+def test_snapstart_is_off_by_default_and_applies_to_every_function_when_on():
+    template = load_template(TEMPLATE)
+    assert template["Parameters"]["SnapStart"]["Default"] == "Disabled"
+    assert template["Conditions"]["HasSnapStart"] == {
+        "Fn::Equals": [{"Ref": "SnapStart"}, "PublishedVersions"]
+    }
+    output = transform_template(TEMPLATE)
+    for function in _functions(output):
+        properties = output["Resources"][function]["Properties"]
+        assert properties["SnapStart"] == {
+            "Fn::If": ["HasSnapStart", {"ApplyOn": "PublishedVersions"}, {"Ref": "AWS::NoValue"}]
+        }, function
+
+
+def test_every_event_source_api_route_and_url_invokes_the_published_alias():
+    output = transform_template(TEMPLATE)
+    resources = output["Resources"]
+    aliases = {
+        r["Properties"]["FunctionName"]["Ref"]: k
+        for k, r in resources.items()
+        if r["Type"] == "AWS::Lambda::Alias"
+    }
+    assert set(aliases) == set(_functions(output))
+    for logical_id, resource in resources.items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping":
+            assert properties["FunctionName"]["Ref"] in aliases.values(), logical_id
+        elif resource["Type"] == "AWS::Lambda::Url":
+            assert properties["TargetFunctionArn"]["Ref"] in aliases.values(), logical_id
+        elif resource["Type"] == "AWS::Lambda::Permission":
+            assert properties["FunctionName"]["Ref"] in aliases.values(), logical_id
+        elif resource["Type"] == "AWS::Lambda::Version":
+            assert resource["DeletionPolicy"] == "Delete", logical_id  # a snapshot is billed while it exists
+
+
+def test_a_change_of_the_layer_or_a_function_s_code_publishes_a_new_version_of_it():
+    default = _versions(transform_template(TEMPLATE))
+    document = load_document(TEMPLATE)
+    document["Resources"]["HubLayer"]["Properties"]["ContentUri"] = "s3://local-validate/HubLayer-changed.zip"
+    new_layer = _versions(transform_document(document))
+    document = load_document(TEMPLATE)
+    document["Resources"]["IngestApiFunction"]["Properties"]["CodeUri"] = (
+        "s3://local-validate/ingest-changed.zip"
+    )
+    new_ingest_code = _versions(transform_document(document))
+    switched = _versions(transform_template(TEMPLATE, parameter_values={"SnapStart": "PublishedVersions"}))
+
+    assert set(default) == set(_functions(transform_template(TEMPLATE)))
+    # A version keeps the code and configuration it was published with: without a new one, the
+    # alias would go on invoking the old code (most of it is in the layer).
+    assert all(new_layer[function] != version for function, version in default.items())
+    assert {f for f, version in default.items() if new_ingest_code[f] != version} == {"IngestApiFunction"}
+    # Known and documented (docs/operations.md): SAM resolves no parameter in what it hashes, so
+    # switching SnapStart alone publishes no version; it applies from the next deploy that does.
+    assert switched == default

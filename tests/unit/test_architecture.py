@@ -236,3 +236,32 @@ def test_an_api_loads_the_openapi_generator_for_its_openapi_route_only(logical_i
     assert imported == set()
     assert built == set()
     assert set(OPENAPI_GENERATOR) <= served
+
+
+def _handler_files() -> list[Path]:
+    template = load_template(ROOT / "template.yaml")
+    found = []
+    for resource in template["Resources"].values():
+        if resource.get("Type") == "AWS::Serverless::Function":
+            properties = resource["Properties"]
+            module_name = properties["Handler"].rpartition(".")[0]
+            found.append(ROOT / properties["CodeUri"] / f"{module_name}.py")
+    return sorted(found)
+
+
+@pytest.mark.parametrize("path", _handler_files(), ids=lambda p: p.parent.name)
+def test_a_handler_pauses_the_collector_from_its_first_import_to_its_first_invocation(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    first = next(
+        node for node in imports if not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+    )
+    assert isinstance(first, ast.Import)
+    assert [alias.name for alias in first.names] == ["hub.cold_start"]
+    handler = next(
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "lambda_handler"
+    )
+    # Outermost, so the first invocation's Powertools work runs paused too (and it resumes).
+    outermost = handler.decorator_list[0]
+    assert isinstance(outermost, ast.Name)
+    assert outermost.id == "gc_after_first_invocation"

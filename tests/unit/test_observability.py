@@ -3,6 +3,7 @@ collector: paused through a Lambda instance's cold start, as usual after it."""
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from aws_lambda_powertools import Tracer
 
+from hub import cold_start
 from hub.observability import gc_after_first_invocation, traced, tracing_enabled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,11 +112,11 @@ def handler(event, context):
     return {"echo": event}
 
 # Python 3.12 starts with a few hundred objects in the permanent generation already.
-assert gc.isenabled()
 at_start = gc.get_freeze_count()
+assert not gc.isenabled(), "paused from the import of hub.observability (hub.cold_start) on"
 wrapped = gc_after_first_invocation(handler)
 assert wrapped is not handler and wrapped.__name__ == "handler"
-assert not gc.isenabled(), "paused from the decoration (the handler module's import) on"
+assert not gc.isenabled(), "still paused after the decoration (the handler module's import)"
 try:
     wrapped({"fail": FAIL}, None)
 except RuntimeError:
@@ -145,3 +147,57 @@ def test_in_lambda_the_collector_is_paused_until_the_first_invocation_ends(fail:
     )
     assert answer.returncode == 0, answer.stderr
     assert answer.stdout.strip().endswith("ok")
+
+
+_PAUSED_FROM_THE_FIRST_IMPORT = """
+import gc
+import hub.cold_start
+assert hub.cold_start.paused is IN_LAMBDA and gc.isenabled() is not IN_LAMBDA
+import pydantic  # the handler's other imports run with the collector paused (in Lambda)
+assert gc.isenabled() is not IN_LAMBDA
+from hub.observability import gc_after_first_invocation
+
+def handler(event, context):
+    return gc.isenabled()
+
+wrapped = gc_after_first_invocation(handler)
+assert gc.isenabled() is not IN_LAMBDA
+assert wrapped({}, None) is not IN_LAMBDA, "the first invocation runs paused too (in Lambda)"
+assert gc.isenabled(), "collecting again after it"
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("in_lambda", [True, False], ids=["lambda", "elsewhere"])
+def test_a_handler_importing_cold_start_first_is_paused_from_its_first_import(in_lambda: bool) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": str(ROOT / "layers" / "hub"),
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        **({"LAMBDA_TASK_ROOT": "/var/task"} if in_lambda else {}),
+    }
+    code = _PAUSED_FROM_THE_FIRST_IMPORT.replace("IN_LAMBDA", str(in_lambda))
+    answer = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.strip().endswith("ok")
+
+
+def test_a_collector_paused_by_someone_else_is_left_to_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Not paused by hub.cold_start (this process is no Lambda instance): the decorator must not
+    # resume what another owner paused.
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", "/var/task")
+    monkeypatch.setattr(cold_start, "paused", False)
+
+    def handler(event: dict[str, str], context: object) -> bool:
+        return gc.isenabled()
+
+    gc.disable()
+    try:
+        wrapped = gc_after_first_invocation(handler)
+        assert wrapped is handler
+        assert handler({}, None) is False
+    finally:
+        gc.enable()

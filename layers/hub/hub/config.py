@@ -10,7 +10,6 @@ import os
 from functools import lru_cache
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -18,10 +17,11 @@ from pydantic import (
     model_validator,
 )
 
+from hub.domain.model import HubModel
 from hub.errors import ConfigurationError
 
 
-class Settings(BaseModel):
+class Settings(HubModel):
     """What a hub function needs to know about its stack. Required values have no default:
     a missing table or queue name is a deployment error, never a silent fallback."""
 

@@ -263,6 +263,14 @@ class MetricsUnavailable(ServiceUnavailable):
     code = "metrics_unavailable"
 
 
+class DeliveryInFlight(ServiceUnavailable):
+    """A step holds the message right now (mid-delivery): the status callback is recorded, and
+    its resend (after `Retry-After`) moves the delivery status (hub.callbacks.receive)."""
+
+    code = "delivery_in_flight"
+    retry_after_seconds = 5
+
+
 class AlertChannelUnavailable(ServiceUnavailable):
     """Slack or email did not take an alert. Retryable: the alert stays pending and the event
     that raised it is retried, so an alert is never dropped silently."""

@@ -7,9 +7,10 @@ it is Powertools' `capture_lambda_handler`; elsewhere the handler is left as it 
 
 A cold start allocates some hundred thousand long-lived objects (modules, classes, botocore's
 service models, pydantic's validators) and almost no garbage: its collections (one full one among
-them) are ~50 ms of CPU that free a few hundred objects. `gc_after_first_invocation` pauses the
-collector from the handler module's import to the end of the first invocation, then freezes what
-exists (it is the instance's working set: never scanned again) and collects normally after that.
+them) are ~50 ms of CPU that free a few hundred objects. The collector is paused from the
+handler module's first import (`hub.cold_start`) to the end of the first invocation
+(`gc_after_first_invocation`), then what exists is frozen (it is the instance's working set:
+never scanned again) and it collects normally after that.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from typing import Any, TypeVar, cast
 from aws_lambda_powertools import Tracer
 from aws_lambda_powertools.shared import constants
 from aws_lambda_powertools.shared.functions import resolve_truthy_env_var_choice
+
+from hub import cold_start
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
 
@@ -51,14 +54,18 @@ def traced(handler: Handler) -> Handler:
 
 
 def gc_after_first_invocation(handler: Handler) -> Handler:
-    """`handler` with the garbage collector paused from now (the end of the handler module's
-    import) until its first invocation returns or raises; then everything alive is frozen
-    (`gc.freeze`) and the collector runs as usual. In Lambda only: a process that imports a
-    handler without invoking it (tests, tools) keeps its collector. Apply it outermost, so the
-    Powertools decorators' work in the first invocation runs paused too."""
-    if not in_lambda() or not gc.isenabled():
+    """`handler` with the garbage collector paused until its first invocation returns or raises
+    (paused since `hub.cold_start` was imported: the handler module's first import, or at the
+    latest this module's); then everything alive is frozen (`gc.freeze`) and the collector runs
+    as usual. In Lambda only: a process that imports a handler without invoking it (tests,
+    tools) keeps its collector. Apply it outermost, so the Powertools decorators' work in the
+    first invocation runs paused too."""
+    if not in_lambda():
         return handler
-    gc.disable()
+    if gc.isenabled():
+        gc.disable()
+    elif not cold_start.paused:  # paused by someone else: theirs to resume
+        return handler
     pending = [True]
 
     @functools.wraps(handler)

@@ -5,12 +5,17 @@ own routes use (the ingest API never imports zeep, cryptography or httpx; the wo
 connector's libraries at its first delivery over that protocol). Keep new imports of adapters
 and use cases inside the factory that needs them, never at the top of this module;
 `tests/unit/test_architecture.py` checks what each handler loads.
+
+The one thing done at import: the SnapStart hooks are registered with the Lambda runtime when it
+has them (`register_snapstart_hooks`, end of this module); after a restore everything built here
+is forgotten (`after_restore`).
 """
 
 from __future__ import annotations
 
+import random
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hub.config import Settings, settings
 from hub.errors import ConfigurationError
@@ -806,3 +811,58 @@ def callback_token_admin() -> CallbackTokenAdmin:
 
     table = settings().table_name
     return CallbackTokenAdmin(DynamoConnections(table), DynamoStatusCallbacks(table), _audit())
+
+
+# --- issue 29: SnapStart ---------------------------------------------------------------------------
+
+
+def before_snapshot() -> None:
+    """Run by the Lambda runtime before it snapshots an initialized environment (SnapStart on):
+    loads boto3 and botocore, so an environment resumed from the snapshot does not import them
+    again at its first invocation. Modules only: no session, client, credential or connection."""
+    import hub.adapters.aws  # noqa: F401
+
+
+def after_restore() -> None:
+    """Run by the Lambda runtime after it resumes an environment from a SnapStart snapshot.
+    Every environment resumed from one snapshot starts with the same memory, so what must differ
+    per environment, or is stale by now, is dropped; the first invocation builds what it uses, as
+    on a cold start:
+
+    - `random`'s generator is re-seeded from the OS (retry and lock-wait jitter would otherwise be
+      the same sequence in every environment: retries in step). Ids and tokens come from
+      `os.urandom` and `secrets`, which the restored kernel already makes unique;
+    - every use case built so far (`reset`), with the caches they hold - configuration, secrets,
+      connection states, rate-limit buckets - whose ages count on a clock the snapshot froze,
+      and the settings;
+    - boto3's session, its clients with their connection pools (cut at the snapshot) and the
+      credentials it resolved (possibly expired by the restore)."""
+    from hub.adapters.aws import reset_clients
+
+    random.seed()
+    reset()
+    reset_clients()
+
+
+def register_snapstart_hooks(runtime: Any = None) -> bool:
+    """Registers `before_snapshot` and `after_restore` with the Lambda runtime's SnapStart hooks
+    (`snapshot_restore_py`, present in Lambda's Python runtimes only; `runtime` stands in for it
+    in tests). Called when this module loads, which every handler's import does; the hooks run
+    only on a function with SnapStart on. Returns whether they were registered."""
+    hooks = runtime if runtime is not None else _snapstart_runtime()
+    if hooks is None:
+        return False
+    hooks.register_before_snapshot(before_snapshot)
+    hooks.register_after_restore(after_restore)
+    return True
+
+
+def _snapstart_runtime() -> Any:
+    try:
+        import snapshot_restore_py
+    except ImportError:  # not in Lambda: no snapshots
+        return None
+    return snapshot_restore_py
+
+
+register_snapstart_hooks()

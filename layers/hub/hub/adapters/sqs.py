@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from hub.adapters.aws import client
-from hub.admin.health import QueueDepth
 from hub.domain.message import StepMessage
 from hub.errors import QueueUnavailable
 
 if TYPE_CHECKING:
+    from hub.admin.health import QueueDepth
     from hub.delivery.gate import ConnectionJob
     from hub.domain.bulk_page import BulkPage
 
@@ -126,6 +126,9 @@ class SqsQueueGauges:
     """A queue's approximate depths (the admin Health view)."""
 
     def depth(self, queue_url: str) -> QueueDepth:
+        # Imported here: the step queue's users (ingest, the worker) never load the admin side.
+        from hub.admin.health import QueueDepth  # noqa: PLC0415
+
         try:
             attributes = client("sqs").get_queue_attributes(
                 QueueUrl=queue_url, AttributeNames=list(_DEPTH_ATTRIBUTES)

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.admin.access import Principal, Role
 from hub.admin.audit import Audit
@@ -46,6 +46,7 @@ from hub.delivery.breaker import release_page_size, release_plan
 from hub.domain.bulk_page import BulkPage
 from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
+from hub.domain.model import HubModel
 from hub.errors import Conflict, HubError, NotFound, ValidationFailed
 from hub.ports import QueueFilter, QueuePage
 
@@ -73,7 +74,7 @@ class BulkState(StrEnum):
     FAILED = "failed"
 
 
-class BulkFilter(BaseModel):
+class BulkFilter(HubModel):
     """Which messages: a queue tab's (or a search's), narrowed like the queue."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -90,7 +91,7 @@ class BulkFilter(BaseModel):
     by: str | None = None
 
 
-class BulkJob(BaseModel):
+class BulkJob(HubModel):
     model_config = ConfigDict(frozen=True)
 
     job_id: str

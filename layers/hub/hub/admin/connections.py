@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
@@ -40,6 +40,7 @@ from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
 from hub.domain.destination_binding import CLIENT_CERTIFICATE, check_resent, origin
 from hub.domain.ids import new_id
+from hub.domain.model import HubModel
 from hub.domain.tenancy import (
     NFELIB_PREFIX,
     AuthKind,
@@ -94,7 +95,7 @@ class CertificateRequired(HubError):
     http_status = 422
 
 
-class ClientCertificateUpload(BaseModel):
+class ClientCertificateUpload(HubModel):
     """A client certificate sent with a connection save (the body of the certificate route,
     without the tenant): what a save that moves an mTLS connection must carry."""
 
@@ -105,7 +106,7 @@ class ClientCertificateUpload(BaseModel):
     password: SecretStr = Field(max_length=1024)
 
 
-class ConnectionSpec(BaseModel):
+class ConnectionSpec(HubModel):
     """A connection as the admin API takes it (create and PUT)."""
 
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hub.admin.access import Principal, Role
 from hub.domain.clock import utcnow
 from hub.domain.failure import ErrorClass
+from hub.domain.model import HubModel
 from hub.domain.status import PipelineStatus
 from hub.errors import ServiceUnavailable, ValidationFailed
 
@@ -133,13 +134,13 @@ class MetricNames:
 # --- the answer ------------------------------------------------------------------------------
 
 
-class QueueDepthView(BaseModel):
+class QueueDepthView(HubModel):
     visible: int
     in_flight: int
     delayed: int
 
 
-class LaneHealth(BaseModel):
+class LaneHealth(HubModel):
     #: The lane's name, as `POST /api/admin/dlq/{lane}/redrive` takes it (when it can be redriven).
     lane: str
     queue: QueueDepthView
@@ -150,7 +151,7 @@ class LaneHealth(BaseModel):
     redrivable: bool
 
 
-class OutboxHealth(BaseModel):
+class OutboxHealth(HubModel):
     #: Stream batches the outbox publisher gave up on (its DLQ).
     publisher_dlq_depth: int
     #: Webhook jobs on the webhooks lane (visible, in flight and delayed); jobs waiting for a
@@ -158,7 +159,7 @@ class OutboxHealth(BaseModel):
     pending_webhook_deliveries: int
 
 
-class IntegrationHealth(BaseModel):
+class IntegrationHealth(HubModel):
     integration_id: str
     #: Messages that entered retry_pending in the window and still wait.
     retries: int
@@ -172,7 +173,7 @@ class IntegrationHealth(BaseModel):
     oldest_waiting_age_seconds: float | None
 
 
-class IntegrationsHealth(BaseModel):
+class IntegrationsHealth(HubModel):
     tenant_id: str
     #: Integrations with something to show (a waiting or failed message); others are all zero.
     items: list[IntegrationHealth]
@@ -180,12 +181,12 @@ class IntegrationsHealth(BaseModel):
     truncated: bool
 
 
-class Counters(BaseModel):
+class Counters(HubModel):
     signature_failures: int
     duplicates_dropped: int
 
 
-class HourlyCounts(BaseModel):
+class HourlyCounts(HubModel):
     #: The hour's start (UTC).
     hour: datetime
     received: int
@@ -198,7 +199,7 @@ class HourlyCounts(BaseModel):
     observed: int
 
 
-class HealthAnswer(BaseModel):
+class HealthAnswer(HubModel):
     generated_at: datetime
     window_seconds: int
     #: The tenant the `integrations` section is about (null: none asked).

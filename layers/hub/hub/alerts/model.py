@@ -17,8 +17,9 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from hub.domain.model import HubModel
 from hub.errors import ValidationFailed
 
 #: How long a group's alert record is kept (DynamoDB TTL): well past its hour, so a late retry of
@@ -81,7 +82,7 @@ class Alert:
 # --- dead letters -------------------------------------------------------------------------
 
 
-class DeadLetter(BaseModel):
+class DeadLetter(HubModel):
     """A message that reached `dead_letter`, as its status record's stream image shows it."""
 
     # By alias from a stored image; by name when built in code.
@@ -168,7 +169,7 @@ def dead_letter_alert(group: Sequence[DeadLetter], stage: str | None = None) -> 
 # --- CloudWatch alarms ----------------------------------------------------------------------
 
 
-class AlarmNotification(BaseModel):
+class AlarmNotification(HubModel):
     """The JSON CloudWatch publishes to SNS when an alarm changes state (the fields we use)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", validate_by_name=True)

@@ -13,7 +13,7 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
@@ -21,7 +21,6 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import BaseModel, ValidationError
 
-from hub.admin.access import Principal
 from hub.api.routing import unmatched
 from hub.domain import media_type
 from hub.domain.strict_json import parse_json
@@ -33,6 +32,9 @@ from hub.errors import (
     Unauthorized,
     ValidationFailed,
 )
+
+if TYPE_CHECKING:  # the partner API never loads the admin side
+    from hub.admin.access import Principal
 
 logger = logging.getLogger(__name__)
 

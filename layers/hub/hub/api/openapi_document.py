@@ -13,16 +13,17 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 from pydantic.fields import FieldInfo
 
 from hub.api.openapi import ERROR_SCHEMA_REF, documented_parts
+from hub.domain.model import HubModel
 
 _lock = threading.Lock()
 _documents: dict[int, str] = {}
 
 
-class ErrorDetail(BaseModel):
+class ErrorDetail(HubModel):
     model_config = ConfigDict(title="ErrorDetail")
 
     #: Machine-readable: decide on it, never on the message.
@@ -33,7 +34,7 @@ class ErrorDetail(BaseModel):
     details: Any = None
 
 
-class Error(BaseModel):
+class Error(HubModel):
     """The one error shape of every hub API."""
 
     error: ErrorDetail

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import Field, create_model
 
 from hub.domain.delivery_status import DeliveryStatus
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import PUBLIC_FIELDS, MessageRecord
+from hub.domain.model import HubModel
 from hub.domain.status import PipelineStatus
 
 
-class ReceiveAnswer(BaseModel):
+class ReceiveAnswer(HubModel):
     """The message the request created (202) or the earlier one it duplicates (200)."""
 
     message_id: str
@@ -27,10 +28,12 @@ class ReceiveAnswer(BaseModel):
 _public: dict[str, Any] = {name: (MessageRecord.model_fields[name].annotation, ...) for name in PUBLIC_FIELDS}
 
 #: A message's status as its owner sees it (every field present; null when not known yet).
-MessageStatus: type[BaseModel] = create_model("MessageStatus", __doc__="A message's status.", **_public)
+MessageStatus: type[HubModel] = create_model(
+    "MessageStatus", __doc__="A message's status.", __base__=HubModel, **_public
+)
 
 
-class ReceiveHeaders(BaseModel):
+class ReceiveHeaders(HubModel):
     """Request headers receive-message reads (besides the API key)."""
 
     idempotency_key: str | None = Field(
@@ -46,7 +49,7 @@ class ReceiveHeaders(BaseModel):
     )
 
 
-class IfMatch(BaseModel):
+class IfMatch(HubModel):
     """The optimistic-write header of versioned admin resources."""
 
     if_match: str | None = Field(
@@ -55,7 +58,7 @@ class IfMatch(BaseModel):
     )
 
 
-class CallbackAnswer(BaseModel):
+class CallbackAnswer(HubModel):
     """The callback was recorded; the message's delivery status as it stands now."""
 
     message_id: str

@@ -29,7 +29,7 @@ from hub.domain.delivery_status import DeliveryStatus, StatusCallback, hash_call
 from hub.domain.ids import is_message_id, new_id
 from hub.domain.message import MessageRecord
 from hub.domain.tenancy import tenant_accepts_traffic
-from hub.errors import ServiceUnavailable, Unauthorized
+from hub.errors import DeliveryInFlight, Unauthorized
 from hub.ports import ConfigRepository, DeliveryStatusStore, ReceivedCallback
 
 if TYPE_CHECKING:
@@ -41,14 +41,6 @@ logger = logging.getLogger(__name__)
 _REFUSED = (
     "a valid status-callback token of this message's connection is required (Authorization: Bearer <token>)"
 )
-
-
-class DeliveryInFlight(ServiceUnavailable):
-    """A step holds the message right now (mid-delivery): the callback is recorded, and its
-    resend (after `Retry-After`) moves the delivery status."""
-
-    code = "delivery_in_flight"
-    retry_after_seconds = 5
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from hub.delivery.breaker import (
     DEFAULT_POLICY,
@@ -40,6 +40,7 @@ from hub.delivery.breaker import (
 )
 from hub.domain.failure import ErrorClass
 from hub.domain.message import MessageRecord, PipelineStep, StepMessage
+from hub.domain.model import HubModel
 from hub.domain.status import PipelineStatus
 from hub.errors import HubError
 
@@ -53,7 +54,7 @@ class JobKind(StrEnum):
     PROBE = "probe"
 
 
-class ConnectionJob(BaseModel):
+class ConnectionJob(HubModel):
     """A job about a connection, on the pipeline queue beside the step messages (or fired by
     the scheduler: one probe schedule per connection and opening, never one per message)."""
 

@@ -4,10 +4,12 @@ messages without importing the admin side (its cold start)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
+
+from hub.domain.model import HubModel
 
 
-class BulkPage(BaseModel):
+class BulkPage(HubModel):
     """The pipeline-queue message that runs one page of a job."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -21,9 +21,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.domain.clock import Rfc3339Time
+from hub.domain.model import HubModel
 
 
 class DeliveryStatus(StrEnum):
@@ -74,7 +75,7 @@ def sources_of(new: DeliveryStatus) -> frozenset[DeliveryStatus]:
 _NO_CONTROLS = r"^[^\x00-\x1f\x7f]*$"
 
 
-class StatusCallback(BaseModel):
+class StatusCallback(HubModel):
     """The body of `POST /api/edi-hub/status-callback/{message_id}`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
@@ -109,7 +110,7 @@ def hash_callback_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-class CallbackCredential(BaseModel):
+class CallbackCredential(HubModel):
     """A connection's status-callback credential: the current token's hash and, during a
     rotation's grace period, the previous one's."""
 

@@ -32,7 +32,6 @@ from jmespath.exceptions import JMESPathError
 from jmespath.functions import Functions
 from jmespath.parser import ParsedResult
 from pydantic import (
-    BaseModel,
     BeforeValidator,
     ConfigDict,
     Discriminator,
@@ -47,6 +46,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from hub.domain.mapping_transforms import JsonScalar, Transform
+from hub.domain.model import HubModel
 
 #: The longest JMESPath expression a spec (or a business key, or a webhook path) may hold.
 #: Real ones are under 100 characters; the bound keeps parsing and each evaluation small.
@@ -65,7 +65,7 @@ _XML_NAME = re.compile(r"[^\W\d][\w.-]*")
 _SCALARS = (str, int, float, bool, type(None))
 
 
-class _Frozen(BaseModel):
+class _Frozen(HubModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

@@ -15,7 +15,9 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
+
+from hub.domain.model import HubModel
 
 JsonScalar = str | int | float | bool | None
 Separator = Literal[".", ","]
@@ -93,7 +95,7 @@ def _text(value: Any) -> str:
     return value
 
 
-class _Transform(BaseModel):
+class _Transform(HubModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     def apply(self, value: Any) -> Any:

@@ -8,17 +8,18 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.domain.clock import StorableTime
 from hub.domain.delivery_status import DeliveryStatus
+from hub.domain.model import HubModel
 from hub.domain.redaction import status_text
 from hub.domain.status import PipelineStatus
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 
 
-class InboundMessage(BaseModel):
+class InboundMessage(HubModel):
     """The partner API request body."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -37,7 +38,7 @@ class PayloadFormat(StrEnum):
     TEXT = "text"
 
 
-class MessageRecord(BaseModel):
+class MessageRecord(HubModel):
     """The hot status record of one message. Small on purpose: it is rewritten on every
     status change and DynamoDB bills writes per KB. The payload lives apart."""
 
@@ -160,7 +161,7 @@ class PipelineStep(StrEnum):
     FINISHED = "finished"
 
 
-class StepMessage(BaseModel):
+class StepMessage(HubModel):
     """One pipeline step to run (seed 002, section 5.1): which message, which step, the
     counters, and ids to trace it. Workers re-read the message state before acting."""
 

@@ -15,14 +15,16 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
+
+from hub.domain.model import HubModel
 
 #: How many keys an instance remembers; the least recently seen is forgotten first. A forgotten
 #: tenant starts again with a full bucket, a forgotten IP with no failures.
 MAX_KEYS = 10_000
 
 
-class Rate(BaseModel):
+class Rate(HubModel):
     """A token bucket's shape: `burst` requests at once, refilled at `per_second`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

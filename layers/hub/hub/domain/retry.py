@@ -28,9 +28,10 @@ from enum import StrEnum
 from itertools import pairwise
 from types import MappingProxyType
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from hub.domain.failure import ErrorClass
+from hub.domain.model import HubModel
 
 
 class Retryable(StrEnum):
@@ -80,7 +81,7 @@ def is_retryable(
     return kind is Retryable.YES
 
 
-class RetryPolicy(BaseModel):
+class RetryPolicy(HubModel):
     """Per integration. Auto retry is off by default: the product default (seed 000, D)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -10,9 +10,10 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from hub.domain.mapping_spec import MappingSpec, check_expression
+from hub.domain.model import HubModel
 from hub.domain.rate_limit import Rate
 from hub.domain.retry import RetryPolicy
 from hub.domain.webhook_config import InboundWebhook
@@ -44,7 +45,7 @@ class IntegrationMode(StrEnum):
     ORCHESTRATION = "orchestration"
 
 
-class MessageTypeConfig(BaseModel):
+class MessageTypeConfig(HubModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: JMESPath expressions into the payload that identify the business entity (e.g. "po_number").
@@ -83,7 +84,7 @@ class AuthKind(StrEnum):
     OAUTH2_CLIENT_CREDENTIALS = "oauth2_client_credentials"
 
 
-class HttpAuth(BaseModel):
+class HttpAuth(HubModel):
     """How to authenticate to a REST destination. Secrets are never logged or shown."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -104,7 +105,7 @@ class HttpAuth(BaseModel):
 NFELIB_PREFIX = "nfelib:"
 
 
-class SoapSettings(BaseModel):
+class SoapSettings(HubModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     #: A WSDL shipped by nfelib (`nfelib:<path>`) or an http(s) URL (no other local file).
@@ -119,7 +120,7 @@ class SoapSettings(BaseModel):
 TRUSTED_CA_PEM_MAX_CHARS = 64 * 1024
 
 
-class Destination(BaseModel):
+class Destination(HubModel):
     """A connection to the customer's system: where and how delivered messages go."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -157,7 +158,7 @@ class Destination(BaseModel):
         return self
 
 
-class Connection(BaseModel):
+class Connection(HubModel):
     """A tenant's destination as its own item (issue 11): integrations name it by
     `connection_id`, and the configuration repository resolves it into their `destination`.
     `version` counts saved changes (optimistic updates: If-Match)."""
@@ -184,7 +185,7 @@ class TenantState(StrEnum):
     DISABLED = "disabled"
 
 
-class Tenant(BaseModel):
+class Tenant(HubModel):
     """A customer of the hub. Tenants written before the admin API (by hand, or by older code)
     have only `tenant_id` and `name`: they are active, with the default mode."""
 
@@ -214,7 +215,7 @@ def tenant_accepts_traffic(tenant: Tenant | None) -> bool:
     return tenant is None or tenant.active
 
 
-class Integration(BaseModel):
+class Integration(HubModel):
     # Validation errors never repeat the input: it holds secrets (webhook and destination).
     model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
@@ -258,7 +259,7 @@ class ApiKeyState(StrEnum):
     REVOKED = "revoked"
 
 
-class ApiKey(BaseModel):
+class ApiKey(HubModel):
     """A partner credential. Only its SHA-256 is stored: keys are 256-bit random values, so a
     fast hash is enough (no password stretching needed) and lookups stay one GetItem.
 

@@ -10,7 +10,6 @@ from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -20,6 +19,7 @@ from pydantic import (
 
 from hub.domain.mapping_spec import check_expression
 from hub.domain.media_type import WEBHOOK_DEFAULTS, check_range
+from hub.domain.model import HubModel
 
 WHSEC_PREFIX = "whsec_"
 _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -32,7 +32,7 @@ def whsec_key(secret: str) -> bytes:
     return base64.b64decode(secret.removeprefix(WHSEC_PREFIX), validate=True)
 
 
-class _Frozen(BaseModel):
+class _Frozen(HubModel):
     # Validation errors never repeat the input: it holds secrets.
     model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 

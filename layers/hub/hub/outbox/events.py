@@ -20,8 +20,9 @@ from enum import StrEnum
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict, Field
 
+from hub.domain.model import HubModel
 from hub.domain.status import PipelineStatus
 
 
@@ -75,7 +76,7 @@ MESSAGE_SK = "STATUS"
 ANNOUNCED_FIELDS = ("pipeline_status", "retry_count", "execution_id", "delivery_status")
 
 
-class OutboxEvent(BaseModel):
+class OutboxEvent(HubModel):
     """One event, as every sink sees it. `id` is stable across redeliveries of its stream
     record: subscribers deduplicate by it (it is the Standard Webhooks `webhook-id`)."""
 
@@ -101,7 +102,7 @@ class OutboxEvent(BaseModel):
     uncertain: bool | None = None
     delivery_status: str | None = None
     #: What an event item adds (days to expiry, breaker figures, reason): scalars only.
-    details: dict[str, str | int | float | bool | None] = {}
+    details: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         """The JSON a subscriber receives (Standard Webhooks' `type`/`timestamp`/`data`

@@ -25,8 +25,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from hub.domain.model import HubModel
 from hub.outbox.events import EventType, OutboxEvent
 
 SECRET_PREFIX = "whsec_"  # noqa: S105 - a prefix, not a secret
@@ -96,7 +97,7 @@ def type_matches(patterns: Iterable[str], event_type: str) -> bool:
     return False
 
 
-class SigningSecret(BaseModel):
+class SigningSecret(HubModel):
     """One of a subscription's secrets. `value` is the `whsec_` secret when the reader opened
     it (the sender; a create or rotation that just made it), None otherwise; `seal` is its
     stored, sealed form (opaque here: hub.adapters.dynamo.subscriptions)."""
@@ -114,7 +115,7 @@ class SigningSecret(BaseModel):
         return self.expires_at is None or self.expires_at > now
 
 
-class Subscription(BaseModel):
+class Subscription(HubModel):
     """A tenant's outbound webhook subscription."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -164,7 +165,7 @@ class Subscription(BaseModel):
         return tuple(s for s in self.secrets if s.current(now))
 
 
-class SubscriptionSpec(BaseModel):
+class SubscriptionSpec(HubModel):
     """A subscription as the admin API takes it (create and PUT). Secrets change by rotation
     (`/rotate-secret`), except when a PUT moves the receiver to another origin: the signing
     secret is bound to it, so that PUT carries a new one (`secret`, or `rotate_secret`)."""

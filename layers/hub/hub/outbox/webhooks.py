@@ -33,12 +33,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from hub.config_cache import TtlCache
 from hub.delivery.port import DeliveryFailed
 from hub.domain.clock import utcnow
 from hub.domain.failure import ErrorClass
+from hub.domain.model import HubModel
 from hub.domain.retry import RetryOutcome, RetryPolicy, decide, is_retryable
 from hub.outbox.events import EventType, OutboxEvent
 from hub.outbox.signing import webhook_headers
@@ -61,7 +62,7 @@ SUBSCRIPTION_DISABLED = "subscription_disabled"
 USER_AGENT = "IntegrationHub-Webhooks/1"
 
 
-class WebhookJob(BaseModel):
+class WebhookJob(HubModel):
     """One queue message of the webhooks lane: an event for one subscription, and where its
     delivery stands. The same `event.id` on every attempt."""
 
@@ -79,7 +80,7 @@ class WebhookJob(BaseModel):
     replay: bool = False
 
 
-class FailedWebhook(BaseModel):
+class FailedWebhook(HubModel):
     """A delivery the sender gave up on (or could not make): visible and replayable."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

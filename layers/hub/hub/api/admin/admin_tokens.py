@@ -6,13 +6,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.admin.access import Role, any_token, by_use_case, requires, whoami
 from hub.api.admin.common import ADMIN, BODY, Id, KeyListQuery
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
+from hub.domain.model import HubModel
 from hub.errors import (
     PayloadTooLarge,
     RateLimited,
@@ -26,7 +27,7 @@ from hub.wiring import token_admin
 router = Router()
 
 
-class NewAdminToken(BaseModel):
+class NewAdminToken(HubModel):
     model_config = ConfigDict(extra="forbid")
     label: str = Field(min_length=1, max_length=100)
     role: Role
@@ -39,7 +40,7 @@ class TokenListQuery(KeyListQuery):
     tenant_id: Id | None = None
 
 
-class TokenPath(BaseModel):
+class TokenPath(HubModel):
     token_id: Annotated[str, Field(pattern=r"^tok_[0-9a-z]{26}$")]
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.admin.access import Role, requires, tenant
 from hub.admin.api_keys import ApiKeyNotActive, UnknownIntegrations
@@ -15,6 +15,7 @@ from hub.api.admin.common import ADMIN, BODY, Id, KeyListQuery, TenantQuery
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
+from hub.domain.model import HubModel
 from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS
 from hub.errors import ValidationFailed
 from hub.wiring import api_key_admin
@@ -22,19 +23,19 @@ from hub.wiring import api_key_admin
 router = Router()
 
 
-class KeyPath(BaseModel):
+class KeyPath(HubModel):
     tenant_id: Id
     key_id: Annotated[str, Field(pattern=r"^key_[0-9a-z]{26}$")]
 
 
-class NewApiKey(BaseModel):
+class NewApiKey(HubModel):
     model_config = ConfigDict(extra="forbid")
     label: str | None = Field(default=None, min_length=1, max_length=100)
     #: Absent or null: every integration of the tenant.
     integration_ids: list[Id] | None = Field(default=None, min_length=1, max_length=50)
 
 
-class Rotation(BaseModel):
+class Rotation(HubModel):
     model_config = ConfigDict(extra="forbid")
     grace_hours: int = Field(
         default=int(DEFAULT_ROTATION_GRACE.total_seconds() // 3600), ge=0, le=MAX_ROTATION_GRACE_HOURS

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.admin.bulk import BulkAction, BulkFilter
@@ -18,6 +18,7 @@ from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
 from hub.domain.clock import Rfc3339Time
+from hub.domain.model import HubModel
 from hub.errors import CursorMismatch, NotFound, QueueUnavailable, ValidationFailed
 from hub.wiring import bulk_jobs
 
@@ -26,7 +27,7 @@ router = Router()
 JobId = Annotated[str, Field(pattern=r"^bulk_[0-9a-z]{26}$")]
 
 
-class JobFilter(BaseModel):
+class JobFilter(HubModel):
     model_config = ConfigDict(extra="forbid")
     #: The queue tab whose messages the job acts on (ignored with `q`: a search's matches).
     tab: QueueTab = QueueTab.DEAD_LETTER
@@ -50,7 +51,7 @@ class JobFilter(BaseModel):
         return self
 
 
-class NewBulkJob(BaseModel):
+class NewBulkJob(HubModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
     action: BulkAction
@@ -60,7 +61,7 @@ class NewBulkJob(BaseModel):
     force: bool = False
 
 
-class JobPath(BaseModel):
+class JobPath(HubModel):
     job_id: JobId
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.certificates.model import (
     CertificateExpired,
@@ -12,6 +12,7 @@ from hub.certificates.model import (
     CertificatePasswordInvalid,
     CertificateRejected,
 )
+from hub.domain.model import HubModel
 from hub.errors import (
     Conflict,
     Forbidden,
@@ -33,7 +34,7 @@ MessageId = Annotated[str, Field(pattern=r"^msg_[0-9a-z]{26}$")]
 Id = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
 
 
-class ReprocessRequest(BaseModel):
+class ReprocessRequest(HubModel):
     model_config = ConfigDict(extra="forbid")
     message_id: MessageId
 
@@ -44,20 +45,20 @@ class ReprocessBody(ReprocessRequest):
     force: bool = False
 
 
-class IntegrationPath(BaseModel):
+class IntegrationPath(HubModel):
     integration_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 
 
-class TenantQuery(BaseModel):
+class TenantQuery(HubModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
 
 
-class ConnectionPath(BaseModel):
+class ConnectionPath(HubModel):
     connection_id: Id
 
 
-class KeyListQuery(BaseModel):
+class KeyListQuery(HubModel):
     model_config = ConfigDict(extra="forbid")
     limit: int = Field(default=50, ge=1, le=100)
     cursor: str | None = Field(default=None, max_length=2048)

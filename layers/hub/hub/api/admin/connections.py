@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import ConfigDict, Field, SecretStr
 
 from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.admin.connections import CertificateRequired, ConnectionExists, ConnectionInUse, ConnectionSpec
@@ -29,13 +29,14 @@ from hub.api.views import IfMatch
 from hub.certificates.model import decode_pkcs12_base64
 from hub.delivery.egress import DestinationNotAllowed
 from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
+from hub.domain.model import HubModel
 from hub.errors import Conflict, QueueUnavailable, SecretRequired, ValidationFailed
 from hub.wiring import callback_token_admin, certificate_service, connection_admin, connection_control
 
 router = Router()
 
 
-class CertificateUpload(BaseModel):
+class CertificateUpload(HubModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
     #: A PKCS#12 (.pfx/.p12) file, base64; A1 files are a few KB.
@@ -43,7 +44,7 @@ class CertificateUpload(BaseModel):
     password: SecretStr = Field(max_length=1024)
 
 
-class TenantConnectionPath(BaseModel):
+class TenantConnectionPath(HubModel):
     tenant_id: Id
     connection_id: Id
 
@@ -52,7 +53,7 @@ def _connection_path(tenant_id: str, connection_id: str) -> TenantConnectionPath
     return validated(TenantConnectionPath, {"tenant_id": tenant_id, "connection_id": connection_id}, "path")
 
 
-class CallbackTokenMint(BaseModel):
+class CallbackTokenMint(HubModel):
     model_config = ConfigDict(extra="forbid")
     #: How long the previous token keeps working (0: it stops at once).
     grace_hours: int = Field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from hub.admin.access import Role, by_use_case, requires
 from hub.admin.health import HealthAnswer
@@ -12,13 +12,14 @@ from hub.api.admin.common import ADMIN, Id
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_query
 from hub.api.openapi import answers, documented
+from hub.domain.model import HubModel
 from hub.errors import ValidationFailed
 from hub.wiring import health
 
 router = Router()
 
 
-class HealthQuery(BaseModel):
+class HealthQuery(HubModel):
     model_config = ConfigDict(extra="forbid")
     #: The tenant whose integrations to show; required with a tenant's token.
     tenant_id: Id | None = None

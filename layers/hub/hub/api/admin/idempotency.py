@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Route
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hub import wiring
 from hub.admin.access import Principal
@@ -39,6 +39,7 @@ from hub.domain.admin_idempotency import (
     idempotency_key,
     request_fingerprint,
 )
+from hub.domain.model import HubModel
 from hub.errors import (
     ConfigurationError,
     HubError,
@@ -55,7 +56,7 @@ from hub.errors import (
 _KEPT_HEADERS = ("Content-Type", "ETag", "Location")
 
 
-class IdempotencyKeyHeader(BaseModel):
+class IdempotencyKeyHeader(HubModel):
     """The request header every mutating admin route takes."""
 
     idempotency_key: str | None = Field(

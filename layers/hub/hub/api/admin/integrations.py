@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.admin.access import Role, requires, tenant
 from hub.admin.integrations import IntegrationBody, IntegrationExists, IntegrationInUse, UnknownConnection
@@ -15,6 +15,7 @@ from hub.api.admin.guard import principal as _principal
 from hub.api.http import body_bytes, etag, if_match, json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
 from hub.api.views import IfMatch
+from hub.domain.model import HubModel
 from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import MessageTypeConfig
 from hub.errors import SecretRequired, UnknownMessageType, ValidationFailed
@@ -27,7 +28,7 @@ router = Router()
 MessageTypeName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")]
 
 
-class TenantIntegrationPath(BaseModel):
+class TenantIntegrationPath(HubModel):
     tenant_id: Id
     integration_id: Id
 
@@ -36,7 +37,7 @@ class PreviewPath(TenantIntegrationPath):
     message_type: MessageTypeName
 
 
-class PreviewRequest(BaseModel):
+class PreviewRequest(HubModel):
     model_config = ConfigDict(extra="forbid")
     #: A sample payload: a JSON object, or text (XML when it starts with "<").
     payload: dict[str, Any] | str
@@ -198,7 +199,7 @@ def integration_cards_route(tenant_id: str) -> Response:
     return json_response(200, integration_cards().cards(path.tenant_id, query.limit, query.cursor))
 
 
-class UnsavedPreviewRequest(BaseModel):
+class UnsavedPreviewRequest(HubModel):
     model_config = ConfigDict(extra="forbid")
     #: A sample payload: a JSON object, or text (XML when it starts with "<").
     payload: dict[str, Any] | str

@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from hub.admin.access import Role, TenantFrom, by_use_case, platform, requires, tenant
 from hub.admin.operations import (
@@ -33,6 +33,7 @@ from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
 from hub.domain.clock import Rfc3339Time
 from hub.domain.message import MessageRecord
+from hub.domain.model import HubModel
 from hub.errors import CursorMismatch, InvalidTransition, QueueUnavailable, ValidationFailed
 from hub.ports import QueueFilter
 from hub.wiring import operations
@@ -40,7 +41,7 @@ from hub.wiring import operations
 router = Router()
 
 
-class QueueQuery(BaseModel):
+class QueueQuery(HubModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
     #: `all`: every message, newest received first; the others: one status, newest change first.

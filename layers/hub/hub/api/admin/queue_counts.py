@@ -5,32 +5,33 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.api.admin.common import ADMIN, Id
 from hub.api.http import json_response, parse_query
 from hub.api.openapi import answers, documented
+from hub.domain.model import HubModel
 from hub.errors import ValidationFailed
 from hub.wiring import operations
 
 router = Router()
 
 
-class QueueCountsQuery(BaseModel):
+class QueueCountsQuery(HubModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
     #: Count only this integration's messages.
     integration_id: Id | None = None
 
 
-class TabCounts(BaseModel):
+class TabCounts(HubModel):
     waiting: int
     dead_letter: int
     error: int
 
 
-class QueueCountsAnswer(BaseModel):
+class QueueCountsAnswer(HubModel):
     tenant_id: str
     #: Messages in each status tab now (`all` has no count).
     counts: TabCounts

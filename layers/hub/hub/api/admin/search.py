@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from hub.admin.access import Role, TenantFrom, requires, tenant
 from hub.admin.search import SearchKind
 from hub.api.admin.common import ADMIN, Id
 from hub.api.http import json_response, parse_query
 from hub.api.openapi import OBJECT, answers, documented
+from hub.domain.model import HubModel
 from hub.errors import CursorMismatch, ValidationFailed
 from hub.wiring import message_search
 
 router = Router()
 
 
-class SearchQuery(BaseModel):
+class SearchQuery(HubModel):
     model_config = ConfigDict(extra="forbid")
     tenant_id: Id
     #: The value looked for, exactly as stored (no trimming, no prefix or partial match): any

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from hub.admin.access import Role, requires, tenant
 from hub.admin.subscriptions import SubscriptionDisabled, SubscriptionExists, TooManySecrets
@@ -17,6 +17,7 @@ from hub.api.openapi import OBJECT, answers, documented
 from hub.api.views import IfMatch
 from hub.delivery.egress import DestinationNotAllowed
 from hub.domain.clock import Rfc3339Time
+from hub.domain.model import HubModel
 from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS
 from hub.errors import PreconditionFailed, QueueUnavailable, SecretRequired, ValidationFailed
 from hub.outbox.subscriptions import SubscriptionSpec, secret_key
@@ -25,12 +26,12 @@ from hub.wiring import subscription_admin
 router = Router()
 
 
-class TenantSubscriptionPath(BaseModel):
+class TenantSubscriptionPath(HubModel):
     tenant_id: Id
     subscription_id: Id
 
 
-class SecretRotation(BaseModel):
+class SecretRotation(HubModel):
     model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
     #: The new `whsec_` secret (absent: generated, shown once).
     secret: str | None = Field(default=None, repr=False)
@@ -46,12 +47,12 @@ class SecretRotation(BaseModel):
         return self
 
 
-class DisableRequest(BaseModel):
+class DisableRequest(HubModel):
     model_config = ConfigDict(extra="forbid")
     reason: str | None = Field(default=None, min_length=1, max_length=300)
 
 
-class ReplayRequest(BaseModel):
+class ReplayRequest(HubModel):
     """Exactly one of `event_id` (one failed delivery) or `since` (every one failed at or after)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from hub.admin.access import Role, platform, requires, tenant
 from hub.admin.tenants import Keep, TenantExists
@@ -14,6 +14,7 @@ from hub.api.admin.common import ADMIN, BODY, Id, KeyListQuery, TenantQuery
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
+from hub.domain.model import HubModel
 from hub.domain.rate_limit import Rate
 from hub.domain.tenancy import IntegrationMode
 from hub.errors import ValidationFailed
@@ -25,7 +26,7 @@ router = Router()
 TenantName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class NewTenant(BaseModel):
+class NewTenant(HubModel):
     model_config = ConfigDict(extra="forbid")
     #: Absent: generated (`tnt_` + 26 characters).
     tenant_id: Id | None = None
@@ -35,7 +36,7 @@ class NewTenant(BaseModel):
     rate_limit: Rate | None = None
 
 
-class TenantChange(BaseModel):
+class TenantChange(HubModel):
     model_config = ConfigDict(extra="forbid")
     name: TenantName | None = None
     default_mode: IntegrationMode | None = None
