@@ -184,10 +184,10 @@ class TestRetries:
         assert schedule.step.seq == pending.step_seq == 1
         assert world.hub.executions.live_execution(record.message_id, world.clock.now) == record.execution_id
         assert world.hub.metrics.total("RetriesScheduled", error_class="http_5xx") == 1
-        # The waiting item (its index keys, schedule and failure) would pass 1 KB with both
-        # entries: the process step's goes (the attempt says it succeeded), and the item says so.
-        assert world.steps_logged(record.message_id) == [("deliver", "failure")]
-        assert pending.log_trimmed is True
+        # The payload rides on its fingerprint claim (issue 29): the waiting item (its index keys,
+        # schedule and failure) keeps both entries within 1 KB.
+        assert world.steps_logged(record.message_id) == [("process", "success"), ("deliver", "failure")]
+        assert pending.log_trimmed is False
 
     def test_the_scheduled_retry_delivers_with_the_same_idempotency_key(self, world: World) -> None:
         world.configure(retry_policy=AUTO)
