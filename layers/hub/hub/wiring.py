@@ -500,7 +500,8 @@ def tenant_admin() -> TenantAdmin:
     from hub.adapters.dynamo.tenants import DynamoTenants
     from hub.admin.tenants import TenantAdmin
 
-    return TenantAdmin(DynamoTenants(settings().table_name), audit=_audit())
+    s = settings()
+    return TenantAdmin(DynamoTenants(s.table_name), audit=_audit(), retention=s.retention)
 
 
 @lru_cache(maxsize=1)

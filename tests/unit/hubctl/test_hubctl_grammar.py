@@ -365,7 +365,7 @@ def test_wide_adds_columns_and_table_shows_the_defaults(api):
     wide = hubctl(api, "get", "tenants", "-o", "wide").out.splitlines()[0].split()
 
     assert table == ["TENANT_ID", "NAME", "DEFAULT_MODE", "STATE", "CREATED_AT"]
-    assert wide == [*table, "UPDATED_AT", "VERSION"]
+    assert wide == [*table, "UPDATED_AT", "PAYLOAD_RETENTION_DAYS", "MESSAGE_RETENTION_DAYS", "VERSION"]
 
 
 def test_name_is_refused_where_a_secret_would_be_lost_or_nothing_has_a_name(api):
