@@ -102,7 +102,10 @@ class TestObservability:
         assert final["dest_status"] == "skipped_observability"
         assert final["dest_status_text"] == "Observability mode: delivery to destination blocked"
         assert destination.requests == []
-        assert [e["step"] for e in log_of(stack, message_id)] == ["process", "observability"]
+        # With its TTL (issue 29) the item would pass 1 KB with both entries: the process step's
+        # goes (the observed outcome says it ran), and the item says its timeline is incomplete.
+        assert [e["step"] for e in log_of(stack, message_id)] == ["observability"]
+        assert final["log_trimmed"] is True
 
 
 class TestDuplicateHandling:

@@ -351,10 +351,12 @@ class TestTimeline:
         assert view.status == 200
         timeline = view.body["timeline"]
         assert [e["at"] for e in timeline] == sorted(e["at"] for e in timeline)
-        # The first attempt's update sheds its process entry to keep the waiting item within
-        # 1 KB (hub.adapters.dynamo.messages.fitted_log): the attempt says the step succeeded.
+        # The waiting item (with its TTL, issue 29) passes 1 KB even with the attempt's entry
+        # alone, so the first attempt's update keeps its process entry: shedding it would save no
+        # write unit (hub.adapters.dynamo.messages.fitted_log).
         assert [(e["kind"], e.get("type") or e.get("step")) for e in timeline] == [
             ("event", "message.received"),
+            ("step", "process"),
             ("attempt", "deliver"),
             ("event", "message.retry_scheduled"),
             ("attempt", "sent"),
@@ -379,9 +381,13 @@ class TestTimeline:
         assert shown == published
         assert all(set(e) >= {"at", "kind", "title"} for e in timeline)
         # Compatibility: log and callbacks stay as they were.
-        assert [entry["step"] for entry in view.body["log"] if "step" in entry] == ["deliver", "sent"]
+        assert [entry["step"] for entry in view.body["log"] if "step" in entry] == [
+            "process",
+            "deliver",
+            "sent",
+        ]
         assert [c["status"] for c in view.body["callbacks"]] == ["delivered"]
-        assert (view.body["timeline_complete"], view.body["uncertain_meaning"]) == (False, None)
+        assert (view.body["timeline_complete"], view.body["uncertain_meaning"]) == (True, None)
 
     def test_an_operator_reprocess_shows_as_audit_then_a_new_received_event(
         self, stack, tenancy, ingest_api, worker, destination, admin_api
@@ -400,7 +406,8 @@ class TestTimeline:
         kinds = [(e["kind"], e.get("type") or e.get("event") or e.get("step")) for e in timeline]
         assert kinds == [
             ("event", "message.received"),
-            # Shed by the failed attempt's update, to stay within 1 KB (as above).
+            # Kept by the failed attempt's update (as above).
+            ("step", "process"),
             ("attempt", "deliver"),
             ("event", "message.error"),
             # The operator's move carries the status move it made: a new execution, received.

@@ -107,7 +107,10 @@ class TestObservability:
         assert final.pipeline_status is PipelineStatus.RECEIVED_OBSERVED
         assert (final.dest_status, final.dest_status_text) == ("skipped_observability", OBSERVABILITY_TEXT)
         assert world.connector.requests == []
-        assert world.steps_logged(record.message_id) == [("process", "success"), ("observability", "skipped")]
+        # Both entries would pass 1 KB with the item's TTL (issue 29): the process step's goes (the
+        # observed outcome says it ran), and the item says so.
+        assert world.steps_logged(record.message_id) == [("observability", "skipped")]
+        assert final.log_trimmed is True
         # Counted for the admin Health view's hourly chart (issue 13).
         assert world.hub.metrics.total("MessagesObserved") == 1
 
@@ -184,10 +187,10 @@ class TestRetries:
         assert schedule.step.seq == pending.step_seq == 1
         assert world.hub.executions.live_execution(record.message_id, world.clock.now) == record.execution_id
         assert world.hub.metrics.total("RetriesScheduled", error_class="http_5xx") == 1
-        # The waiting item (its index keys, schedule and failure) would pass 1 KB with both
-        # entries: the process step's goes (the attempt says it succeeded), and the item says so.
-        assert world.steps_logged(record.message_id) == [("deliver", "failure")]
-        assert pending.log_trimmed is True
+        # The waiting item (its index keys, schedule, failure and TTL) passes 1 KB even with its
+        # last entry alone: shedding the process step's would save no write unit, so it stays.
+        assert world.steps_logged(record.message_id) == [("process", "success"), ("deliver", "failure")]
+        assert pending.log_trimmed is False
 
     def test_the_scheduled_retry_delivers_with_the_same_idempotency_key(self, world: World) -> None:
         world.configure(retry_policy=AUTO)
