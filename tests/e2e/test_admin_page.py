@@ -151,10 +151,11 @@ def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(
     )
     assert forged == [403, "forbidden"]
     assert wait_for_status(api, message_id, "dead_letter")["pipeline_status"] == "dead_letter"
-    # Nor on the message view (issue 28: an operator gets Reprocess and Cancel there).
+    # Nor on the message view (issue 28: an operator gets Reprocess and Cancel there; issue 29: Erase).
     page.goto(f"/admin/messages/{message_id}")
     expect(page.get_by_role("heading", name=re.compile(message_id))).to_be_visible()
-    expect(page.locator("main").get_by_role("button", name=re.compile("Reprocess|Cancel"))).to_have_count(0)
+    moves = re.compile("Reprocess|Cancel|Erase")
+    expect(page.locator("main").get_by_role("button", name=moves)).to_have_count(0)
 
 
 def test_health_shows_a_dead_letter_lane_and_an_operator_redrives_it(page: Page, api, local_stack) -> None:
