@@ -111,6 +111,25 @@ def test_an_operator_cancels_a_waiting_retry(
     assert wait_for_status(api, message_id, "cancelled")["next_retry_at"] is None
 
 
+def test_an_operator_erases_a_message_after_confirming(
+    page: Page, api, admin, local_stack, destination: HttpDestination
+) -> None:
+    message_id = post(api, integration(local_stack, destination, AUTO))
+    wait_for_status(api, message_id, "sent", timeout=45)
+
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
+    expect(page.locator("main")).to_contain_text("Kept until")
+    page.get_by_role("button", name="Erase (GDPR)").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text(message_id)
+    expect(dialog).to_contain_text("very same payload")
+    dialog.get_by_role("button", name="Erase").click()
+
+    expect(page).to_have_url(re.compile(r"/admin/queue"))
+    assert admin.get(f"/api/admin/messages/{message_id}").status_code == 404
+    assert api.get(f"/api/edi-hub/messages/{message_id}").status_code == 404
+
+
 def test_the_message_detail_shows_its_timeline(
     page: Page, api, local_stack, destination: HttpDestination
 ) -> None:
