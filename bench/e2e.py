@@ -41,9 +41,11 @@ Per variant, per delivered message, priced at bench/aws_prices.toml:
 - DynamoDB storage (issue 29): after each window, the items its messages left (every item type,
   found by the message ids they name) are read back with a Scan and priced as stored: each at its
   size + 100 bytes, each global secondary index entry at the base key + index keys + projected
-  attributes + 100 bytes, kept MESSAGE_RETENTION_DAYS (payloads PAYLOAD_RETENTION_DAYS, TTL items
-  until their `expires_at`), at the price per GB-month; point-in-time recovery on the table's
-  share (no index entries) as `DynamoDB PITR`.
+  attributes + 100 bytes, kept until its `expires_at` (the TTL ingest, the worker and the partner
+  API give it: at the template's default retention a message and its satellites
+  MessageRetentionDays, its payload PayloadRetentionDays, claims and event items less), an item
+  without one for those defaults (``retention_days``), at the price per GB-month; point-in-time
+  recovery on the table's share (no index entries) as `DynamoDB PITR`.
 
 Search (issue 28): every variant reports its index writes per message by index (GSI3 is the
 search's: one per message); then ``SEARCH_N`` more messages of the keyed type, each with an
@@ -77,6 +79,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -659,13 +662,6 @@ def report_search(search: Mapping[str, Any], variants: Mapping[str, Mapping[str,
 
 # --- DynamoDB storage (issue 29) -----------------------------------------------------------------
 
-#: How long the table keeps what a message leaves: the message item and its satellites (its
-#: correlation pointer, business-key item, index entries) `MESSAGE_RETENTION_DAYS`; its payload
-#: (an item of its own, or the `payload` attribute of the message item) `PAYLOAD_RETENTION_DAYS`;
-#: an item with a TTL (`expires_at`: the ingest claims, the outbox's event items) until it. They
-#: mirror the template's defaults for message and payload retention (issue 29).
-MESSAGE_RETENTION_DAYS = 30
-PAYLOAD_RETENTION_DAYS = 7
 PAYLOAD_ITEM = "payload"
 #: The share of a message item that is its inline payload, reported apart (kept as a payload).
 INLINE_PAYLOAD = "payload (inline)"
@@ -711,7 +707,7 @@ def stored_items(
         size = item_size(item)
         if kind == "message" and "payload" in item:
             inline = item_size({"payload": item["payload"]})
-            found.append(Stored(INLINE_PAYLOAD, inline, PAYLOAD_RETENTION_DAYS))
+            found.append(Stored(INLINE_PAYLOAD, inline, retention_days().payload))
             size -= inline
         found.append(Stored(kind, size + overhead, days))
         found += [
@@ -729,10 +725,37 @@ def _of_messages(item: Mapping[str, Any], message_ids: set[str]) -> bool:
     return not named.isdisjoint(message_ids)
 
 
+@dataclass(frozen=True)
+class RetentionDays:
+    """How long the table keeps what a message leaves, at the template's default retention
+    (issue 29): the message item and its satellites (correlation pointer, callbacks, business-key
+    item, index entries) `message`, its payload `payload`."""
+
+    message: int
+    payload: int
+
+
+@lru_cache(maxsize=1)
+def retention_days() -> RetentionDays:
+    """The template's MessageRetentionDays and PayloadRetentionDays defaults: what the stack the
+    bench runs writes as TTLs (one description). Items carry their TTL (`expires_at`), so these
+    price only what has none: a payload inline on a message item, or an item stored before
+    retention."""
+    from devstack.cfn import load_template  # noqa: PLC0415
+    from tests.aws import TEMPLATE  # noqa: PLC0415
+
+    parameters = load_template(TEMPLATE)["Parameters"]
+    return RetentionDays(
+        message=int(parameters["MessageRetentionDays"]["Default"]),
+        payload=int(parameters["PayloadRetentionDays"]["Default"]),
+    )
+
+
 def _kept_days(kind: str, item: Mapping[str, Any], read_at: float) -> float:
     if "expires_at" in item:
         return max(0.0, (float(item["expires_at"]["N"]) - read_at) / _DAY_S)
-    return PAYLOAD_RETENTION_DAYS if kind == PAYLOAD_ITEM else MESSAGE_RETENTION_DAYS
+    kept = retention_days()
+    return kept.payload if kind == PAYLOAD_ITEM else kept.message
 
 
 def read_back(stack: LocalStack, message_ids: set[str]) -> list[Stored]:
@@ -1195,9 +1218,11 @@ def storage_line(summary: Mapping[str, Any]) -> str:
     breakdown = summary["cost_per_million_usd"]["breakdown"]
     kept = ", ".join(f"{kind} {sizes[kind]:.0f} B x {days.get(kind, 0):.0f} d" for kind in sizes)
     storage, pitr = breakdown.get("DynamoDB storage", 0.0), breakdown.get("DynamoDB PITR", 0.0)
+    retention = retention_days()
     return (
         f"  DynamoDB storage per message: {sum(sizes.values()):.0f} B ({kept or 'nothing read back'};"
-        f" each item and index entry +100 B): US${storage:.3f} per million, PITR US${pitr:.3f}"
+        f" each item and index entry +100 B; default retention: payload {retention.payload} d,"
+        f" message {retention.message} d): US${storage:.3f} per million, PITR US${pitr:.3f}"
     )
 
 

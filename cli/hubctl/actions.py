@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from hubctl.client import ApiError, TransportError
-from hubctl.context import EXIT_API, Context, UsageError, message_path, p
-from hubctl.nouns import BULK_JOB, MESSAGE
+from hubctl.context import EXIT_API, Context, UsageError, message_path, p, tenant_path
+from hubctl.nouns import BULK_JOB, MESSAGE, split_ref
 
 REPROCESS = "/api/edi-hub/reprocess-message"
 BULK_JOBS = "/api/admin/bulk-jobs"
@@ -75,6 +75,73 @@ def cmd_cancel(ctx: Context) -> int:
     status = answer.get("pipeline_status") if isinstance(answer, dict) else None
     ctx.done(answer, MESSAGE, message_id, "cancelled" + (f" (pipeline_status {status})" if status else ""))
     return 0
+
+
+# --- erasure (issue 29) ---------------------------------------------------------------------
+
+#: Calls of one `erase --external-id|--business-key` at most (each erases up to 100 messages).
+MAX_ERASE_CALLS = 100
+
+
+def cmd_erase(ctx: Context) -> int:
+    """`erase message ID`: one message; `erase --external-id|--business-key VALUE`: the tenant's
+    messages the search finds by it, calling again while the API says there are more."""
+    args = ctx.args
+    message_id = _erased_message(args.what, args.id)
+    given = [
+        (field, value)
+        for field, value in (("external_id", args.external_id), ("business_key", args.business_key))
+        if value is not None
+    ]
+    if (message_id is None) == (not given):
+        raise UsageError("erase message MESSAGE_ID, or erase --external-id VALUE | --business-key VALUE")
+    if message_id is not None:
+        answer = ctx.client.post(message_path(message_id, "erase")).body
+        ctx.done(answer, MESSAGE, message_id, "erased (its payload, callbacks and the message)")
+        return 0
+    [(field, value)] = given
+    tenant = ctx.tenant()
+    erased: list[str] = []
+    more = True
+    for _ in range(MAX_ERASE_CALLS):
+        answer = ctx.client.post(tenant_path(tenant, "erasures"), {field: value}).body
+        erased += [str(m) for m in answer.get("erased", [])]
+        more = bool(answer.get("more"))
+        if not more:
+            break
+    if ctx.json:
+        ctx.document({"tenant_id": tenant, "by": field, "erased": erased, "more": more})
+    elif ctx.output == "name":
+        for erased_id in erased:
+            ctx.say(f"{MESSAGE.name}/{erased_id}")
+    else:
+        ctx.say(f"erased {len(erased)} message(s) of tenant {tenant} by {field}")
+        for erased_id in erased:
+            ctx.say(f"  {MESSAGE.name}/{erased_id}")
+    if more:
+        ctx.note("more messages are left: run the same command again")
+        return EXIT_API
+    return 0
+
+
+def _erased_message(what: str | None, ident: str | None) -> str | None:
+    """The message `erase` names: `message ID`, `message/ID` or a bare id; None for none."""
+    if what is None:
+        return None
+    noun, rest = split_ref(what)
+    if noun is MESSAGE:
+        if ident is not None:
+            raise UsageError(f"{what} names the message already: no MESSAGE_ID after it")
+        return rest
+    if noun is not None:
+        raise UsageError(f"only a message is erased by id, not a {noun.name}")
+    if what.lower() in MESSAGE.names:
+        if ident is None:
+            raise UsageError("erase message needs MESSAGE_ID")
+        return ident
+    if ident is not None:
+        raise UsageError(f"erase {what} {ident}: say erase message MESSAGE_ID")
+    return what  # a bare id, as reprocess and cancel take it
 
 
 # --- bulk jobs --------------------------------------------------------------------------------

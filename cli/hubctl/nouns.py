@@ -35,7 +35,8 @@ TENANT = Noun(
     ("tnt",),
     "tenant_id",
     ("tenant_id", "name", "default_mode", "state", "created_at"),
-    ("updated_at", "version"),
+    # Null: the platform's default (issue 29); describe shows what applies, `retention`.
+    ("updated_at", "payload_retention_days", "message_retention_days", "version"),
     in_tenant=False,
 )
 INTEGRATION = Noun(

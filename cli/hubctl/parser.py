@@ -26,6 +26,7 @@ the grammar (kubectl's):
                                     correlation id or business-key value
   hubctl reprocess MESSAGE_ID [--force]
   hubctl cancel MESSAGE_ID
+  hubctl erase message MESSAGE_ID | --external-id VALUE | --business-key VALUE
   hubctl bulk reprocess|cancel --tab dead_letter [filters] [--wait]
   hubctl bulk get [JOB_ID] [--wait]    hubctl bulk cancel JOB_ID
   hubctl apply -f FILE
@@ -238,6 +239,30 @@ def _grammar(subcommands: Commands) -> None:
     )
     cancel.add_argument("message_id", type=message_ref, metavar="MESSAGE_ID")
     cancel.set_defaults(func=actions.cmd_cancel)
+
+    erase = _command(
+        subcommands,
+        "erase",
+        "erase a message now, or a tenant's messages by external id or business key (LGPD / GDPR)",
+        [
+            "hubctl erase message msg_01j...",
+            "hubctl erase message/msg_01j...",
+            "hubctl erase --external-id cliente-4711 --tenant tnt_acme",
+            "hubctl erase --business-key PO-4711 -o name",
+        ],
+        "Deletes the payload, the status callbacks, the pointers and the message itself before "
+        "their retention would; the audit log keeps the ids, never the value. By value: every "
+        "message of the tenant the search finds by it (a business key: the message holding it "
+        "now), called again until none is left. A payload is shared by content: another message "
+        "of the integration with the very same payload loses it too. Operator role.",
+    )
+    erase.add_argument("what", nargs="?", metavar="message", help="message (or message/ID)")
+    erase.add_argument("id", nargs="?", metavar="MESSAGE_ID")
+    value = erase.add_mutually_exclusive_group()
+    value.add_argument("--external-id", metavar="VALUE", help="the tenant's messages with this external_id")
+    value.add_argument("--business-key", metavar="VALUE", help="the tenant's message holding this key")
+    _tenant(erase, "the tenant of --external-id / --business-key (else the profile's or $HUB_TENANT)")
+    erase.set_defaults(func=actions.cmd_erase)
 
 
 def _noun_arguments(parser: argparse.ArgumentParser, *, with_id: bool) -> None:

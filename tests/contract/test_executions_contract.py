@@ -47,7 +47,7 @@ class TestTakeAndFinish:
         assert held.record.lease_until == epoch(NOW + LEASE)
         assert held.record.active_at == epoch(NOW)
         assert held.inline_payload is None  # on the fingerprint claim (issue 29)
-        assert backend.executions.payload(held.record) == '{"po_number":"PO-1"}'
+        assert backend.executions.payload(held.record, NOW) == '{"po_number":"PO-1"}'
         assert held.log == ()
 
         later = NOW + timedelta(seconds=2)

@@ -48,8 +48,8 @@ class TestCreate:
         assert record.pipeline_status is PipelineStatus.RECEIVED
         assert (record.version, record.step_seq, record.active_at) == (1, 0, epoch(NOW))
         assert record.completed_at is None
-        assert backend.messages.get_payload(record.message_id) == '{"po_number":"PO-1"}'
-        assert backend.executions.payload(record) == '{"po_number":"PO-1"}'
+        assert backend.messages.get_payload(record.message_id, NOW) == '{"po_number":"PO-1"}'
+        assert backend.executions.payload(record, NOW) == '{"po_number":"PO-1"}'
         assert backend.messages.message_log(record.message_id) == []
         item = backend.item(record.message_id)
         assert item is not None
@@ -69,8 +69,8 @@ class TestCreate:
         second = new_message(fingerprint=fingerprint, payload_expires_at=NOW + 8 * DAY)
         backend.messages.create(second, NOW + DAY)
 
-        assert backend.messages.get_payload(first.record.message_id) == '{"po_number":"PO-1"}'
-        assert backend.messages.get_payload(second.record.message_id) == '{"po_number":"PO-1"}'
+        assert backend.messages.get_payload(first.record.message_id, NOW) == '{"po_number":"PO-1"}'
+        assert backend.messages.get_payload(second.record.message_id, NOW) == '{"po_number":"PO-1"}'
 
     def test_a_message_stored_before_issue_29_still_reads_its_payload(self, backend: Backend) -> None:
         record = created(backend)
@@ -78,15 +78,15 @@ class TestCreate:
         assert legacy is not None
         backend.put_item({**legacy, "payload": '{"old":1}'})
 
-        assert backend.messages.get_payload(record.message_id) == '{"old":1}'
+        assert backend.messages.get_payload(record.message_id, NOW) == '{"old":1}'
 
     def test_missing_reads(self, backend: Backend) -> None:
         ghost = new_message()
 
         assert backend.messages.get(ghost.record.message_id) is None
-        assert backend.messages.get_payload(ghost.record.message_id) is None
+        assert backend.messages.get_payload(ghost.record.message_id, NOW) is None
         assert backend.messages.message_log(ghost.record.message_id) == []
-        assert backend.executions.payload(ghost.record) is None
+        assert backend.executions.payload(ghost.record, NOW) is None
         assert backend.executions.live_execution(ghost.record.message_id, NOW) is None
 
     def test_a_taken_idempotency_claim_names_the_earlier_message(self, backend: Backend) -> None:

@@ -111,6 +111,25 @@ def test_an_operator_cancels_a_waiting_retry(
     assert wait_for_status(api, message_id, "cancelled")["next_retry_at"] is None
 
 
+def test_an_operator_erases_a_message_after_confirming(
+    page: Page, api, admin, local_stack, destination: HttpDestination
+) -> None:
+    message_id = post(api, integration(local_stack, destination, AUTO))
+    wait_for_status(api, message_id, "sent", timeout=45)
+
+    browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
+    expect(page.locator("main")).to_contain_text("Kept until")
+    page.get_by_role("button", name="Erase (GDPR)").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text(message_id)
+    expect(dialog).to_contain_text("very same payload")
+    dialog.get_by_role("button", name="Erase").click()
+
+    expect(page).to_have_url(re.compile(r"/admin/queue"))
+    assert admin.get(f"/api/admin/messages/{message_id}").status_code == 404
+    assert api.get(f"/api/edi-hub/messages/{message_id}").status_code == 404
+
+
 def test_the_message_detail_shows_its_timeline(
     page: Page, api, local_stack, destination: HttpDestination
 ) -> None:
@@ -151,10 +170,11 @@ def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(
     )
     assert forged == [403, "forbidden"]
     assert wait_for_status(api, message_id, "dead_letter")["pipeline_status"] == "dead_letter"
-    # Nor on the message view (issue 28: an operator gets Reprocess and Cancel there).
+    # Nor on the message view (issue 28: an operator gets Reprocess and Cancel there; issue 29: Erase).
     page.goto(f"/admin/messages/{message_id}")
     expect(page.get_by_role("heading", name=re.compile(message_id))).to_be_visible()
-    expect(page.locator("main").get_by_role("button", name=re.compile("Reprocess|Cancel"))).to_have_count(0)
+    moves = re.compile("Reprocess|Cancel|Erase")
+    expect(page.locator("main").get_by_role("button", name=moves)).to_have_count(0)
 
 
 def test_health_shows_a_dead_letter_lane_and_an_operator_redrives_it(page: Page, api, local_stack) -> None:

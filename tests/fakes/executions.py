@@ -120,11 +120,12 @@ class FakeExecutions:
         except ConditionFailed:
             return None
 
-    def payload(self, record: MessageRecord) -> str | None:
+    def payload(self, record: MessageRecord, now: datetime | None = None) -> str | None:
+        at = now or datetime.now(UTC)
         if not record.fingerprint:
-            return payload_from(self.table.get(key_of(keys.payload_key(record.message_id))))
+            return payload_from(self.table.get(key_of(keys.payload_key(record.message_id))), at)
         claim = keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint)
-        return payload_from(self.table.get(key_of(claim)))
+        return payload_from(self.table.get(key_of(claim)), at)
 
     # --- operator admission ------------------------------------------------------------------
 
@@ -147,10 +148,19 @@ class FakeExecutions:
     # --- the business-key item ---------------------------------------------------------------
 
     def take_entity(
-        self, entity: str, owner: str, message_id: str, now: datetime, lease: timedelta
+        self,
+        entity: str,
+        owner: str,
+        message_id: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        expires_at: int | None = None,
     ) -> EntityHold | None:
         change = Change().set(lease_owner=owner, lease_until=epoch(now + lease), item_type="business_key")
         change.set_if_absent(message_id=message_id)
+        if expires_at is not None:
+            change.set_if_absent(expires_at=expires_at)
         change.where(lambda item: lease_free(item, now) or _owned_by(item, owner))
         try:
             item = self.table.update(business_key(entity), change)
@@ -159,10 +169,16 @@ class FakeExecutions:
         holder = str(item["message_id"])
         return EntityHold(entity=entity, owner=owner, holder=None if holder == message_id else holder)
 
-    def release_entity(self, hold: EntityHold, current: str | None = None) -> None:
+    def release_entity(
+        self, hold: EntityHold, current: str | None = None, expires_at: int | None = None
+    ) -> None:
         change = Change().remove("lease_owner", "lease_until")
         if current is not None:
             change.set(message_id=current)
+            if expires_at is not None:
+                change.set(expires_at=expires_at)
+            else:
+                change.remove("expires_at")
         change.where(lambda item: _owned_by(item, hold.owner))
         try:
             self.table.update(business_key(hold.entity), change)

@@ -7,7 +7,7 @@ tests in tests/contract hold both to them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hub.adapters.dynamo import keys
@@ -231,14 +231,14 @@ class FakeMessages:
         api_item = self.table.get(key_of(keys.api_key_key(key_hash)))
         return (api_key_of(api_item) if api_item else None, self.get(message_id))
 
-    def get_payload(self, message_id: str) -> str | None:
+    def get_payload(self, message_id: str, now: datetime | None = None) -> str | None:
         item = self.item(message_id)
         if item is None:
             return None
         if "payload" in item:
             return str(item["payload"])
         where = payload_location(item)
-        return payload_from(self.table.get(key_of(where))) if where else None
+        return payload_from(self.table.get(key_of(where)), now or datetime.now(UTC)) if where else None
 
     def message_log(self, message_id: str) -> list[dict[str, Any]]:
         item = self.item(message_id)

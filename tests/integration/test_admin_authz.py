@@ -161,6 +161,13 @@ SAMPLES: dict[tuple[str, str], list[Sample]] = {
     ("POST", "/api/admin/messages/<message_id>/cancel-retry"): [
         Sample(lambda w: ("POST", f"/api/admin/messages/{w.message_id}/cancel-retry", {}), allowed=409)
     ],
+    # Erasure (issue 29): the message goes, so only the least privileged allowed caller erases it.
+    ("POST", "/api/admin/messages/<message_id>/erase"): [
+        Sample(lambda w: ("POST", f"/api/admin/messages/{w.message_id}/erase", {}), repeatable=False)
+    ],
+    ("POST", "/api/admin/tenants/<tenant_id>/erasures"): [
+        Sample(_post(f"{TENANT_PATH}/erasures", {"external_id": "nobody-has-this-one"}))
+    ],
     ("GET", "/api/admin/messages/<message_id>/callbacks"): [
         Sample(lambda w: ("GET", f"/api/admin/messages/{w.message_id}/callbacks", {}))
     ],

@@ -102,7 +102,10 @@ class TestObservability:
         assert final["dest_status"] == "skipped_observability"
         assert final["dest_status_text"] == "Observability mode: delivery to destination blocked"
         assert destination.requests == []
+        # The observed entry does not repeat dest_status_text: with its TTL (issue 29) the item
+        # keeps both entries within 1 KB.
         assert [e["step"] for e in log_of(stack, message_id)] == ["process", "observability"]
+        assert "log_trimmed" not in final
 
 
 class TestDuplicateHandling:

@@ -124,6 +124,7 @@ def _probes(message_id: str) -> dict[Action, tuple[str, str, dict[str, Any]]]:
         Action.TEST_CONNECTION: ("POST", "/api/admin/tenants/t1/connections/con_missing/test", {}),
         Action.MANAGE_DELIVERIES: ("POST", "/api/admin/tenants/t1/subscriptions/sub_missing/enable", {}),
         Action.REDRIVE: ("POST", "/api/admin/dlq/pipeline/redrive", {}),
+        Action.ERASE: ("POST", "/api/admin/tenants/t1/erasures", {"body": {"external_id": "nobody"}}),
         Action.CONFIGURE: ("POST", "/api/admin/tenants/t1/integrations", {"body": {}}),
         Action.MANAGE_CERTIFICATES: (
             "POST",

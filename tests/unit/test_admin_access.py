@@ -81,6 +81,7 @@ class TestAllowedActions:
             "preview",
             "reprocess",
             "cancel",
+            "erase",
             "pause",
             "test_connection",
             "manage_deliveries",

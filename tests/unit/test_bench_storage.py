@@ -9,16 +9,17 @@ import pytest
 
 from bench.e2e import (
     INLINE_PAYLOAD,
-    MESSAGE_RETENTION_DAYS,
-    PAYLOAD_RETENTION_DAYS,
     Stored,
     load_prices,
+    retention_days,
     storage_cost_per_million,
     storage_per_message,
     stored_items,
 )
 from devstack.request_counter import IndexSpec, item_size
 
+#: The template's default retention (what an item without a TTL is priced for).
+KEPT = retention_days()
 MESSAGE = "msg_01m923tyts0t1ws33f6y3jvx58"
 OTHER = "msg_01m923tyts0t1ws33f6y3jvx59"
 READ_AT = 1_800_000_000.0
@@ -70,11 +71,11 @@ class TestStoredItems:
             {k: message[k] for k in ("PK", "SK", "GSI2PK", "received_at", "message_id", "integration_id")}
         )
         assert found == [
-            Stored("message", item_size(message) + 100, MESSAGE_RETENTION_DAYS),
-            Stored("GSI2 entry", index_entry + 100, MESSAGE_RETENTION_DAYS, index=True),
-            Stored("payload", item_size(payload) + 100, PAYLOAD_RETENTION_DAYS),
+            Stored("message", item_size(message) + 100, KEPT.message),
+            Stored("GSI2 entry", index_entry + 100, KEPT.message, index=True),
+            Stored("payload", item_size(payload) + 100, KEPT.payload),
             Stored("claim", item_size(claim) + 100, 1.0),
-            Stored("event", item_size(event) + 100, MESSAGE_RETENTION_DAYS),
+            Stored("event", item_size(event) + 100, KEPT.message),
         ]
 
     def test_an_inline_payload_is_kept_as_a_payload(self):
@@ -84,8 +85,8 @@ class TestStoredItems:
 
         inline = item_size({"payload": message["payload"]})
         assert found == [
-            Stored(INLINE_PAYLOAD, inline, PAYLOAD_RETENTION_DAYS),
-            Stored("message", item_size(message) - inline + 100, MESSAGE_RETENTION_DAYS),
+            Stored(INLINE_PAYLOAD, inline, KEPT.payload),
+            Stored("message", item_size(message) - inline + 100, KEPT.message),
         ]
 
 
@@ -114,3 +115,22 @@ class TestPrice:
 
     def test_nothing_stored_costs_nothing(self):
         assert storage_cost_per_million({}, load_prices()) == (0.0, 0.0)
+
+
+def test_the_default_retention_is_the_templates_one_description() -> None:
+    from devstack.cfn import load_template  # noqa: PLC0415
+    from tests.aws import TEMPLATE  # noqa: PLC0415
+
+    parameters = load_template(TEMPLATE)["Parameters"]
+
+    assert (KEPT.payload, KEPT.message) == (7, 30)
+    assert KEPT.message == int(parameters["MessageRetentionDays"]["Default"])
+    assert KEPT.payload == int(parameters["PayloadRetentionDays"]["Default"])
+
+
+def test_a_message_item_with_its_ttl_is_kept_until_it() -> None:
+    message = message_item(expires_at={"N": str(int(READ_AT) + 30 * 86_400)})
+
+    [found] = stored_items([message], {MESSAGE}, [], read_at=READ_AT, overhead=100)
+
+    assert found == Stored("message", item_size(message) + 100, 30.0)

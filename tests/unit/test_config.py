@@ -78,3 +78,30 @@ def test_a_missing_table_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
 
     with pytest.raises(ConfigurationError, match="HUB_TABLE_NAME"):
         settings()
+
+
+def test_retention_defaults_are_a_week_of_payload_and_a_month_of_message() -> None:
+    s = settings()
+
+    assert (s.payload_retention_days, s.message_retention_days) == (7, 30)
+    assert (s.retention.payload_days, s.retention.message_days) == (7, 30)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message", "named"),
+    [
+        ("31", "30", "HUB_PAYLOAD_RETENTION_DAYS at most HUB_MESSAGE_RETENTION_DAYS"),
+        ("0", "30", "HUB_PAYLOAD_RETENTION_DAYS"),
+        ("7", "3651", "HUB_MESSAGE_RETENTION_DAYS"),
+    ],
+)
+def test_a_payload_kept_longer_than_its_message_or_out_of_bounds_is_refused(
+    monkeypatch: pytest.MonkeyPatch, payload: str, message: str, named: str
+) -> None:
+    monkeypatch.setenv("HUB_PAYLOAD_RETENTION_DAYS", payload)
+    monkeypatch.setenv("HUB_MESSAGE_RETENTION_DAYS", message)
+
+    with pytest.raises(ConfigurationError) as caught:
+        settings()
+
+    assert named in caught.value.message

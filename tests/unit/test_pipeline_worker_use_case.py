@@ -107,7 +107,10 @@ class TestObservability:
         assert final.pipeline_status is PipelineStatus.RECEIVED_OBSERVED
         assert (final.dest_status, final.dest_status_text) == ("skipped_observability", OBSERVABILITY_TEXT)
         assert world.connector.requests == []
+        # The observed entry does not repeat dest_status_text: both entries fit in 1 KB with the
+        # item's TTL (issue 29).
         assert world.steps_logged(record.message_id) == [("process", "success"), ("observability", "skipped")]
+        assert final.log_trimmed is False
         # Counted for the admin Health view's hourly chart (issue 13).
         assert world.hub.metrics.total("MessagesObserved") == 1
 
@@ -184,8 +187,8 @@ class TestRetries:
         assert schedule.step.seq == pending.step_seq == 1
         assert world.hub.executions.live_execution(record.message_id, world.clock.now) == record.execution_id
         assert world.hub.metrics.total("RetriesScheduled", error_class="http_5xx") == 1
-        # The payload rides on its fingerprint claim (issue 29): the waiting item (its index keys,
-        # schedule and failure) keeps both entries within 1 KB.
+        # The waiting item (its index keys, schedule, failure and TTL) passes 1 KB even with its
+        # last entry alone: shedding the process step's would save no write unit, so it stays.
         assert world.steps_logged(record.message_id) == [("process", "success"), ("deliver", "failure")]
         assert pending.log_trimmed is False
 

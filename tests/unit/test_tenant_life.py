@@ -147,3 +147,34 @@ class TestIngest:
         with pytest.raises(Unauthorized):
             receive("PO-4")
         assert world.hub.config.tenant_reads == 2
+
+
+class TestIngestRetention:
+    def test_a_message_and_its_payload_are_kept_as_long_as_the_tenants_retention_says(self) -> None:
+        world = World(clock=FakeClock(NOW))
+        world.hub.config.put_tenant(
+            Tenant(tenant_id="t1", name="T1", payload_retention_days=2, message_retention_days=10)
+        )
+        world.hub.config.tenant_reads = 0
+
+        record, _ = world.send({"po_number": "PO-RET"})
+
+        assert record.expires_at == int((NOW + timedelta(days=10)).timestamp())
+        stored = world.record(record.message_id)
+        assert stored.expires_at == record.expires_at
+        [claim] = [item for (pk, _), item in world.hub.table.items.items() if pk.startswith("FP#")]
+        assert claim["expires_at"] == int((NOW + timedelta(days=2)).timestamp())
+        # The tenant the admission read (disabled? over its rate?) is the one whose retention applies.
+        assert world.hub.config.tenant_reads == 1
+
+    def test_without_its_own_the_platforms_defaults_apply(self) -> None:
+        world = World(clock=FakeClock(NOW))
+
+        record, _ = world.send({"po_number": "PO-DEF"})
+
+        assert record.expires_at == int((NOW + timedelta(days=30)).timestamp())
+        [claim] = [item for (pk, _), item in world.hub.table.items.items() if pk.startswith("FP#")]
+        assert claim["expires_at"] == int((NOW + timedelta(days=7)).timestamp())
+        # Past the payload's retention it is purged; the message stays until its own.
+        assert world.hub.messages.get_payload(record.message_id, NOW + timedelta(days=7)) is None
+        assert world.hub.messages.get_payload(record.message_id, NOW + timedelta(days=6)) is not None

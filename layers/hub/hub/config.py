@@ -16,9 +16,14 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from hub.domain.model import HubModel
+from hub.domain.retention import MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, Retention
 from hub.errors import ConfigurationError
+
+_EMAIL_PAIR = "alert_email_pair"
+_RETENTION_ORDER = "retention_order"
 
 
 class Settings(HubModel):
@@ -32,8 +37,12 @@ class Settings(HubModel):
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     idempotency_retention_hours: int = Field(default=24, ge=1)
     fingerprint_retention_hours: int = Field(default=24, ge=1)
-    #: How long a message's payload is kept (on its fingerprint claim, deleted by TTL).
-    payload_retention_days: int = Field(default=7, ge=1)
+    #: Retention (issue 29), the platform's defaults (template PayloadRetentionDays and
+    #: MessageRetentionDays; a tenant may have its own, hub.domain.retention): how long a
+    #: message's payload is kept (on its fingerprint claim), and the message with its satellites.
+    #: Both are TTLs; the payload never outlives its message.
+    payload_retention_days: int = Field(default=7, ge=MIN_RETENTION_DAYS, le=MAX_RETENTION_DAYS)
+    message_retention_days: int = Field(default=30, ge=MIN_RETENTION_DAYS, le=MAX_RETENTION_DAYS)
     #: The pipeline queue's RedrivePolicy maxReceiveCount: after that many receives a step
     #: goes to the DLQ.
     pipeline_max_receives: int = Field(default=10, ge=1)
@@ -136,8 +145,19 @@ class Settings(HubModel):
     def _email_needs_both_ends(self) -> Settings:
         if (self.alert_email_to is None) != (self.alert_email_from is None):
             # Half a configuration would silently drop every alert email.
-            raise ValueError("alert email needs both a recipient and a sender")
+            raise PydanticCustomError(_EMAIL_PAIR, "alert email needs both a recipient and a sender")
         return self
+
+    @model_validator(mode="after")
+    def _payload_within_message(self) -> Settings:
+        if self.payload_retention_days > self.message_retention_days:
+            raise PydanticCustomError(_RETENTION_ORDER, "a payload cannot be kept longer than its message")
+        return self
+
+    @property
+    def retention(self) -> Retention:
+        """The platform's default retention (a tenant's own overrides it)."""
+        return Retention(payload_days=self.payload_retention_days, message_days=self.message_retention_days)
 
 
 _ENV = {
@@ -147,6 +167,7 @@ _ENV = {
     "idempotency_retention_hours": "HUB_IDEMPOTENCY_RETENTION_HOURS",
     "fingerprint_retention_hours": "HUB_FINGERPRINT_RETENTION_HOURS",
     "payload_retention_days": "HUB_PAYLOAD_RETENTION_DAYS",
+    "message_retention_days": "HUB_MESSAGE_RETENTION_DAYS",
     "pipeline_max_receives": "HUB_PIPELINE_MAX_RECEIVES",
     "schedule_group": "HUB_SCHEDULE_GROUP",
     "pipeline_queue_arn": "HUB_PIPELINE_QUEUE_ARN",
@@ -184,7 +205,11 @@ _ENV = {
     "egress_allowed_cidrs": "HUB_EGRESS_ALLOWED_CIDRS",
 }
 
-_CROSS_FIELD = "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)"
+#: The checks across settings, by their error type: what a refusal names instead of one variable.
+_CROSS_FIELD = {
+    _EMAIL_PAIR: "HUB_ALERT_EMAIL with HUB_ALERT_EMAIL_FROM (both or neither)",
+    _RETENTION_ORDER: "HUB_PAYLOAD_RETENTION_DAYS at most HUB_MESSAGE_RETENTION_DAYS",
+}
 
 
 @lru_cache(maxsize=1)
@@ -195,6 +220,9 @@ def settings() -> Settings:
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        names = [_ENV[str(err["loc"][0])] if err["loc"] else _CROSS_FIELD for err in exc.errors()]
+        names = [
+            _ENV[str(err["loc"][0])] if err["loc"] else _CROSS_FIELD.get(err["type"], "settings")
+            for err in exc.errors()
+        ]
         # Not chained: pydantic's error repeats the input.
         raise ConfigurationError(f"invalid or missing settings: {', '.join(sorted(set(names)))}") from None

@@ -290,7 +290,9 @@ class MessageRepository(Protocol):
         """API key and message status, in one call."""
         ...
 
-    def get_payload(self, message_id: str) -> str | None: ...
+    def get_payload(self, message_id: str, now: datetime | None = None) -> str | None:
+        """The payload; None once purged (its retention passed at `now`, deleted or not yet)."""
+        ...
 
     def transition(
         self, record: MessageRecord, target: PipelineStatus, now: datetime, **changes: Any
@@ -439,6 +441,8 @@ class ReceivedCallback:
     occurred_at: datetime | None = None
     detail: str | None = None
     external_ref: str | None = None
+    #: Its message's TTL (epoch seconds; issue 29): the record goes no later than its message.
+    message_expires_at: int | None = None
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from hub.admin.cards import IntegrationCards
     from hub.admin.connection_control import ConnectionControl
     from hub.admin.connections import ConnectionAdmin
+    from hub.admin.erasure import Erasure
     from hub.admin.health import Health
     from hub.admin.idempotency import AdminIdempotency
     from hub.admin.integrations import IntegrationAdmin
@@ -334,6 +335,16 @@ def message_search() -> MessageSearch:
 
 
 @lru_cache(maxsize=1)
+def erasure() -> Erasure:
+    """Erasure (issue 29): the message table's deletes, the search to find a tenant's messages by
+    value, the configuration as stored (the tenant exists), the audit log."""
+    from hub.adapters.dynamo.erasure import DynamoErasure
+    from hub.admin.erasure import Erasure
+
+    return Erasure(DynamoErasure(settings().table_name), message_search(), current_config(), _audit())
+
+
+@lru_cache(maxsize=1)
 def health() -> Health:
     """The admin Health view: the pipeline and webhooks lanes, the outbox publisher's DLQ,
     CloudWatch metrics and GSI1's status partitions."""
@@ -505,7 +516,8 @@ def tenant_admin() -> TenantAdmin:
     from hub.adapters.dynamo.tenants import DynamoTenants
     from hub.admin.tenants import TenantAdmin
 
-    return TenantAdmin(DynamoTenants(settings().table_name), audit=_audit())
+    s = settings()
+    return TenantAdmin(DynamoTenants(s.table_name), audit=_audit(), retention=s.retention)
 
 
 @lru_cache(maxsize=1)
@@ -664,6 +676,7 @@ def reset() -> None:
     bulk_jobs.cache_clear()
     bulk_runner.cache_clear()
     message_search.cache_clear()
+    erasure.cache_clear()
     alert_notifier.cache_clear()
     certificate_service.cache_clear()
     api_key_admin.cache_clear()

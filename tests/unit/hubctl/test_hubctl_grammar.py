@@ -365,7 +365,7 @@ def test_wide_adds_columns_and_table_shows_the_defaults(api):
     wide = hubctl(api, "get", "tenants", "-o", "wide").out.splitlines()[0].split()
 
     assert table == ["TENANT_ID", "NAME", "DEFAULT_MODE", "STATE", "CREATED_AT"]
-    assert wide == [*table, "UPDATED_AT", "VERSION"]
+    assert wide == [*table, "UPDATED_AT", "PAYLOAD_RETENTION_DAYS", "MESSAGE_RETENTION_DAYS", "VERSION"]
 
 
 def test_name_is_refused_where_a_secret_would_be_lost_or_nothing_has_a_name(api):
@@ -911,3 +911,70 @@ def test_every_documented_command_parses(command):
     import shlex  # noqa: PLC0415
 
     build_parser().parse_args(shlex.split(command))  # argparse exits 2 on anything it refuses
+
+
+# --- erase (issue 29) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("erase", "message", "msg_1"),
+        ("erase", "message/msg_1"),
+        ("erase", "msg", "msg_1"),
+        ("erase", "msg_1"),
+    ],
+)
+def test_erase_names_one_message_as_the_other_verbs_do(api, argv):
+    api.on("POST", "/api/admin/messages/msg_1/erase", {"erased": ["msg_1"], "more": False})
+
+    ran = hubctl(api, *argv)
+
+    assert ran.code == 0, ran.err
+    assert [(r.method, r.url.path) for r in api.requests] == [("POST", "/api/admin/messages/msg_1/erase")]
+    assert "Idempotency-Key" in api.requests[0].headers
+    assert ran.out.strip() == "message/msg_1 erased (its payload, callbacks and the message)"
+
+
+def test_erase_by_external_id_calls_again_while_there_are_more(api):
+    api.on(
+        "POST",
+        "/api/admin/tenants/t1/erasures",
+        {"erased": ["msg_1", "msg_2"], "more": True},
+        {"erased": ["msg_3"], "more": False},
+    )
+
+    ran = hubctl(api, "erase", "--external-id", "cliente-4711", "--tenant", "t1", "-o", "name")
+
+    assert ran.code == 0, ran.err
+    assert [api.sent(n) for n in range(2)] == [{"external_id": "cliente-4711"}] * 2
+    # Each call a fresh key: the second one must erase the next messages, not replay the first.
+    assert api.requests[0].headers["Idempotency-Key"] != api.requests[1].headers["Idempotency-Key"]
+    assert ran.out.splitlines() == ["message/msg_1", "message/msg_2", "message/msg_3"]
+
+
+def test_erase_by_business_key_says_how_many(api):
+    api.on("POST", "/api/admin/tenants/t1/erasures", {"erased": [], "more": False})
+
+    ran = hubctl(api, "erase", "--business-key", "PO-4711", "--tenant", "t1")
+
+    assert ran.code == 0, ran.err
+    assert api.sent() == {"business_key": "PO-4711"}
+    assert ran.out.splitlines()[0] == "erased 0 message(s) of tenant t1 by business_key"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("erase",),
+        ("erase", "message"),
+        ("erase", "msg_1", "--external-id", "x"),
+        ("erase", "integration", "int_1"),
+        ("erase", "message/msg_1", "msg_2"),
+    ],
+)
+def test_erase_needs_exactly_one_target(api, argv):
+    ran = hubctl(api, *argv, "--tenant", "t1")
+
+    assert ran.code == 2
+    assert api.requests == []

@@ -1,5 +1,5 @@
-// An operator's moves on one message, shared by the queue rows and the message view: each asks
-// first, and each is one request with its own Idempotency-Key (api.js). A reprocess of a message
+// An operator's moves on one message, shared by the queue rows and the message view (erase: the
+// view only): each asks first, and each is one request with its own Idempotency-Key (api.js). A reprocess of a message
 // the destination already accepted needs a second, explicit confirmation (the API answers 409
 // already_delivered without `force`).
 import { ApiError } from "./api.js";
@@ -42,4 +42,19 @@ export async function cancel(ctx, message) {
   const sure = await confirmAction(`Cancel ${id}? It stops for good: no further attempt is made.`, "Cancel message");
   if (!sure) return null;
   return ctx.api("POST", `/api/admin/messages/${id}/cancel-retry`);
+}
+
+/** Erases the message now (LGPD / GDPR) after a confirmation; the API's answer, or null when the
+ * operator said no. */
+export async function erase(ctx, message) {
+  const id = message.message_id;
+  const sure = await confirmAction(
+    `Erase ${id} now? Its payload, status callbacks and the message itself are deleted for good `
+      + "(the audit log keeps its id only). Another message of this integration with the very same "
+      + "payload loses its payload too.",
+    "Erase",
+    "Erase (GDPR)",
+  );
+  if (!sure) return null;
+  return ctx.api("POST", `/api/admin/messages/${id}/erase`);
 }

@@ -92,6 +92,8 @@ class Action(StrEnum):
     MANAGE_DELIVERIES = "manage_deliveries"
     #: Move a dead-letter lane back to the pipeline (platform).
     REDRIVE = "redrive"
+    #: Erase a message, or a tenant's messages by external id or business key (LGPD / GDPR).
+    ERASE = "erase"
     #: Create, change and delete integrations, connections, subscriptions; tenant settings.
     CONFIGURE = "configure"
     #: Upload a connection's client certificate.
@@ -124,6 +126,7 @@ PERMISSIONS: Mapping[Action, Permission] = {
     Action.TEST_CONNECTION: Permission(Role.OPERATOR),
     Action.MANAGE_DELIVERIES: Permission(Role.OPERATOR),
     Action.REDRIVE: Permission(Role.OPERATOR, platform_only=True),
+    Action.ERASE: Permission(Role.OPERATOR),
     Action.CONFIGURE: Permission(Role.ADMIN),
     Action.MANAGE_CERTIFICATES: Permission(Role.ADMIN),
     Action.MANAGE_KEYS: Permission(Role.ADMIN),

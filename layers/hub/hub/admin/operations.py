@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,6 +27,7 @@ from hub.domain.clock import utcnow
 from hub.domain.ids import new_id
 from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord, PayloadFormat
 from hub.domain.redaction import redact, redact_credentials, redact_payload, redact_text
+from hub.domain.retention import expired
 from hub.domain.status import PipelineStatus, current_error_class
 from hub.domain.tenancy import MessageTypeConfig
 from hub.errors import AlreadyActed, Conflict, InvalidTransition, LeaseHeld, NotFound, ServiceUnavailable
@@ -95,7 +96,7 @@ class OperatorMoves(Protocol):
     """The message moves an operator makes, each one conditional update of the message item."""
 
     def get(self, message_id: str) -> MessageRecord | None: ...
-    def get_payload(self, message_id: str) -> str | None: ...
+    def get_payload(self, message_id: str, now: datetime | None = None) -> str | None: ...
     def message_log(self, message_id: str) -> list[dict[str, Any]]: ...
     def restart(
         self,
@@ -245,7 +246,9 @@ class Operations:
         """The message, when `principal` may act on it with `role`: another tenant's message is
         the same NotFound as a missing one; Forbidden when the role is too low."""
         record = self._messages.get(message_id)
-        if record is None or not principal.sees(record.tenant_id):
+        gone = record is None or expired(record.expires_at, self._clock())
+        if gone or record is None or not principal.sees(record.tenant_id):
+            # Past its retention it is gone, whether or not DynamoDB's TTL has deleted it yet.
             raise NotFound("message not found", details={"message_id": message_id})
         principal.require(role, record.tenant_id, what="message")
         return record
@@ -413,7 +416,7 @@ class Operations:
         integration = self._config.get_integration(record.tenant_id, record.integration_id)
         config = integration.message_type_config(record.message_type) if integration else None
         fields = config.sensitive_fields if config else ()
-        text = self._messages.get_payload(message_id)
+        text = self._messages.get_payload(message_id, self._clock())
         payload: Any = text
         if text is not None and record.payload_format is PayloadFormat.JSON:
             payload = json.loads(text)
@@ -434,6 +437,8 @@ class Operations:
             "payload": redact_payload(payload, fields) if payload is not None else None,
             # Deleted by its retention (payload_retention_days): the metadata and timeline stay.
             "payload_purged": text is None,
+            # When the message itself is deleted (message_retention_days); null: kept for good.
+            "kept_until": _iso_epoch(record.expires_at),
             # What the message type's current mapping makes of the payload (computed as the
             # worker does, no side effect), masked like the payload.
             "mapped": _mapped_view(config, payload, fields) if config and payload is not None else None,
@@ -536,6 +541,12 @@ def _mapped_view(config: MessageTypeConfig, payload: Any, fields: Sequence[str])
             body = json.dumps(redact(json.loads(body), fields), ensure_ascii=False)
     shown["body"] = redact_payload(body, fields) if isinstance(body, str) else None
     return shown
+
+
+def _iso_epoch(seconds: int | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def _status_view(record: MessageRecord) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 from hub.domain.clock import utcnow
 from hub.domain.idempotency import idempotency_key_hash, is_idempotency_key, key_value_text
 from hub.domain.ids import is_message_id
+from hub.domain.retention import expired
 from hub.domain.tenancy import Integration
 from hub.errors import CursorMismatch, ValidationFailed
 from hub.pipeline.rules import entity_key
@@ -87,6 +88,8 @@ class SearchedMessage:
     correlation_id: str | None = None
     idempotency_key: str | None = None
     entity_key: str | None = None
+    #: The message's TTL (epoch seconds; issue 29): past it the search does not show it.
+    expires_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -195,11 +198,13 @@ class MessageSearch:
         limit: int = 50,
         cursor: str | None = None,
         integration_id: str | None = None,
+        include_expired: bool = False,
     ) -> SearchPage:
         """The tenant's messages `q` names as `by` says (each found by the first of MATCH_ORDER
         that names it), newest received first, at most `limit`, from `cursor` (given out by the
         same search: another one's is CursorMismatch, a malformed one ValidationFailed). Only
-        `integration_id`'s when given. Another tenant's message never shows."""
+        `integration_id`'s when given. Another tenant's message never shows, nor one past its
+        retention (DynamoDB's TTL deletes it later) unless `include_expired` (an erasure)."""
         scope = _scope(tenant_id, q, by, integration_id)
         position = _decode(cursor, scope) if cursor else None
         now = self._clock()
@@ -221,6 +226,7 @@ class MessageSearch:
             candidate
             for message_id in wanted
             if (message := read.get(message_id)) is not None
+            if include_expired or not expired(message.expires_at, now)
             for candidate in [_matched(message, search, named.ids.get(message_id, set()))]
             if candidate is not None
         ]

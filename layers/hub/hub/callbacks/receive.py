@@ -28,6 +28,7 @@ from hub.domain.clock import utcnow
 from hub.domain.delivery_status import DeliveryStatus, StatusCallback, hash_callback_token, may_follow
 from hub.domain.ids import is_message_id, new_id
 from hub.domain.message import MessageRecord
+from hub.domain.retention import expired
 from hub.domain.tenancy import tenant_accepts_traffic
 from hub.errors import DeliveryInFlight, Unauthorized
 from hub.ports import ConfigRepository, DeliveryStatusStore, ReceivedCallback
@@ -94,7 +95,12 @@ class StatusCallbacks:
         integration = (
             self._config.get_integration(record.tenant_id, record.integration_id) if record else None
         )
-        if record is None or integration is None or integration.tenant_id != record.tenant_id:
+        if (
+            record is None
+            or integration is None
+            or integration.tenant_id != record.tenant_id
+            or expired(record.expires_at, self._clock())  # past its retention: gone (issue 29)
+        ):
             raise Unauthorized(_REFUSED)
         connection_id = integration.connection_id
         credential = self._store.credential(record.tenant_id, connection_id) if connection_id else None
@@ -126,6 +132,7 @@ class StatusCallbacks:
             occurred_at=callback.occurred_at,
             detail=callback.detail,
             external_ref=callback.external_ref,
+            message_expires_at=record.expires_at,
         )
         self._store.record_callback(received)
         status = DeliveryStatus(callback.status.value)

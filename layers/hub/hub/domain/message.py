@@ -93,6 +93,11 @@ class MessageRecord(HubModel):
     #: Log entries went to keep the item within its write unit (not only the oldest beyond
     #: MAX_LOG_ENTRIES): the log no longer holds the message's whole history.
     log_trimmed: bool = False
+    #: When the message and its satellites are deleted (epoch seconds, the table's TTL):
+    #: `received_at` + its tenant's message retention (issue 29). None: kept for good (stored
+    #: before retention). TTL deletes lazily: from then on a read for a view treats it as gone
+    #: (hub.domain.retention.expired).
+    expires_at: int | None = None
 
     # --- the execution's state, kept on the same item (seed 002, section 8) ---------------
     #: Bumped by every change of the item, exactly once per change (an event id later).

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from hub.domain.mapping_spec import MappingSpec, check_expression
 from hub.domain.model import HubModel
 from hub.domain.rate_limit import Rate
+from hub.domain.retention import MAX_RETENTION_DAYS, MIN_RETENTION_DAYS, Retention
 from hub.domain.retry import RetryPolicy
 from hub.domain.webhook_config import InboundWebhook
 
@@ -202,10 +203,18 @@ class Tenant(HubModel):
     #: The partner API's limit for this tenant, per instance (issue 14); None: the stack's
     #: default (HUB_TENANT_RATE_PER_SECOND, HUB_TENANT_BURST). Set by a platform admin only.
     rate_limit: Rate | None = None
+    #: Retention (issue 29), in days; None: the platform's default (template PayloadRetentionDays,
+    #: MessageRetentionDays; hub.domain.retention). Set by a platform admin only.
+    payload_retention_days: int | None = Field(default=None, ge=MIN_RETENTION_DAYS, le=MAX_RETENTION_DAYS)
+    message_retention_days: int | None = Field(default=None, ge=MIN_RETENTION_DAYS, le=MAX_RETENTION_DAYS)
 
     @property
     def state(self) -> TenantState:
         return TenantState.ACTIVE if self.active else TenantState.DISABLED
+
+    def retention(self, defaults: Retention) -> Retention:
+        """How long this tenant's payloads and messages are kept: its own, else `defaults`."""
+        return Retention.effective(defaults, self.payload_retention_days, self.message_retention_days)
 
 
 def tenant_accepts_traffic(tenant: Tenant | None) -> bool:

@@ -44,8 +44,9 @@ from hub.domain.message import (
     PipelineStep,
     StepMessage,
 )
+from hub.domain.retention import Retention, expired
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import ApiKey, Integration, hash_api_key, tenant_accepts_traffic
+from hub.domain.tenancy import ApiKey, Integration, Tenant, hash_api_key, tenant_accepts_traffic
 from hub.errors import (
     IdempotencyKeyReused,
     MessagePending,
@@ -162,26 +163,35 @@ class Ingestor:
         self._monotonic = monotonic
         self._pause = pause
 
-    def _accepted(self, api_key: ApiKey | None, now: datetime, *, throttled: bool = True) -> ApiKey:
+    def _accepted(
+        self, api_key: ApiKey | None, now: datetime, *, throttled: bool = True
+    ) -> tuple[ApiKey, Tenant | None]:
         """The presented key if ingest accepts it now (Unauthorized otherwise: also when its
         tenant is disabled; TenantRateLimited when `throttled` and its tenant is over its
-        rate), its use noted."""
+        rate), its use noted; with its tenant as `_admit` read it."""
         accepted = _check_key(api_key, now)
-        self._admit(accepted.tenant_id, throttled=throttled)
+        tenant = self._admit(accepted.tenant_id, throttled=throttled)
         if self._usage is not None:
             self._usage.seen(accepted, now)
-        return accepted
+        return accepted, tenant
 
-    def _admit(self, tenant_id: str, *, throttled: bool = True) -> None:
-        """Unauthorized when the tenant is disabled; TenantRateLimited when it is over its rate
+    def _admit(self, tenant_id: str, *, throttled: bool = True) -> Tenant | None:
+        """The tenant (None: no tenant item, as written by hand before tenants existed).
+        Unauthorized when the tenant is disabled; TenantRateLimited when it is over its rate
         (before anything is stored: a 429 is safe to resend). From the configuration cache,
-        like the key: a warm instance reads nothing more per request, and sees a disable or a
-        changed limit within its TTL."""
+        like the key: a warm instance reads nothing more per request, and sees a disable, a
+        changed limit or retention within its TTL."""
         tenant = self._config.get_tenant(tenant_id)
         if not tenant_accepts_traffic(tenant):
             raise Unauthorized("this tenant is disabled")
         if throttled and self._throttle is not None:
             self._throttle.admit(tenant_id, tenant)
+        return tenant
+
+    def _retention(self, tenant: Tenant | None) -> Retention:
+        """How long the tenant's messages are kept: its own retention, else the platform's."""
+        defaults = self._settings.retention
+        return tenant.retention(defaults) if tenant is not None else defaults
 
     def receive(
         self,
@@ -211,12 +221,12 @@ class Ingestor:
         """receive-message for a caller already authenticated for `integration` (an inbound
         webhook whose signature was verified): the same claims, answers and guarantees; 401 when
         the integration's tenant is disabled, 429 when it is over its rate."""
-        self._admit(integration.tenant_id)
+        tenant = self._admit(integration.tenant_id)
         return self._ingest(
             inbound,
             idempotency_key,
             correlation_id,
-            integration=integration,
+            verified=(integration, tenant),
             correlation_given=correlation_given,
         )
 
@@ -227,20 +237,24 @@ class Ingestor:
         correlation_id: str,
         *,
         key_hash: str | None = None,
-        integration: Integration | None = None,
+        verified: tuple[Integration, Tenant | None] | None = None,
         correlation_given: bool = False,
     ) -> ReceiveOutcome:
+        """`verified`: the integration an inbound webhook authenticated, with its tenant as
+        admitted (else both come from the API key `key_hash`)."""
         started = self._monotonic()
         now = self._clock()
         idem_hash = idempotency.idempotency_key_hash(idempotency_key) if idempotency_key else None
         payload_bytes = idempotency.canonical_payload(inbound.payload)
         payload_sha = idempotency.sha256_hex(payload_bytes)
 
-        if integration is None:
+        if verified is None:
             assert key_hash is not None, "an API key or an authenticated integration"
-            integration = self._authorized(key_hash, inbound.integration_id, now)
-        elif inbound.integration_id != integration.integration_id:
+            verified = self._authorized(key_hash, inbound.integration_id, now)
+        integration, tenant = verified
+        if inbound.integration_id != integration.integration_id:
             raise NotFound("integration not found")
+        retention = self._retention(tenant)
         _check_message_type(integration, inbound.message_type)
         fields = integration.message_type_config(inbound.message_type).duplicate_key_fields
         key_values = idempotency.duplicate_key_values(inbound.payload, fields)
@@ -270,6 +284,8 @@ class Ingestor:
                 integration.tenant_id, integration.integration_id, inbound.message_type, key_values
             ),
             idempotency_key=idempotency_key,
+            # Issue 29: the message and its satellites go by TTL after its tenant's retention.
+            expires_at=int(retention.message_until(now).timestamp()),
         )
         new = NewMessage(
             record=record,
@@ -279,7 +295,7 @@ class Ingestor:
             idempotency_expires_at=now + timedelta(hours=self._settings.idempotency_retention_hours),
             fingerprint_expires_at=now + timedelta(hours=self._settings.fingerprint_retention_hours),
             correlation_given=correlation_given,
-            payload_expires_at=now + timedelta(days=self._settings.payload_retention_days),
+            payload_expires_at=retention.payload_until(now),
         )
         self._queue.publish(first_step(record))
         outcome = self._store(new, now, started)
@@ -346,6 +362,8 @@ class Ingestor:
         if record is None:
             self._pause(PENDING_REREAD_SECONDS)
             record = self._messages.get(holder.message_id)
+        if record is not None and expired(record.expires_at, self._clock()):
+            return None  # past its retention (TTL not yet run): its claims are free to take over
         if record is None:
             now = self._clock()
             pending_until = (holder.claimed_at or now) + PENDING_WINDOW
@@ -374,20 +392,26 @@ class Ingestor:
         if self._receptions is not None:
             self._receptions.seen(integration.tenant_id, integration.integration_id, now)
 
-    def _authorized(self, key_hash: str, integration_id: str, now: datetime) -> Integration:
-        """The integration the presented key may use (both from the configuration cache)."""
-        api_key = self._accepted(self._config.get_api_key(key_hash), now)
+    def _authorized(
+        self, key_hash: str, integration_id: str, now: datetime
+    ) -> tuple[Integration, Tenant | None]:
+        """The integration the presented key may use, and its tenant (all from the
+        configuration cache)."""
+        api_key, tenant = self._accepted(self._config.get_api_key(key_hash), now)
         # Ids are unique within a tenant: the key's tenant is the only one looked in.
         integration = self._config.get_integration(api_key.tenant_id, integration_id)
         if integration is None or not api_key.may_use(integration):
             # Same answer whether it does not exist or belongs to someone else.
             raise NotFound("integration not found")
-        return integration
+        return integration, tenant
 
     def authenticate(self, raw_key: str | None) -> ApiKey:
         """The caller's active API key; Unauthorized otherwise. Spends none of the tenant's
         rate: a request refused before it stores or reads anything costs next to nothing."""
-        return self._accepted(self._config.get_api_key(require_key(raw_key)), self._clock(), throttled=False)
+        api_key, _ = self._accepted(
+            self._config.get_api_key(require_key(raw_key)), self._clock(), throttled=False
+        )
+        return api_key
 
     def status(self, raw_key: str | None, message_id: str) -> MessageRecord:
         """The caller's own message; another tenant's or a missing one is NotFound alike."""
@@ -396,9 +420,10 @@ class Ingestor:
         if not is_message_id(message_id):
             self._accepted(self._config.get_api_key(key_hash), now)
             raise NotFound("message not found")
-        api_key, record = self._messages.get_for_key(key_hash, message_id)
-        api_key = self._accepted(api_key, now)
-        if record is None or record.tenant_id != api_key.tenant_id:
+        found_key, record = self._messages.get_for_key(key_hash, message_id)
+        api_key, _ = self._accepted(found_key, now)
+        if record is None or record.tenant_id != api_key.tenant_id or expired(record.expires_at, now):
+            # Past its retention it is gone, whether or not DynamoDB's TTL has deleted it yet.
             raise NotFound("message not found")
         if api_key.integration_ids is not None and record.integration_id not in api_key.integration_ids:
             raise NotFound("message not found")

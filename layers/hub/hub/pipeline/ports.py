@@ -132,20 +132,31 @@ class Executions(Protocol):
         only if the execution, sequence and status are still the ones in `current`."""
         ...
 
-    def payload(self, record: MessageRecord) -> str | None:
+    def payload(self, record: MessageRecord, now: datetime | None = None) -> str | None:
         """The message's payload when it is not inline (Taken.inline_payload): on its
-        fingerprint claim; None once it was purged."""
+        fingerprint claim; None once it was purged (its TTL passed at `now`, deleted or not)."""
         ...
 
     def take_entity(
-        self, entity: str, owner: str, message_id: str, now: datetime, lease: timedelta
+        self,
+        entity: str,
+        owner: str,
+        message_id: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        expires_at: int | None = None,
     ) -> EntityHold | None:
         """Leases the business-key item `entity` (None: busy). The key is claimed for
-        `message_id` if nobody holds it yet."""
+        `message_id` if nobody holds it yet, and then lives until `expires_at` (the message's
+        TTL; issue 29)."""
         ...
 
-    def release_entity(self, hold: EntityHold, current: str | None = None) -> None:
-        """Gives the lease back; with `current`, the key now belongs to that message."""
+    def release_entity(
+        self, hold: EntityHold, current: str | None = None, expires_at: int | None = None
+    ) -> None:
+        """Gives the lease back; with `current`, the key now belongs to that message, and lives
+        until its `expires_at` (None: for good)."""
         ...
 
     def mark_superseded(self, message_id: str, by_message_id: str) -> None: ...

@@ -153,7 +153,9 @@ class Steps:
         record = taken.record
         hold: EntityHold | None = None
         if entity:
-            hold = self._executions.take_entity(entity, taken.owner, record.message_id, now, rules.LOCK_LEASE)
+            hold = self._executions.take_entity(
+                entity, taken.owner, record.message_id, now, rules.LOCK_LEASE, expires_at=record.expires_at
+            )
             if hold is None:
                 return EntityBusy(record)
         becomes_current = False
@@ -192,7 +194,9 @@ class Steps:
             return self._deliver(step, taken, integration, mapped, log)
         finally:
             if hold is not None:
-                self._executions.release_entity(hold, record.message_id if becomes_current else None)
+                self._executions.release_entity(
+                    hold, record.message_id if becomes_current else None, record.expires_at
+                )
 
     def _read(self, taken: Taken) -> tuple[dict[str, Any] | str, Any]:
         """The payload as received and the document the mapping reads. XML is always parsed once,
@@ -200,7 +204,7 @@ class Steps:
         record = taken.record
         text = taken.inline_payload
         if text is None:
-            text = self._executions.payload(record)
+            text = self._executions.payload(record, self._clock())
         if text is None:
             raise _Ended(
                 failed_outcome(

@@ -1,9 +1,9 @@
 // /admin/messages/<id>: status, destination answer, the uncertain flag and what it means,
-// Reprocess / Cancel, a compact timeline (one line per step, event or callback, one expandable
+// Reprocess / Cancel / Erase (GDPR), a compact timeline (one line per step, event or callback, one expandable
 // row per delivery attempt with the status it led to folded in), and the payload and mapped body
 // as the API shows them (sensitive fields already masked by the API).
 import { ApiError } from "../api.js";
-import { CANCELLABLE, REPROCESSABLE, cancel, reprocess } from "../actions.js";
+import { CANCELLABLE, REPROCESSABLE, cancel, erase, reprocess } from "../actions.js";
 import { badge, errorBlock, fill, fmtTime, h, oneAtATime, statusBadge, timeEl, toast } from "../ui.js";
 
 const UNCERTAIN = "The destination did not answer in time: it may or may not have applied this message. "
@@ -34,6 +34,8 @@ function draw(ctx, view) {
     ["Delivery status", view.delivery_status ? h("span", {}, view.delivery_status, " ", timeEl(view.delivery_status_at)) : "—"],
     ["Held", view.held_reason ? badge(`held: ${view.held_reason} on ${view.held_on}`, "warning", "held") : "—"],
     ["Execution", view.execution_id ? h("code", {}, view.execution_id) : "—"],
+    // Its retention (issue 29): deleted then, with its callbacks.
+    ["Kept until", view.kept_until ? fmtTime(view.kept_until) : "—"],
   ];
   fill(ctx.main,
     h("p", {}, h("a", { href: "/admin/queue", "data-nav": "" }, "← Queue")),
@@ -66,7 +68,7 @@ function draw(ctx, view) {
   );
 }
 
-/** Reprocess / Cancel, as the status and the token's role allow. */
+/** Reprocess / Cancel / Erase, as the status and the token's role allow. */
 function actions(ctx, view) {
   const buttons = [];
   if (ctx.can("reprocess") && REPROCESSABLE.has(view.pipeline_status)) {
@@ -75,6 +77,9 @@ function actions(ctx, view) {
   if (ctx.can("cancel") && CANCELLABLE.has(view.pipeline_status)) {
     buttons.push(h("button", { type: "button", class: "danger", "data-action": "cancel" }, "Cancel"));
   }
+  if (ctx.can("erase")) {
+    buttons.push(h("button", { type: "button", class: "danger", "data-action": "erase" }, "Erase (GDPR)"));
+  }
   if (!buttons.length) return null;
   for (const button of buttons) {
     button.addEventListener("click", oneAtATime(buttons, () => act(ctx, view, button.dataset.action)));
@@ -82,15 +87,22 @@ function actions(ctx, view) {
   return h("div", { class: "actions message-actions", "aria-label": "Actions" }, buttons);
 }
 
+const MOVES = { reprocess, cancel, erase };
+
 async function act(ctx, view, action) {
   let answer;
   try {
-    answer = action === "reprocess" ? await reprocess(ctx, view) : await cancel(ctx, view);
+    answer = await MOVES[action](ctx, view);
   } catch (error) {
     toast(error instanceof ApiError ? `${error.code}: ${error.message}` : String(error), "critical");
     return;
   }
   if (!answer) return;
+  if (action === "erase") {
+    toast(`Erased ${view.message_id}`);
+    ctx.navigate("/admin/queue");
+    return;
+  }
   toast(action === "reprocess" ? `Reprocessing ${view.message_id}` : `Cancelled ${view.message_id}`);
   await follow(ctx, view.message_id);
 }

@@ -27,7 +27,8 @@ from hub.domain.message import MessageRecord
 from hub.errors import Conflict, NotFound
 from hub.ports import CallbackPage, ReceivedCallback
 
-#: How long a callback record is kept (TTL): long enough to settle a dispute about a delivery.
+#: How long a callback record is kept (TTL): long enough to settle a dispute about a delivery;
+#: never longer than its message (callback_expires_at).
 CALLBACK_RETENTION = timedelta(days=90)
 _TABLE_KEY = frozenset({"PK", "SK"})
 
@@ -69,8 +70,14 @@ def callback_item(received: ReceivedCallback) -> dict[str, Any]:
         "occurred_at": format_ts(received.occurred_at) if received.occurred_at else None,
         "detail": received.detail,
         "external_ref": received.external_ref,
-        "expires_at": epoch(received.received_at + CALLBACK_RETENTION),
+        "expires_at": callback_expires_at(received),
     }
+
+
+def callback_expires_at(received: ReceivedCallback) -> int:
+    """A callback record's TTL: CALLBACK_RETENTION, but never after its message's (issue 29)."""
+    kept = epoch(received.received_at + CALLBACK_RETENTION)
+    return kept if received.message_expires_at is None else min(kept, received.message_expires_at)
 
 
 def credential_item(credential: CallbackCredential) -> dict[str, Any]:

@@ -140,14 +140,14 @@ class DynamoExecutions:
         except ConditionFailed:
             return None
 
-    def payload(self, record: MessageRecord) -> str | None:
+    def payload(self, record: MessageRecord, now: datetime | None = None) -> str | None:
         if not record.fingerprint:  # stored before issue 29: a PAYLOAD item of its own
             item = self._table.get(keys.payload_key(record.message_id))
             return zlib.decompress(item["payload_z"]).decode() if item else None
         claim = self._table.get(
             keys.fingerprint_claim_key(record.tenant_id, record.integration_id, record.fingerprint)
         )
-        return payload_from(claim)
+        return payload_from(claim, now or datetime.now(UTC))
 
     # --- operator admission (tests and reprocess use it through the message repository) ----
 
@@ -173,11 +173,23 @@ class DynamoExecutions:
     # --- the business-key item: entity lock and duplicate rules --------------------------------
 
     def take_entity(
-        self, entity: str, owner: str, message_id: str, now: datetime, lease: timedelta
+        self,
+        entity: str,
+        owner: str,
+        message_id: str,
+        now: datetime,
+        lease: timedelta,
+        *,
+        expires_at: int | None = None,
     ) -> EntityHold | None:
         update = Update().set(lease_owner=owner, lease_until=epoch(now + lease), item_type="business_key")
         alias = update.name("message_id")
         update.set_expression(f"{alias} = if_not_exists({alias}, {update.value(message_id)})")
+        if expires_at is not None:
+            # A new key is the taking message's, and goes with it (issue 29); a held one keeps
+            # its holder's TTL until the key changes hands (release_entity).
+            ttl = update.name("expires_at")
+            update.set_expression(f"{ttl} = if_not_exists({ttl}, {update.value(expires_at)})")
         update.where(lease_free(update, now) + f" OR {update.name('lease_owner')} = {update.value(owner)}")
         try:
             item = self._table.update(keys.business_key(entity), update)
@@ -186,10 +198,17 @@ class DynamoExecutions:
         holder = str(item["message_id"])
         return EntityHold(entity=entity, owner=owner, holder=None if holder == message_id else holder)
 
-    def release_entity(self, hold: EntityHold, current: str | None = None) -> None:
+    def release_entity(
+        self, hold: EntityHold, current: str | None = None, expires_at: int | None = None
+    ) -> None:
         update = Update().remove("lease_owner", "lease_until")
         if current is not None:
+            # The key is `current`'s now: it lives as long as that message (none: for good).
             update.set(message_id=current)
+            if expires_at is not None:
+                update.set(expires_at=expires_at)
+            else:
+                update.remove("expires_at")
         update.where(f"{update.name('lease_owner')} = {update.value(hold.owner)}")
         try:
             self._table.update(keys.business_key(hold.entity), update)

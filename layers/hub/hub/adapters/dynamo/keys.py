@@ -7,18 +7,27 @@ unique within a tenant only (issue 27, point 7): every key derived from one carr
 exists elsewhere. Ids and tenant ids never hold ``#`` (their patterns refuse it), so no two
 shapes meet. Every read by id therefore names the tenant.
 
-- message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; no TTL. It
-  names its payload's fingerprint claim by its `fingerprint` (issue 29)
+Retention (issue 29, hub.domain.retention): every item a message leaves has a TTL from its
+receipt by its tenant's retention (the platform's defaults 7 days of payload, 30 of message); a
+read for a view treats an expired one as gone (DynamoDB deletes it up to days later). Erasure
+(hub.adapters.dynamo.erasure) deletes them all before that, the ``STATUS`` item last.
+
+- message (+ its execution): ``MSG#<message>`` / ``STATUS`` - ingest, worker, admin; TTL: received
+  + the message retention (none for a message stored before issue 29). It names its payload's
+  fingerprint claim by its `fingerprint` (issue 29)
 - large payload (messages stored before issue 29 only; no longer written): ``MSG#<message>`` /
   ``PAYLOAD``; no TTL
 - correlation pointer (issue 28): ``MSG#<message>`` / ``CORRELATION`` - ingest, only for a message
-  with an external id and a different partner-given correlation id (GSI3, below); no TTL
+  with an external id and a different partner-given correlation id (GSI3, below); TTL: its
+  message's
 - idempotency-key claim: ``IDEM#<tenant>#<integration>#<sha256(key)>`` / ``CLAIM`` - ingest; TTL
-  (the key's window, 24 h)
+  24 h (the idempotency retention)
 - fingerprint claim: ``FP#<tenant>#<integration>#<fingerprint>`` / ``CLAIM`` - ingest; it carries
   the payload compressed (`payload_z`: content-addressed, so every message it named reads the same
-  bytes there), its deduplication window in `dedup_until`; TTL the payload's retention (issue 29)
-- business key (+ entity lease): ``BK#<tenant>#<integration>#<type>#<digest>`` / ``CURRENT`` - worker
+  bytes there), its deduplication window in `dedup_until`; TTL: received + the payload retention,
+  at least its window
+- business key (+ entity lease): ``BK#<tenant>#<integration>#<type>#<digest>`` / ``CURRENT`` -
+  worker; TTL: the message holding the key's
 - API key ``APIKEY#<sha256(key)>`` / ``APIKEY``, integration ``INTEGRATION#<tenant>#<id>`` /
   ``CONFIG``, connection ``CONNECTION#<tenant>#<id>`` / ``CONFIG``, tenant ``TENANT#<id>`` / ``PROFILE`` -
   configuration (the worker flags a gone connection); integrations and connections keep their
@@ -62,7 +71,8 @@ shapes meet. Every read by id therefore names the tenant.
   / ``<job_id>`` (newest first); TTL 30 days
 - status callback as received: ``MSG#<message>`` / ``CALLBACK#<received_at>#<callback_id>`` -
   partner API (every callback, whether it moved the message's `delivery_status` or not), read by
-  the admin message view (a Query of the message's partition, newest first); TTL 90 days
+  the admin message view (a Query of the message's partition, newest first); TTL 90 days, never
+  past its message's
 
 GSI1 is sparse: a message item carries ``GSI1PK`` / ``GSI1SK`` only while it is in a status an
 operator lists (`LISTED_STATUSES`), so the happy path (received -> sent) never writes the index.

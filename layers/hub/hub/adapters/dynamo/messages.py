@@ -27,8 +27,10 @@ from hub.adapters.dynamo.table import (
     item_size,
 )
 from hub.adapters.dynamo.tenancy import api_key_from
+from hub.domain.clock import utcnow
 from hub.domain.idempotency import DedupKind
 from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord
+from hub.domain.retention import expired
 from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey
 from hub.errors import (
@@ -109,12 +111,15 @@ def record_item(record: MessageRecord) -> dict[str, Any]:
 def _correlation_pointer(record: MessageRecord, correlation_id: str) -> dict[str, Any]:
     """The item that puts the message in GSI3 under its correlation id too (keys.lookup_values):
     nothing but keys, so the index row names the message by its `PK`."""
-    return {
+    pointer: dict[str, Any] = {
         **keys.correlation_pointer_key(record.message_id),
         "item_type": "correlation_pointer",
         **keys.lookup_index_keys(record.tenant_id, correlation_id),
         keys.LOOKUP_SORT_KEY: format_ts(record.received_at),
     }
+    if record.expires_at is not None:  # deleted with its message (issue 29)
+        pointer["expires_at"] = record.expires_at
+    return pointer
 
 
 def record_from(item: Mapping[str, Any]) -> MessageRecord:
@@ -334,9 +339,14 @@ _CLAIM_FREE = (
 )
 
 
-def payload_from(claim: Mapping[str, Any] | None) -> str | None:
-    """The payload a fingerprint claim (or a `PAYLOAD` item) carries, if any."""
-    return zlib.decompress(claim["payload_z"]).decode() if claim and "payload_z" in claim else None
+def payload_from(claim: Mapping[str, Any] | None, now: datetime) -> str | None:
+    """The payload a fingerprint claim (or a `PAYLOAD` item) carries, if any: none once its TTL
+    has passed (its retention ran out; DynamoDB deletes it up to days later)."""
+    if not claim or "payload_z" not in claim:
+        return None
+    if expired(int(claim["expires_at"]) if "expires_at" in claim else None, now):
+        return None
+    return zlib.decompress(claim["payload_z"]).decode()
 
 
 def payload_location(item: Mapping[str, Any]) -> dict[str, str] | None:
@@ -349,12 +359,12 @@ def payload_location(item: Mapping[str, Any]) -> dict[str, str] | None:
     return None
 
 
-def read_payload(table: Table, item: Mapping[str, Any]) -> str | None:
+def read_payload(table: Table, item: Mapping[str, Any], now: datetime) -> str | None:
     """The payload of the message `item`; None once it was purged (or never kept)."""
     if "payload" in item:  # inline, as messages stored before issue 29 may have it
         return str(item["payload"])
     where = payload_location(item)
-    return payload_from(table.get(where)) if where else None
+    return payload_from(table.get(where), now) if where else None
 
 
 class DynamoMessageRepository:
@@ -445,9 +455,9 @@ class DynamoMessageRepository:
         msg_item = found.get((message["PK"], message["SK"]))
         return (api_key_from(api_item) if api_item else None, record_from(msg_item) if msg_item else None)
 
-    def get_payload(self, message_id: str) -> str | None:
+    def get_payload(self, message_id: str, now: datetime | None = None) -> str | None:
         item = self._table.get(keys.message_key(message_id))
-        return read_payload(self._table, item) if item else None
+        return read_payload(self._table, item, now or utcnow()) if item else None
 
     def message_log(self, message_id: str) -> list[dict[str, Any]]:
         """The message's last log entries, oldest first."""

@@ -12,12 +12,13 @@ from hub.adapters.dynamo.status_index import QUEUE_ROW_FIELDS, queue_row
 from hub.adapters.dynamo.table import Table, epoch
 from hub.admin.search import IndexSlice, Named, PointKeys, SearchedMessage, SearchKind
 
-#: What a match is checked against, besides the row.
-_MATCH_FIELDS = ("tenant_id", "correlation_id", "idempotency_key", "entity_key")
+#: What a match is checked against, besides the row; and the message's TTL (issue 29).
+_MATCH_FIELDS = ("tenant_id", "correlation_id", "idempotency_key", "entity_key", "expires_at")
 _MESSAGE_FIELDS = (*QUEUE_ROW_FIELDS, *_MATCH_FIELDS)
-#: A claim's and a business key's: the message they name (and a claim's end). Read with the
-#: message fields in the same request (one projection for every key of a BatchGetItem).
-_NAMED_FIELDS = (*_MESSAGE_FIELDS, "expires_at")
+#: A claim's and a business key's: the message they name (and a claim's end, `expires_at`).
+#: Read with the message fields in the same request (one projection for every key of a
+#: BatchGetItem).
+_NAMED_FIELDS = _MESSAGE_FIELDS
 
 
 def searched(item: Mapping[str, Any]) -> SearchedMessage:
@@ -32,6 +33,7 @@ def searched(item: Mapping[str, Any]) -> SearchedMessage:
         correlation_id=item.get("correlation_id"),
         idempotency_key=item.get("idempotency_key"),
         entity_key=item.get("entity_key"),
+        expires_at=int(item["expires_at"]) if item.get("expires_at") is not None else None,
     )
 
 

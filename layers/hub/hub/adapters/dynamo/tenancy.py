@@ -60,6 +60,9 @@ def tenant_item(tenant: Tenant) -> dict[str, Any]:
         "updated_at": format_ts(tenant.updated_at) if tenant.updated_at else None,
         "disabled_at": format_ts(tenant.disabled_at) if tenant.disabled_at else None,
         "rate_limit": rate_item(tenant.rate_limit),
+        # Days; null: the platform's default (issue 29).
+        "payload_retention_days": tenant.payload_retention_days,
+        "message_retention_days": tenant.message_retention_days,
     }
 
 
@@ -82,7 +85,13 @@ def tenant_from(data: Mapping[str, Any]) -> Tenant:
         updated_at=_ts(data.get("updated_at")),
         disabled_at=_ts(data.get("disabled_at")),
         rate_limit=Rate.model_validate(data["rate_limit"]) if data.get("rate_limit") else None,
+        payload_retention_days=_days(data.get("payload_retention_days")),
+        message_retention_days=_days(data.get("message_retention_days")),
     )
+
+
+def _days(value: Any) -> int | None:
+    return int(value) if value is not None else None
 
 
 def _ts(value: str | None) -> datetime | None:

@@ -11,6 +11,7 @@ from hub.api.admin import (
     audit,
     bulk_jobs,
     connections,
+    erasures,
     health,
     integrations,
     messages,
@@ -34,4 +35,5 @@ ROUTERS: tuple[Router, ...] = (
     subscriptions.router,
     health.router,
     bulk_jobs.router,
+    erasures.router,
 )
