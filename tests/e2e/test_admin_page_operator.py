@@ -193,7 +193,9 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{failed}")
     calls = watch(page)
     actions = page.get_by_role("main").locator(".message-actions")
-    expect(actions.get_by_role("button")).to_have_count(2)  # dead-lettered: Reprocess and Cancel
+    # Dead-lettered: Reprocess and Cancel, and Erase (GDPR), which every message offers an operator.
+    expect(actions.get_by_role("button")).to_have_count(3)
+    expect(actions.get_by_role("button", name="Erase (GDPR)")).to_have_count(1)
     actions.get_by_role("button", name="Reprocess").dblclick()
     confirm(page, failed, "Reprocess")
 
