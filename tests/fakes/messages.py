@@ -15,6 +15,7 @@ from hub.adapters.dynamo.messages import (
     CHANGEABLE_FIELDS,
     claim_item,
     claim_key,
+    create_by_claims,
     payload_from,
     payload_location,
     record_item,
@@ -28,7 +29,6 @@ from hub.domain.status import PipelineStatus, can_transition
 from hub.domain.tenancy import ApiKey
 from hub.errors import (
     AlreadyActed,
-    ClaimTaken,
     InvalidTransition,
     LeaseHeld,
     NotFound,
@@ -201,21 +201,7 @@ class FakeMessages:
             raise StorageUnavailable("message storage timed out", details={"operation": "PutItem"})
 
     def create(self, new: NewMessage, now: datetime) -> None:
-        kinds = [DedupKind.FINGERPRINT]
-        if new.idempotency_key_hash is not None:
-            kinds.insert(0, DedupKind.IDEMPOTENCY_KEY)
-        mine, held = [], []
-        for kind in kinds:
-            holder = self.claim(new, kind, now)
-            if holder is None:
-                mine.append(kind)
-            else:
-                held.append(holder)
-        if held:
-            for kind in mine:
-                self.release(new, kind)
-            raise ClaimTaken("another message holds this claim", claims=tuple(held))
-        self.store(new, now)
+        create_by_claims(self, new, now)
 
     # --- reads -----------------------------------------------------------------------------
 

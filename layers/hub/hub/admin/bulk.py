@@ -223,6 +223,7 @@ class MessageFinder(Protocol):
         limit: int = 50,
         cursor: str | None = None,
         integration_id: str | None = None,
+        include_expired: bool = False,
     ) -> SearchPage: ...
 
 

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hub.admin.access import Role
 from hub.admin.audit import Audit
-from hub.admin.search import SearchKind, SearchPage
+from hub.admin.bulk import MessageFinder
+from hub.admin.search import SearchKind
 from hub.domain.clock import utcnow
 from hub.domain.message import MessageRecord
 from hub.errors import NotFound
@@ -62,22 +63,6 @@ class ErasureStore(Protocol):
         """Deletes everything the hub keeps of the message (the module's docstring), the message
         item last. Idempotent: what is gone already is skipped."""
         ...
-
-
-class MessageFinder(Protocol):
-    """hub.admin.search.MessageSearch."""
-
-    def search(
-        self,
-        tenant_id: str,
-        q: str,
-        by: SearchKind = SearchKind.ANY,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        integration_id: str | None = None,
-        include_expired: bool = False,
-    ) -> SearchPage: ...
 
 
 class Tenants(Protocol):

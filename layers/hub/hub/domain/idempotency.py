@@ -89,6 +89,14 @@ def fingerprint(message_type: str, key_values: list[str], payload_sha256: str) -
     return sha256_hex(material.encode("utf-8"))
 
 
+def claim_order(with_key: bool) -> tuple[DedupKind, ...]:
+    """The claims a message takes, in the order ingest writes them: its Idempotency-Key's when
+    one was sent, then its payload fingerprint's."""
+    if with_key:
+        return (DedupKind.IDEMPOTENCY_KEY, DedupKind.FINGERPRINT)
+    return (DedupKind.FINGERPRINT,)
+
+
 def idempotency_key_hash(key: str) -> str:
     """Claims are keyed by the key's hash: bounded size, and no partner token in a table key."""
     return sha256_hex(key.encode("utf-8"))

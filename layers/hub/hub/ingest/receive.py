@@ -319,11 +319,8 @@ class Ingestor:
         message; one whose message does not exist (yet) is waited on for PENDING_WINDOW, then
         taken over. The message is written only within INGEST_DEADLINE of the start, so it can
         never appear after a claimant took its claims over or after the worker gave up on its step."""
-        kinds = [DedupKind.FINGERPRINT]
-        if new.idempotency_key_hash is not None:
-            kinds.insert(0, DedupKind.IDEMPOTENCY_KEY)
         mine: list[DedupKind] = []
-        for kind in kinds:
+        for kind in idempotency.claim_order(new.idempotency_key_hash is not None):
             holder = self._messages.claim(new, kind, self._clock())
             for _ in range(MAX_TAKEOVERS):
                 if holder is None:

@@ -28,7 +28,7 @@ from hub.adapters.dynamo.table import (
 )
 from hub.adapters.dynamo.tenancy import api_key_from
 from hub.domain.clock import utcnow
-from hub.domain.idempotency import DedupKind
+from hub.domain.idempotency import DedupKind, claim_order
 from hub.domain.message import MAX_LOG_ENTRIES, MessageRecord
 from hub.domain.retention import expired
 from hub.domain.status import PipelineStatus, can_transition
@@ -42,7 +42,7 @@ from hub.errors import (
     StorageUnavailable,
     TransitionNotAllowed,
 )
-from hub.ports import Claim, NewMessage
+from hub.ports import Claim, MessageRepository, NewMessage
 
 logger = logging.getLogger(__name__)
 
@@ -367,6 +367,24 @@ def read_payload(table: Table, item: Mapping[str, Any], now: datetime) -> str | 
     return payload_from(table.get(where), now) if where else None
 
 
+def create_by_claims(messages: MessageRepository, new: NewMessage, now: datetime) -> None:
+    """`MessageRepository.create` on the repository's own writes: the claims, then the message;
+    ClaimTaken naming the claims other messages hold, its own given back first."""
+    mine: list[DedupKind] = []
+    held: list[Claim] = []
+    for kind in claim_order(new.idempotency_key_hash is not None):
+        holder = messages.claim(new, kind, now)
+        if holder is None:
+            mine.append(kind)
+        else:
+            held.append(holder)
+    if held:
+        for kind in mine:
+            messages.release(new, kind)
+        raise ClaimTaken("another message holds this claim", claims=tuple(held))
+    messages.store(new, now)
+
+
 class DynamoMessageRepository:
     """Message items, payloads and ingest claims."""
 
@@ -425,21 +443,7 @@ class DynamoMessageRepository:
             ) from failed
 
     def create(self, new: NewMessage, now: datetime) -> None:
-        kinds = [DedupKind.FINGERPRINT]
-        if new.idempotency_key_hash is not None:
-            kinds.insert(0, DedupKind.IDEMPOTENCY_KEY)
-        mine, held = [], []
-        for kind in kinds:
-            holder = self.claim(new, kind, now)
-            if holder is None:
-                mine.append(kind)
-            else:
-                held.append(holder)
-        if held:
-            for kind in mine:
-                self.release(new, kind)
-            raise ClaimTaken("another message holds this claim", claims=tuple(held))
-        self.store(new, now)
+        create_by_claims(self, new, now)
 
     # --- reads -----------------------------------------------------------------------------
 
