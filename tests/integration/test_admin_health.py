@@ -38,9 +38,9 @@ def health(admin_api: Any, token: str | None = None, **query: str) -> Any:
     return admin_api("GET", "/api/admin/health", **options)
 
 
-def put_emf(stack: Any, name: str, value: float, **dimensions: str) -> None:
+def put_emf(stack: Any, name: str, value: float, at: datetime | None = None, **dimensions: str) -> None:
     """What CloudWatch makes of a function's EMF document: the metric under Powertools'
-    namespace with the `service` dimension and the document's own."""
+    namespace with the `service` dimension and the document's own, at `at` (default: now)."""
     every = {"service": stack.env["POWERTOOLS_SERVICE_NAME"], **dimensions}
     boto3.client("cloudwatch").put_metric_data(
         Namespace=stack.env["POWERTOOLS_METRICS_NAMESPACE"],
@@ -50,10 +50,14 @@ def put_emf(stack: Any, name: str, value: float, **dimensions: str) -> None:
                 "Dimensions": [{"Name": k, "Value": v} for k, v in every.items()],
                 "Value": value,
                 "Unit": "Count",
-                "Timestamp": datetime.now(UTC),
+                "Timestamp": at or datetime.now(UTC),
             }
         ],
     )
+
+
+def hour_of(moment: datetime) -> datetime:
+    return moment.replace(minute=0, second=0, microsecond=0)
 
 
 class TestIntegrations:
@@ -124,18 +128,20 @@ class TestIntegrations:
 class TestPlatform:
     def test_lanes_outbox_counters_and_hourly_counts(self, stack, tenancy, ingest_api, admin_api):
         # Given a step waiting on the pipeline lane, one in its DLQ, and the metrics of an hour
+        # (all at one instant: a run that crosses an hour finds them in the hour they were sent)
+        at = datetime.now(UTC)
         send(ingest_api, tenancy, {"po_number": "PO-Q"})
         sqs = boto3.client("sqs")
         sqs.send_message(QueueUrl=stack.dlq_url, MessageBody="{}")
-        put_emf(stack, "MessagesReceived", 3)
-        put_emf(stack, "StepSucceeded", 2, step="deliver")
-        put_emf(stack, "StepSucceeded", 5, step="process")  # another step: not "sent"
-        put_emf(stack, "RetriesScheduled", 2, error_class="http_5xx")
-        put_emf(stack, "RetriesScheduled", 1, error_class="timeout")
-        put_emf(stack, "DeadLettered", 1)
-        put_emf(stack, "DuplicatesDropped", 4)
-        put_emf(stack, "SignatureFailures", 1)
-        put_emf(stack, "MessagesObserved", 6)
+        put_emf(stack, "MessagesReceived", 3, at)
+        put_emf(stack, "StepSucceeded", 2, at, step="deliver")
+        put_emf(stack, "StepSucceeded", 5, at, step="process")  # another step: not "sent"
+        put_emf(stack, "RetriesScheduled", 2, at, error_class="http_5xx")
+        put_emf(stack, "RetriesScheduled", 1, at, error_class="timeout")
+        put_emf(stack, "DeadLettered", 1, at)
+        put_emf(stack, "DuplicatesDropped", 4, at)
+        put_emf(stack, "SignatureFailures", 1, at)
+        put_emf(stack, "MessagesObserved", 6, at)
         pipeline_queue = stack.queue_url.rsplit("/", 1)[-1]
         boto3.client("cloudwatch").put_metric_data(
             Namespace="AWS/SQS",
@@ -166,10 +172,9 @@ class TestPlatform:
         assert body["outbox"] == {"publisher_dlq_depth": 0, "pending_webhook_deliveries": 0}
         assert body["counters"] == {"signature_failures": 1, "duplicates_dropped": 4}
         assert len(body["hourly"]) == 24
-        current = body["hourly"][-1]
-        assert datetime.fromisoformat(current["hour"]) == datetime.now(UTC).replace(
-            minute=0, second=0, microsecond=0
-        )
+        hours = [datetime.fromisoformat(hour["hour"]) for hour in body["hourly"]]
+        assert hour_of(at) <= hours[-1] <= hour_of(datetime.now(UTC))  # the last is the answer's hour
+        current = body["hourly"][hours.index(hour_of(at))]
         assert {k: v for k, v in current.items() if k != "hour"} == {
             "received": 3,
             "sent": 2,
@@ -178,7 +183,7 @@ class TestPlatform:
             "failed": 0,
             "observed": 6,
         }
-        assert all(hour["received"] == 0 for hour in body["hourly"][:-1])
+        assert all(hour["received"] == 0 for hour in body["hourly"] if hour is not current)
 
     def test_another_services_metrics_are_not_counted(self, stack, admin_api):
         boto3.client("cloudwatch").put_metric_data(
