@@ -1,5 +1,6 @@
-"""``make bench``: ingest overhead, cold start, end to end, then the breaker, each part in its own process
-(``python -m bench.<part>``, each also runnable alone), into a fresh bench/results/latest.json;
+"""``make bench``: ingest overhead, cold start, end to end, the breaker, then tenant fairness, each
+part in its own process (``python -m bench.<part>``, each also runnable alone), into a fresh
+bench/results/latest.json;
 then the summary table: target | figure | met?.
 
 A part that crashes is reported and the others still run; its figures show as "not measured".
@@ -18,12 +19,13 @@ import time
 
 from bench.common import RESULTS, ROOT, merge_results, summary_lines
 
-PARTS = ("ingest", "cold_start", "e2e", "breaker")
+PARTS = ("ingest", "cold_start", "e2e", "breaker", "fairness")
 QUICK = {
     "ingest": ["--n", "60", "--warmup", "20"],
     "cold_start": ["--pairs", "2"],
     "e2e": ["--n", "40", "--variant-n", "10"],
     "breaker": ["--per-round", "5", "--rounds", "3"],
+    "fairness": ["--noisy-n", "200", "--quiet-n", "20", "--instances", "10"],
 }
 
 

@@ -197,6 +197,15 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
             _number(results.get("breaker_schedules_ratio")),
         )
     )
+    found.append(
+        Target(
+            "fairness_quiet_p99",
+            "quiet tenant's p99 time to sent during another's burst / alone, fair queues on (issue 30)",
+            2.0,
+            "x",
+            _number(results.get("fairness_quiet_p99_ratio")),
+        )
+    )
     cold = {fid: ratio for fid, ratio in (results.get("cold_start_ratio") or {}).items() if fid != "spread"}
     for function in sorted(cold, key=lambda name: (name != "IngestApiFunction", name)):
         limit = 1.5 if function == "IngestApiFunction" else 2.0

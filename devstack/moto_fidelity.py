@@ -87,6 +87,8 @@ from moto.dynamodb.responses import DynamoHandler
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.sqs.models import Message, Queue, SQSBackend
 
+from devstack import fair_queues
+
 _LOCK = threading.RLock()
 _ITEM_OPERATIONS = (
     "put_item",
@@ -182,7 +184,8 @@ def make_dynamodb_atomic() -> None:
     stream of a table a cancelled transaction rolled back); index queries read one partition,
     SQS reads the queue attributes it asks for, the server resolves a host's service and lists a
     response class's actions once, and the serializer remembers each member's possible names
-    (see the module's docstring)."""
+    (see the module's docstring); standard queues order their receives as SQS fair queues do
+    (devstack.fair_queues, issue 30)."""
     for name in _ITEM_OPERATIONS:
         operation = getattr(DynamoDBBackend, name)
         if not getattr(operation, "__hub_serialized__", False):
@@ -209,6 +212,7 @@ def make_dynamodb_atomic() -> None:
     lookup = DomainDispatcherApplication.get_backend_for_host
     if not getattr(lookup, "__hub_remembered__", False):
         DomainDispatcherApplication.get_backend_for_host = _remembered(lookup)  # type: ignore[method-assign]
+    fair_queues.install()
 
 
 # --- Index queries: one partition's items, not the whole table --------------------------------

@@ -344,6 +344,9 @@ class Scheduler:
             "QueueUrl": self._queue_urls[queue_name],
             "MessageBody": self._payload(definition, due),
         }
+        if definition.message_group_id and not queue_name.endswith(".fifo"):
+            # A standard queue's group id names the message's tenant (fair queues, issue 30).
+            request["MessageGroupId"] = definition.message_group_id
         if queue_name.endswith(".fifo"):
             request["MessageGroupId"] = definition.message_group_id or definition.name
             request["MessageDeduplicationId"] = hashlib.sha256(

@@ -267,9 +267,11 @@ class Poster:
 class Scheduler:
     def __init__(self) -> None:
         self.scheduled: list[tuple[WebhookJob, datetime, str]] = []
+        self.tenants: list[str | None] = []
 
-    def send_at(self, body: str, at: datetime, name: str) -> None:
+    def send_at(self, body: str, at: datetime, name: str, *, tenant_id: str | None = None) -> None:
         self.scheduled.append((WebhookJob.model_validate_json(body), at, name))
+        self.tenants.append(tenant_id)
 
 
 class Failures:
@@ -325,6 +327,7 @@ def test_a_retryable_failure_is_scheduled_with_the_same_event_and_the_next_attem
     assert (following.event, following.attempt, following.first_attempt_at) == (job.event, 1, NOW)
     assert at == NOW + timedelta(seconds=5)
     assert name == schedule_name(following)
+    assert scheduler.tenants == [job.event.tenant_id]  # the retry's MessageGroupId (issue 30)
     assert failures.recorded == []
 
 

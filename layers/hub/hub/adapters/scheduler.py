@@ -38,16 +38,17 @@ class EventBridgeRetryScheduler:
         self._dead_letter_arn = dead_letter_arn
 
     def schedule(self, step: StepMessage, at: datetime, name: str) -> None:
-        self.send_at(step.model_dump_json(), at, name)
+        self.send_at(step.model_dump_json(), at, name, tenant_id=step.tenant_id)
 
     def schedule_job(self, job: ConnectionJob, at: datetime, name: str) -> None:
         """A connection job at `at` (issue 12: the open breaker's probe, one per opening)."""
-        self.send_at(job.model_dump_json(), at, name)
+        self.send_at(job.model_dump_json(), at, name, tenant_id=job.tenant_id)
 
-    def send_at(self, body: str, at: datetime, name: str) -> None:
+    def send_at(self, body: str, at: datetime, name: str, *, tenant_id: str | None = None) -> None:
         """Puts `body` on the target queue at `at`, once per `name`. `at()` has whole seconds:
         rounded up, so a retry never runs before the time it was given (a Retry-After is a
-        floor), and never set in the past."""
+        floor), and never set in the past. `tenant_id` becomes the message's `MessageGroupId`
+        (SqsParameters), the tenant SQS fair queues see (issue 30)."""
         earliest = datetime.now(UTC) + timedelta(seconds=1)
         when = max(at, earliest).astimezone(UTC)
         if when.microsecond:
@@ -66,6 +67,7 @@ class EventBridgeRetryScheduler:
                     "Input": body,
                     "RetryPolicy": RETRY_POLICY,
                     "DeadLetterConfig": {"Arn": self._dead_letter_arn},
+                    **({"SqsParameters": {"MessageGroupId": tenant_id}} if tenant_id else {}),
                 },
             )
         except ClientError as exc:

@@ -18,13 +18,16 @@ if TYPE_CHECKING:
 
 class SqsStepQueue:
     """Publishes slim step messages. Ids ride in message attributes too, so a message can be
-    traced on the queue (and in a DLQ) without parsing its body."""
+    traced on the queue (and in a DLQ) without parsing its body. Each carries its tenant as
+    `MessageGroupId` (issue 30): on a standard queue that names the tenant for SQS fair queues,
+    which serve quiet tenants' messages first while one tenant holds the workers."""
 
     def __init__(self, queue_url: str) -> None:
         self._url = queue_url
 
     def publish(self, step: StepMessage, delay_seconds: int = 0) -> None:
         self._send(
+            step.tenant_id,
             step.model_dump_json(),
             (
                 ("message_id", step.message_id),
@@ -37,6 +40,7 @@ class SqsStepQueue:
     def publish_job(self, job: ConnectionJob, delay_seconds: int = 0) -> None:
         """A connection job (issue 12: release a page of held messages, probe an open breaker)."""
         self._send(
+            job.tenant_id,
             job.model_dump_json(),
             (("connection_id", job.connection_id), ("step", f"job:{job.job.value}")),
             delay_seconds,
@@ -44,15 +48,21 @@ class SqsStepQueue:
 
     def publish_bulk_page(self, page: BulkPage, delay_seconds: int = 0) -> None:
         """One page of a bulk job (issue 28: reprocess or cancel the messages a filter matches)."""
-        self._send(page.model_dump_json(), (("bulk_job", page.bulk_job), ("step", "job:bulk")), delay_seconds)
+        self._send(
+            page.tenant_id,
+            page.model_dump_json(),
+            (("bulk_job", page.bulk_job), ("step", "job:bulk")),
+            delay_seconds,
+        )
 
-    def _send(self, body: str, ids: tuple[tuple[str, str], ...], delay_seconds: int) -> None:
+    def _send(self, tenant_id: str, body: str, ids: tuple[tuple[str, str], ...], delay_seconds: int) -> None:
         attributes = {name: {"DataType": "String", "StringValue": value} for name, value in ids}
         try:
             client("sqs").send_message(
                 QueueUrl=self._url,
                 MessageBody=body,
                 MessageAttributes=attributes,
+                MessageGroupId=tenant_id,
                 DelaySeconds=max(0, min(delay_seconds, 900)),
             )
         except (BotoCoreError, ClientError) as exc:
@@ -75,6 +85,7 @@ class SqsDeadLetterMover:
                     QueueUrl=dead_letter_queue,
                     MaxNumberOfMessages=min(10, limit - moved),
                     MessageAttributeNames=["All"],
+                    MessageSystemAttributeNames=["MessageGroupId"],
                     VisibilityTimeout=60,
                     WaitTimeSeconds=1,
                 ).get("Messages", [])
@@ -87,6 +98,12 @@ class SqsDeadLetterMover:
                         **(
                             {"MessageAttributes": message["MessageAttributes"]}
                             if message.get("MessageAttributes")
+                            else {}
+                        ),
+                        # The tenant (fair queues, issue 30) goes back with the message.
+                        **(
+                            {"MessageGroupId": group}
+                            if (group := message.get("Attributes", {}).get("MessageGroupId"))
                             else {}
                         ),
                     }

@@ -34,6 +34,8 @@ class SqsWebhookQueue:
             str(index): {
                 "Id": str(index),
                 "MessageBody": job.model_dump_json(exclude_none=True),
+                # The event's tenant names it for SQS fair queues (issue 30).
+                "MessageGroupId": job.event.tenant_id,
                 "MessageAttributes": {
                     name: {"DataType": "String", "StringValue": value}
                     for name, value in (

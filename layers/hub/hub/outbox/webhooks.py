@@ -135,8 +135,9 @@ class WebhookQueue(Protocol):
 
 
 class WebhookScheduler(Protocol):
-    def send_at(self, body: str, at: datetime, name: str) -> None:
-        """Puts `body` on the webhooks queue at `at`, once per `name`."""
+    def send_at(self, body: str, at: datetime, name: str, *, tenant_id: str | None = None) -> None:
+        """Puts `body` on the webhooks queue at `at`, once per `name`, as a message of
+        `tenant_id` (its MessageGroupId, issue 30)."""
         ...
 
 
@@ -325,7 +326,10 @@ class WebhookSender:
         if decision.outcome is RetryOutcome.SCHEDULE and decision.next_retry_at is not None:
             following = job.model_copy(update={"attempt": job.attempt + 1, "first_attempt_at": first})
             self._scheduler.send_at(
-                following.model_dump_json(), decision.next_retry_at, schedule_name(following)
+                following.model_dump_json(),
+                decision.next_retry_at,
+                schedule_name(following),
+                tenant_id=following.event.tenant_id,
             )
             self._log(
                 "webhook retry scheduled",
