@@ -1,0 +1,106 @@
+"""A limited connection's permits on the hub table (issue 30, hub.delivery.limits).
+
+``CONNLIMIT#<tenant>#<connection>`` / ``LIMIT``: ``tat`` (the rate's theoretical arrival time,
+epoch ms) and per concurrency slot ``s<k>`` (lease end, epoch ms) with ``h<k>`` (its holder).
+A permit is one UpdateItem whose condition re-checks what the plan read: a failed condition
+returns the item (ALL_OLD) and the plan is made again from it, at most `ROUNDS` times; after
+that the delivery waits as if refused (contention means the connection is busy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update
+from hub.delivery.breaker import HeldReason
+from hub.delivery.limits import LimitState, Permit, RateForm, Refusal, Slot, plan
+from hub.domain.delivery_limits import DeliveryLimits
+
+ROUNDS = 3
+
+
+def limit_state_from(item: Mapping[str, Any] | None) -> LimitState:
+    if not item:
+        return LimitState()
+    slots = {}
+    for name, value in item.items():
+        if name.startswith("s") and name[1:].isdigit():
+            index = int(name[1:])
+            slots[index] = Slot(int(value), str(item.get(f"h{index}", "")))
+    tat = item.get("tat")
+    return LimitState(tat_ms=int(tat) if tat is not None else None, slots=slots)
+
+
+def permit_update(permit: Permit, holder: str, tenant_id: str) -> Update:
+    """The one write of `permit`: its conditions are the plan's reading of the item."""
+    update = Update().set(tenant_id=tenant_id)
+    if permit.rate is RateForm.START:
+        tat = update.name("tat")
+        update.set(tat=permit.now_ms + permit.interval_ms)
+        update.where(f"attribute_not_exists({tat}) OR {tat} < {update.value(permit.now_ms)}")
+    elif permit.rate is RateForm.ADVANCE:
+        tat = update.name("tat")
+        update.set_expression(f"{tat} = {tat} + {update.value(permit.interval_ms)}")
+        low, high = update.value(permit.now_ms), update.value(permit.now_ms + permit.tolerance_ms)
+        update.where(f"{tat} BETWEEN {low} AND {high}")
+    if permit.slot is not None:
+        until, holder_name = update.name(f"s{permit.slot}"), update.name(f"h{permit.slot}")
+        update.set(**{f"s{permit.slot}": permit.lease_until_ms, f"h{permit.slot}": holder})
+        update.where(
+            f"attribute_not_exists({until}) OR {until} < {update.value(permit.now_ms)}"
+            f" OR {holder_name} = {update.value(holder)}"
+        )
+    return update
+
+
+class DynamoConnectionLimits:
+    """hub.delivery.gate.ConnectionLimits over the hub table."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "connection limit storage")
+        #: The item as this instance last saw it, per (tenant, connection): the next plan's guess.
+        self._seen: dict[tuple[str, str], LimitState] = {}
+
+    def acquire(
+        self,
+        tenant_id: str,
+        connection_id: str,
+        limits: DeliveryLimits,
+        *,
+        holder: str,
+        now_ms: int,
+        attempt_ms: int,
+    ) -> Permit | Refusal:
+        scoped = (tenant_id, connection_id)
+        key = keys.connection_limit_key(tenant_id, connection_id)
+        state = self._seen.get(scoped, LimitState())
+        for _ in range(ROUNDS):
+            decision = plan(limits, state, now_ms, holder, attempt_ms)
+            if isinstance(decision, Refusal):
+                return decision
+            try:
+                self._seen[scoped] = limit_state_from(
+                    self._table.update(key, permit_update(decision, holder, tenant_id))
+                )
+            except ConditionFailed as failed:
+                state = limit_state_from(failed.old)
+                self._seen[scoped] = state
+                continue
+            return decision
+        busy = HeldReason.CONCURRENCY_LIMITED if limits.max_concurrency else HeldReason.RATE_LIMITED
+        return Refusal(busy, 1)
+
+    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> None:
+        """Gives the permit's slot back (nothing to do for a rate alone): conditioned on still
+        holding it, so a slot whose lease ended and another delivery took is left alone."""
+        if permit.slot is None:
+            return
+        update = Update().remove(f"s{permit.slot}", f"h{permit.slot}")
+        update.where(f"{update.name(f'h{permit.slot}')} = {update.value(holder)}")
+        try:
+            item = self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed as failed:
+            item = failed.old or {}
+        self._seen[(tenant_id, connection_id)] = limit_state_from(item)
