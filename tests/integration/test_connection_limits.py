@@ -98,3 +98,33 @@ class TestConcurrency:
         assert len(granted) == 3
         item = stored(stack)
         assert {item[f"h{k}"]["S"] for k in range(3)} == set(granted)
+
+
+class TestDrain:
+    def test_one_drain_at_a_time_and_new_deliveries_wait_while_it_runs(self, stack):
+        limits = DeliveryLimits(rate_per_second=10, burst=10)
+        store = DynamoConnectionLimits(stack.table)
+        assert store.claim_drain("t1", "con_erp", run="r1", now_ms=1_000, lease_ms=60_000)
+        assert not store.claim_drain("t1", "con_erp", run="r2", now_ms=2_000, lease_ms=60_000)
+        assert store.claim_drain("t1", "con_erp", run="r1", now_ms=2_000, lease_ms=60_000)  # renewed
+
+        # another instance, whose view has no drain, is refused by the write's condition
+        other = DynamoConnectionLimits(stack.table)
+        refused = acquire(other, limits, "new", 3_000)
+        assert isinstance(refused, Refusal)
+        assert refused.reason is HeldReason.RATE_LIMITED
+        released = other.acquire(
+            "t1", "con_erp", limits, holder="old", now_ms=3_000, attempt_ms=ATTEMPT_MS, released=True
+        )
+        assert isinstance(released, Permit)
+
+        store.end_drain("t1", "con_erp", run="r2")  # not its lease: nothing changes
+        assert store.get("t1", "con_erp").drain_until_ms == 62_000
+        store.end_drain("t1", "con_erp", run="r1")
+        assert store.get("t1", "con_erp").drain_until_ms is None
+        assert isinstance(acquire(other, limits, "new", 3_000), Permit)
+
+    def test_a_dead_drains_lease_runs_out(self, stack):
+        store = DynamoConnectionLimits(stack.table)
+        assert store.claim_drain("t1", "con_erp", run="dead", now_ms=1_000, lease_ms=60_000)
+        assert store.claim_drain("t1", "con_erp", run="next", now_ms=61_001, lease_ms=60_000)

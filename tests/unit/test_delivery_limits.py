@@ -7,7 +7,16 @@ import pytest
 from pydantic import ValidationError
 
 from hub.delivery.breaker import HeldReason
-from hub.delivery.limits import SLOT_LEASE_MARGIN_MS, LimitState, Permit, RateForm, Refusal, Slot, plan
+from hub.delivery.limits import (
+    SLOT_LEASE_MARGIN_MS,
+    LimitState,
+    Permit,
+    RateForm,
+    Refusal,
+    Slot,
+    capacity,
+    plan,
+)
 from hub.domain.delivery_limits import SEFAZ_PRESET, DeliveryLimits
 from hub.domain.tenancy import Destination
 
@@ -151,3 +160,51 @@ class TestConcurrency:
         state = LimitState(tat_ms=2_000, slots={0: Slot(90_000, "m1")})
         assert plan(limits, state, 1_000, "m2", ATTEMPT_MS) == Refusal(HeldReason.RATE_LIMITED, 1_000)
         assert plan(limits, state, 2_000, "m2", ATTEMPT_MS) == Refusal(HeldReason.CONCURRENCY_LIMITED, 88_000)
+
+
+class TestDrain:
+    def test_while_held_messages_drain_a_new_delivery_waits_behind_them(self) -> None:
+        limits = DeliveryLimits(rate_per_second=5)
+        state = LimitState(drain_until_ms=20_000)
+
+        assert plan(limits, state, 10_000, "new", ATTEMPT_MS) == Refusal(HeldReason.RATE_LIMITED, 200)
+        released = plan(limits, state, 10_000, "old", ATTEMPT_MS, released=True)
+        assert isinstance(released, Permit)
+        assert released.released
+        assert isinstance(plan(limits, state, 20_001, "new", ATTEMPT_MS), Permit)  # the lease ended
+
+    def test_a_concurrency_limit_alone_names_its_reason(self) -> None:
+        limits = DeliveryLimits(max_concurrency=2)
+        state = LimitState(drain_until_ms=20_000)
+        refused = plan(limits, state, 10_000, "new", ATTEMPT_MS)
+        assert isinstance(refused, Refusal)
+        assert refused.reason is HeldReason.CONCURRENCY_LIMITED
+
+
+class TestCapacity:
+    def test_the_burst_when_idle_then_what_the_rate_gave_back(self) -> None:
+        limits = DeliveryLimits(rate_per_second=5, burst=3)  # 200 ms
+        assert capacity(limits, LimitState(), 10_000) == (3, 1)
+        assert capacity(limits, LimitState(tat_ms=10_400), 10_000) == (1, 1)  # tolerance 400
+        assert capacity(limits, LimitState(tat_ms=10_600), 10_000) == (0, 200)
+        assert capacity(limits, LimitState(tat_ms=5_000), 10_000) == (3, 1)
+
+    def test_free_slots_and_the_soonest_lease_end(self) -> None:
+        limits = DeliveryLimits(max_concurrency=3)
+        busy = {0: Slot(12_000, "m1"), 1: Slot(15_000, "m2"), 2: Slot(9_000, "gone")}
+        assert capacity(limits, LimitState(slots=busy), 10_000) == (1, 1)
+        full = {**busy, 2: Slot(11_000, "m3")}
+        assert capacity(limits, LimitState(slots=full), 10_000) == (0, 1_000)
+
+    def test_both_limits_take_the_smaller(self) -> None:
+        limits = DeliveryLimits(max_concurrency=5, rate_per_second=1, burst=2)
+        assert capacity(limits, LimitState(), 0) == (2, 1)
+
+    @pytest.mark.parametrize(("rate", "burst", "tat"), [(5, 3, 10_000), (2.5, 1, 9_000), (10, 10, 10_900)])
+    def test_capacity_is_exactly_what_plan_grants(self, rate: float, burst: int, tat: int) -> None:
+        limits = DeliveryLimits(rate_per_second=rate, burst=burst)
+        state, granted = LimitState(tat_ms=tat), 0
+        room, _ = capacity(limits, state, 10_000)
+        while isinstance(permit := plan(limits, state, 10_000, f"m{granted}", ATTEMPT_MS), Permit):
+            state, granted = apply(state, permit, f"m{granted}"), granted + 1
+        assert granted == room

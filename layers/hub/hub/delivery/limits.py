@@ -47,6 +47,12 @@ class LimitState:
 
     tat_ms: int | None = None
     slots: Mapping[int, Slot] = field(default_factory=dict)
+    #: While messages wait for this connection's capacity, the drain that releases them holds
+    #: this lease (epoch ms); a new delivery then waits behind them (arrival order).
+    drain_until_ms: int | None = None
+
+    def draining(self, now_ms: int) -> bool:
+        return self.drain_until_ms is not None and self.drain_until_ms >= now_ms
 
     def in_flight(self, now_ms: int) -> int:
         return sum(1 for slot in self.slots.values() if slot.until_ms >= now_ms)
@@ -71,6 +77,8 @@ class Permit:
     rate: RateForm | None
     interval_ms: int
     tolerance_ms: int
+    #: Released from the held set: the write does not check for a drain under way.
+    released: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,14 +95,29 @@ def interval_ms(limits: DeliveryLimits) -> int:
     return math.ceil(1000 / limits.rate_per_second)
 
 
+def limited_reason(limits: DeliveryLimits) -> HeldReason:
+    """Why a message waits behind others held for `limits`: the rate when one is declared."""
+    return HeldReason.RATE_LIMITED if limits.rate_per_second is not None else HeldReason.CONCURRENCY_LIMITED
+
+
 def plan(
-    limits: DeliveryLimits, state: LimitState, now_ms: int, holder: str, attempt_ms: int
+    limits: DeliveryLimits,
+    state: LimitState,
+    now_ms: int,
+    holder: str,
+    attempt_ms: int,
+    *,
+    released: bool = False,
 ) -> Permit | Refusal:
     """The permit a delivery by `holder` may take now from `state`, or why it waits.
-    `attempt_ms`: the attempt's longest duration (the slot's lease is that plus a margin)."""
+    `attempt_ms`: the attempt's longest duration (the slot's lease is that plus a margin).
+    `released`: the delivery was released from the connection's held set; any other waits while
+    a drain is releasing held messages, so it cannot overtake them."""
     form: RateForm | None = None
     interval = interval_ms(limits)
     tolerance = (limits.effective_burst - 1) * interval
+    if not released and state.draining(now_ms):
+        return Refusal(limited_reason(limits), max(1, interval))
     if limits.rate_per_second is not None:
         tat = state.tat_ms
         if tat is None or tat < now_ms:
@@ -124,4 +147,28 @@ def plan(
         rate=form,
         interval_ms=interval,
         tolerance_ms=tolerance,
+        released=released,
     )
+
+
+def capacity(limits: DeliveryLimits, state: LimitState, now_ms: int) -> tuple[int, int]:
+    """How many deliveries could get a permit now (for a drain: that many held messages are
+    released), and the ms until one more could (at least 1)."""
+    room = limits.max_concurrency if limits.max_concurrency is not None else limits.effective_burst
+    wait = 1
+    if limits.max_concurrency is not None:
+        busy = [
+            s.until_ms for i, s in state.slots.items() if i < limits.max_concurrency and s.until_ms >= now_ms
+        ]
+        room = limits.max_concurrency - len(busy)
+        if room <= 0:
+            wait = max(1, min(busy) - now_ms)
+    if limits.rate_per_second is not None:
+        interval = interval_ms(limits)
+        tolerance = (limits.effective_burst - 1) * interval
+        tat = state.tat_ms if state.tat_ms is not None and state.tat_ms >= now_ms else now_ms
+        tokens = (now_ms + tolerance - tat) // interval + 1 if tat <= now_ms + tolerance else 0
+        if tokens <= 0:
+            wait = max(wait, tat - tolerance - now_ms)
+        room = min(room, tokens)
+    return max(0, room), wait

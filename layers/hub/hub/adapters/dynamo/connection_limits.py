@@ -14,8 +14,7 @@ from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update
-from hub.delivery.breaker import HeldReason
-from hub.delivery.limits import LimitState, Permit, RateForm, Refusal, Slot, plan
+from hub.delivery.limits import LimitState, Permit, RateForm, Refusal, Slot, limited_reason, plan
 from hub.domain.delivery_limits import DeliveryLimits
 
 ROUNDS = 3
@@ -29,13 +28,21 @@ def limit_state_from(item: Mapping[str, Any] | None) -> LimitState:
         if name.startswith("s") and name[1:].isdigit():
             index = int(name[1:])
             slots[index] = Slot(int(value), str(item.get(f"h{index}", "")))
-    tat = item.get("tat")
-    return LimitState(tat_ms=int(tat) if tat is not None else None, slots=slots)
+    tat, drain = item.get("tat"), item.get("drain_until")
+    return LimitState(
+        tat_ms=int(tat) if tat is not None else None,
+        slots=slots,
+        drain_until_ms=int(drain) if drain is not None else None,
+    )
 
 
 def permit_update(permit: Permit, holder: str, tenant_id: str) -> Update:
-    """The one write of `permit`: its conditions are the plan's reading of the item."""
+    """The one write of `permit`: its conditions are the plan's reading of the item (and, for
+    a delivery not released from the held set, that no drain is releasing held messages)."""
     update = Update().set(tenant_id=tenant_id)
+    if not permit.released:
+        drain = update.name("drain_until")
+        update.where(f"attribute_not_exists({drain}) OR {drain} < {update.value(permit.now_ms)}")
     if permit.rate is RateForm.START:
         tat = update.name("tat")
         update.set(tat=permit.now_ms + permit.interval_ms)
@@ -72,12 +79,17 @@ class DynamoConnectionLimits:
         holder: str,
         now_ms: int,
         attempt_ms: int,
+        released: bool = False,
     ) -> Permit | Refusal:
         scoped = (tenant_id, connection_id)
         key = keys.connection_limit_key(tenant_id, connection_id)
         state = self._seen.get(scoped, LimitState())
+        if state.draining(now_ms) and not released:
+            # A drain this instance saw may have ended since: one read, not a refusal that lasts
+            # as long as the lease it remembers.
+            state = self.get(tenant_id, connection_id)
         for _ in range(ROUNDS):
-            decision = plan(limits, state, now_ms, holder, attempt_ms)
+            decision = plan(limits, state, now_ms, holder, attempt_ms, released=released)
             if isinstance(decision, Refusal):
                 return decision
             try:
@@ -89,8 +101,7 @@ class DynamoConnectionLimits:
                 self._seen[scoped] = state
                 continue
             return decision
-        busy = HeldReason.CONCURRENCY_LIMITED if limits.max_concurrency else HeldReason.RATE_LIMITED
-        return Refusal(busy, 1)
+        return Refusal(limited_reason(limits), 1)
 
     def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> None:
         """Gives the permit's slot back (nothing to do for a rate alone): conditioned on still
@@ -104,3 +115,36 @@ class DynamoConnectionLimits:
         except ConditionFailed as failed:
             item = failed.old or {}
         self._seen[(tenant_id, connection_id)] = limit_state_from(item)
+
+    # --- the drain (hub.delivery.release): one at a time per connection -------------------------
+
+    def get(self, tenant_id: str, connection_id: str) -> LimitState:
+        state = limit_state_from(self._table.get(keys.connection_limit_key(tenant_id, connection_id)))
+        self._seen[(tenant_id, connection_id)] = state
+        return state
+
+    def claim_drain(
+        self, tenant_id: str, connection_id: str, *, run: str, now_ms: int, lease_ms: int
+    ) -> bool:
+        """Takes (or, for the run holding it, renews) the drain lease; False when another live
+        drain holds it."""
+        update = Update().set(tenant_id=tenant_id, drain_until=now_ms + lease_ms, drain_by=run)
+        until, by = update.name("drain_until"), update.name("drain_by")
+        update.where(
+            f"attribute_not_exists({until}) OR {until} < {update.value(now_ms)} OR {by} = {update.value(run)}"
+        )
+        try:
+            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None:
+        """Gives the drain lease back (if this run still holds it): new deliveries go straight
+        to the destination again."""
+        update = Update().remove("drain_until", "drain_by")
+        update.where(f"{update.name('drain_by')} = {update.value(run)}")
+        try:
+            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed:
+            return
