@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -105,7 +106,8 @@ def load_handler(logical_id: str) -> Callable[[dict[str, Any], Any], Any]:
 
 
 class LambdaContext:
-    """Just enough of the Lambda context for Powertools."""
+    """Just enough of the Lambda context for Powertools, and the time left, which runs down from
+    `remaining_seconds` (by default the worker's Timeout, 210 s) as on Lambda."""
 
     function_name = "test-function"
     function_version = "$LATEST"
@@ -115,8 +117,11 @@ class LambdaContext:
     log_group_name = "/aws/lambda/test-function"
     log_stream_name = "test"
 
+    def __init__(self, remaining_seconds: float = 210.0) -> None:
+        self._deadline = time.monotonic() + remaining_seconds
+
     def get_remaining_time_in_millis(self) -> int:
-        return 10_000
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def function_names() -> list[str]:

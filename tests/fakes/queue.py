@@ -1,10 +1,13 @@
 """An in-memory pipeline queue (`hub.ports.StepQueue`): records each published step with its
-delay; told to fail, it raises QueueUnavailable as the SQS adapter does."""
+delay; told to fail, it raises QueueUnavailable as the SQS adapter does. And the worker's way
+back to it for a record it did not take (`hub.pipeline.batch.Redelivery`)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hub.domain.message import StepMessage
 from hub.errors import QueueUnavailable
@@ -45,3 +48,28 @@ class FakeQueue:
         with self._lock:
             taken, self.published = self.published, []
         return taken
+
+
+@dataclass(frozen=True)
+class SentBack:
+    body: str
+    message_attributes: Mapping[str, Mapping[str, Any]]
+    group_id: str | None
+
+
+class FakeRedelivery:
+    """The worker's way back to the queue (`hub.pipeline.batch.Redelivery`): records each copy
+    sent back; told to fail, it raises QueueUnavailable as the SQS adapter does."""
+
+    def __init__(self) -> None:
+        self.sent: list[SentBack] = []
+        self.failing = False
+
+    def send_again(
+        self, body: str, message_attributes: Mapping[str, Mapping[str, Any]], group_id: str | None
+    ) -> None:
+        if self.failing:
+            raise QueueUnavailable(
+                "the pipeline queue is temporarily unavailable", details={"operation": "SendMessage"}
+            )
+        self.sent.append(SentBack(body, message_attributes, group_id))

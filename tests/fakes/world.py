@@ -120,7 +120,7 @@ class World:
         [published] = self.hub.queue.drain()
         return outcome.record, published.step
 
-    def run(self, step: StepMessage, sent_at: datetime | None = None, **options: bool) -> StepReport:
+    def run(self, step: StepMessage, sent_at: datetime | None = None, **options: Any) -> StepReport:
         return self.worker.run(step, sent_at or self.clock.now, **options)
 
     def settle(self, rounds: int = 20) -> list[StepReport]:

@@ -4,13 +4,16 @@ a real HTTP destination on 127.0.0.1, the real ingest in front."""
 from __future__ import annotations
 
 import json
+import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
+from devstack.sqs_source import lambda_record
 from hub import wiring
 from hub.adapters.aws import client
 from hub.adapters.dynamo.executions import DynamoExecutions
@@ -27,7 +30,7 @@ from hub.domain.tenancy import (
     MessageTypeConfig,
 )
 from hub.pipeline import rules
-from tests.aws import load_handler
+from tests.aws import REGION, LambdaContext, load_handler
 from tests.destinations import Answer
 from tests.pipeline import (
     configure,
@@ -39,6 +42,7 @@ from tests.pipeline import (
     send,
     status,
 )
+from tests.reliability.worker_support import wait_until
 
 
 def log_of(stack, message_id: str) -> list[dict[str, Any]]:
@@ -654,3 +658,134 @@ class TestLogs:
         assert delivered[0]["correlation_id"]
         assert "123.456.789-09" not in sink.getvalue()
         assert "123.456.789-09" not in json.dumps(log_of(stack, message_id), default=str)
+
+
+# --- issue 30: the worker's time guard ---------------------------------------------------------
+
+
+def receive_batch(stack, count: int) -> list[dict[str, Any]]:
+    """`count` step messages taken off the pipeline queue, as one receive of the event source."""
+    sqs = boto3.client("sqs")
+    messages: list[dict[str, Any]] = []
+    while len(messages) < count:
+        answer = sqs.receive_message(
+            QueueUrl=stack.queue_url,
+            MaxNumberOfMessages=10,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages += answer.get("Messages", [])
+    return messages
+
+
+def invoke_batch(stack, messages: list[dict[str, Any]], remaining_seconds: float) -> dict[str, Any]:
+    """The real handler over `messages` with a context that has `remaining_seconds` left; the
+    messages it did not report failed are deleted, as the event source does."""
+    handler = load_handler("PipelineWorkerFunction")
+    records = [lambda_record(m, stack.env["HUB_PIPELINE_QUEUE_ARN"], REGION) for m in messages]
+    answer: dict[str, Any] = handler({"Records": records}, LambdaContext(remaining_seconds))
+    failed = {item["itemIdentifier"] for item in answer["batchItemFailures"]}
+    for message in messages:
+        if message["MessageId"] not in failed:
+            boto3.client("sqs").delete_message(
+                QueueUrl=stack.queue_url, ReceiptHandle=message["ReceiptHandle"]
+            )
+    return answer
+
+
+def keys_seen(destination) -> Counter[str]:
+    """How many requests reached the destination per message (our Idempotency-Key)."""
+    return Counter(r.headers["idempotency-key"] for r in destination.requests)
+
+
+class TestTimeGuard:
+    def test_a_batch_short_of_time_returns_its_untaken_steps_at_once_and_each_is_delivered_once(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        """A step may need 1 + 2 + 5 = 8 s; the invocation has 8.5 s and the destination takes 1 s
+        to answer: only the first step fits. The others are back on the queue at once (not after
+        the 21-minute visibility timeout), as they came, and are delivered once when run again."""
+        configure(stack, tenancy, destination, connect_timeout_seconds=1, read_timeout_seconds=2)
+        destination.script(Answer(delay_seconds=1.0))
+        ids = [send(ingest_api, tenancy, {"po_number": f"PO-G{n}"}) for n in range(4)]
+        batch = receive_batch(stack, 4)
+
+        answer = invoke_batch(stack, batch, remaining_seconds=8.5)
+
+        assert answer == {"batchItemFailures": []}
+        first, *untaken = batch
+        assert keys_seen(destination) == {json.loads(first["Body"])["message_id"]: 1}
+        back = boto3.client("sqs").receive_message(
+            QueueUrl=stack.queue_url,
+            MaxNumberOfMessages=10,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+            VisibilityTimeout=0,
+        )["Messages"]
+        by_body = {m["Body"]: m for m in back}
+        assert set(by_body) == {m["Body"] for m in untaken}
+        for original in untaken:
+            copy = by_body[original["Body"]]
+            assert copy["MessageAttributes"] == original["MessageAttributes"]
+            assert copy["MessageId"] != original["MessageId"]
+        for message_id in ids:
+            assert status(stack, message_id)["pipeline_status"] in ("received", "sent")
+
+        worker()
+
+        assert keys_seen(destination) == dict.fromkeys(ids, 1)
+        assert {status(stack, m)["pipeline_status"] for m in ids} == {"sent"}
+
+    def test_the_first_step_runs_with_its_read_timeout_capped_to_end_before_the_invocation(
+        self, stack, tenancy, ingest_api, destination
+    ):
+        """The issue's connection: a read timeout near 300 s, longer than the whole invocation.
+        The first step still runs (otherwise it would never be delivered), its attempt given up
+        5 s before the invocation's end: an ordinary, uncertain `timeout`, not a killed worker."""
+        configure(stack, tenancy, destination, connect_timeout_seconds=1, read_timeout_seconds=300)
+        destination.script(Answer(delay_seconds=4.0))
+        message_id = send(ingest_api, tenancy, {"po_number": "PO-CAP"})
+        batch = receive_batch(stack, 1)
+        started = time.monotonic()
+
+        answer = invoke_batch(stack, batch, remaining_seconds=8)
+
+        assert time.monotonic() - started < 8 - 2  # ended with time to spare
+        assert answer == {"batchItemFailures": []}
+        final = status(stack, message_id)
+        assert (final["pipeline_status"], final["last_retry_error_class"]) == ("error", "timeout")
+        assert "within 300 s" not in final["dest_status_text"]
+        assert log_of(stack, message_id)[-1]["uncertain"] is True
+        # The destination records a request once it has answered (its 4 s are not over yet).
+        wait_until(lambda: destination.requests, "the destination answered the one attempt")
+        assert keys_seen(destination) == {message_id: 1}
+
+    def test_an_untaken_step_whose_copy_is_refused_is_reported_and_delivered_once_later(
+        self, stack, tenancy, ingest_api, worker, destination
+    ):
+        """SQS refuses the copies: the untaken steps are reported as batch item failures instead,
+        so SQS keeps them (and returns them after the visibility timeout). Nothing is lost."""
+        configure(stack, tenancy, destination, connect_timeout_seconds=1, read_timeout_seconds=2)
+        destination.script(Answer(delay_seconds=1.0))
+        ids = [send(ingest_api, tenancy, {"po_number": f"PO-R{n}"}) for n in range(3)]
+        batch = receive_batch(stack, 3)
+        events = client("sqs").meta.events
+
+        def refuse(**_: Any) -> None:
+            raise EndpointConnectionError(endpoint_url=stack.queue_url)
+
+        events.register("before-call.sqs.SendMessage", refuse)
+        try:
+            answer = invoke_batch(stack, batch, remaining_seconds=8.5)
+        finally:
+            events.unregister("before-call.sqs.SendMessage", refuse)
+
+        first, *untaken = batch
+        assert answer == {"batchItemFailures": [{"itemIdentifier": m["MessageId"]} for m in untaken]}
+        assert keys_seen(destination) == {json.loads(first["Body"])["message_id"]: 1}
+        assert expire_visibility(stack.queue_url) == len(untaken)
+
+        worker()
+
+        assert keys_seen(destination) == dict.fromkeys(ids, 1)
+        assert {status(stack, m)["pipeline_status"] for m in ids} == {"sent"}

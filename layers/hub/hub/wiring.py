@@ -21,7 +21,7 @@ from hub.config import Settings, settings
 from hub.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from hub.adapters.kms import KmsDataKeys
     from hub.adapters.scheduler import EventBridgeRetryScheduler
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from hub.outbox.ports import EventSink
     from hub.outbox.publisher import Publisher
     from hub.outbox.webhooks import SubscriptionSink, WebhookSender
+    from hub.pipeline.batch import WorkerBatch
     from hub.pipeline.worker import PipelineWorker
     from hub.ports import AlertChannel, ConfigRepository
     from hub.webhooks.receive import WebhookReceiver
@@ -131,6 +132,27 @@ def webhook_receiver() -> WebhookReceiver:
 @lru_cache(maxsize=1)
 def pipeline_worker() -> PipelineWorker:
     return build_pipeline_worker()
+
+
+def worker_batch(remaining_ms: Callable[[], int]) -> WorkerBatch:
+    """One invocation's batch of the pipeline worker, under a time guard that reads
+    `remaining_ms` (the Lambda context's). The worker, the releaser and the bulk runner are
+    the process's own, each built at its first use (the bulk runner loads the admin side)."""
+    from hub.adapters.metrics import EmfMetrics
+    from hub.adapters.sqs import SqsRedelivery
+    from hub.pipeline.batch import WorkerBatch
+    from hub.pipeline.time_guard import TimeGuard
+
+    s = settings()
+    return WorkerBatch(
+        TimeGuard(remaining_ms),
+        worker=pipeline_worker,
+        jobs=releaser,
+        pages=bulk_runner,
+        redelivery=SqsRedelivery(s.pipeline_queue_url),
+        max_receives=s.pipeline_max_receives,
+        metrics=EmfMetrics(),
+    )
 
 
 def retry_scheduler() -> EventBridgeRetryScheduler:

@@ -172,3 +172,26 @@ def test_sefaz_connections_refuse_to_be_saved_without_a_certificate():
                 "soap": {"wsdl": "nfelib:x.wsdl", "operation": "op", "soap_version": "1.2"},
             }
         )
+
+
+def test_an_attempt_with_a_capped_read_timeout_gives_up_then(destination):
+    """The worker's time guard (issue 30) caps an attempt's read timeout below the connection's,
+    so that the attempt ends before the invocation: a capped timeout that fires is an ordinary
+    `timeout`, uncertain, and names the timeout the attempt used."""
+    destination.script(Answer(delay_seconds=3))
+    capped = OutboundRequest(
+        message_id="msg_1",
+        idempotency_key="msg_1",
+        body=b'{"a":1}',
+        content_type="application/json",
+        correlation_id="c1",
+        read_timeout_seconds=0.5,
+    )
+
+    with pytest.raises(DeliveryFailed) as caught:
+        connector().deliver(Destination(url=destination.url, read_timeout_seconds=30), capped)
+
+    failed = caught.value
+    assert (failed.error_class, failed.uncertain) == (ErrorClass.TIMEOUT, True)
+    assert "within 0.5 s" in failed.dest_status_text
+    assert 500 <= failed.duration_ms < 3000

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -226,3 +226,25 @@ def test_wrong_pfx_password_is_certificate_invalid(pki: Pki, server: SoapServer)
     assert caught.value.code == "certificate_invalid"
     assert "wrong-password" not in str(caught.value)
     assert server.requests == []
+
+
+def test_an_attempt_with_a_capped_read_timeout_gives_up_then_and_the_next_uses_the_connections(
+    pki: Pki, server: SoapServer
+) -> None:
+    """The worker's time guard (issue 30): a capped read timeout applies to its attempt only
+    (the endpoint, with its parsed WSDL, is shared by every attempt of the connection)."""
+    soap = connector(pki, pki.client_pfx)
+    destination = sefaz(server.url, read_timeout=30)
+    server.behaviour = Behaviour.HANG
+
+    with pytest.raises(DeliveryFailed) as caught:
+        soap.deliver(destination, replace(status_request(), read_timeout_seconds=0.5))
+
+    failed = caught.value
+    assert (failed.error_class, failed.uncertain) == (ErrorClass.TIMEOUT, True)
+    assert "within 0.5 s" in failed.dest_status_text
+    assert 500 <= failed.duration_ms < 5000
+    server.reset()
+    assert soap.deliver(destination, status_request()).dest_status == "200"
+    endpoint = next(iter(soap._endpoints.values()))
+    assert endpoint.transport.operation_timeout == (2.0, 30)

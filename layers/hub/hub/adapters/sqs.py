@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import base64
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -156,3 +158,39 @@ class SqsQueueGauges:
             ) from exc
         visible, in_flight, delayed = (int(attributes.get(name, 0)) for name in _DEPTH_ATTRIBUTES)
         return QueueDepth(visible=visible, in_flight=in_flight, delayed=delayed)
+
+
+class SqsRedelivery:
+    """Sends a received pipeline-queue record back to its queue as it came: the same body,
+    message attributes and message group, no delay (the worker's time guard,
+    hub.pipeline.batch). The copy is a new message: visible at once, its receive count afresh."""
+
+    def __init__(self, queue_url: str) -> None:
+        self._url = queue_url
+
+    def send_again(
+        self, body: str, message_attributes: Mapping[str, Mapping[str, Any]], group_id: str | None
+    ) -> None:
+        """`message_attributes` as Lambda's SQS event carries them (`dataType`, `stringValue`,
+        `binaryValue` in base64). Raises QueueUnavailable when SQS refuses the copy."""
+        request: dict[str, Any] = {"QueueUrl": self._url, "MessageBody": body, "DelaySeconds": 0}
+        attributes = {name: _send_form(value) for name, value in message_attributes.items()}
+        if attributes:
+            request["MessageAttributes"] = attributes
+        if group_id:
+            request["MessageGroupId"] = group_id
+        try:
+            client("sqs").send_message(**request)
+        except (BotoCoreError, ClientError) as exc:
+            raise QueueUnavailable(
+                "the pipeline queue is temporarily unavailable", details={"operation": "SendMessage"}
+            ) from exc
+
+
+def _send_form(attribute: Mapping[str, Any]) -> dict[str, Any]:
+    """A message attribute of a Lambda SQS record, in SendMessage's form (String and Number
+    types carry a string value, Binary a base64 one)."""
+    data_type = str(attribute["dataType"])
+    if attribute.get("binaryValue") is not None:
+        return {"DataType": data_type, "BinaryValue": base64.b64decode(attribute["binaryValue"])}
+    return {"DataType": data_type, "StringValue": str(attribute.get("stringValue", ""))}

@@ -225,7 +225,7 @@ class HttpConnector:
             "X-Correlation-Id": request.correlation_id,
         }
         timeout = httpx.Timeout(
-            destination.read_timeout_seconds,
+            request.read_timeout(destination),
             connect=destination.connect_timeout_seconds,
         )
         started = time.monotonic()

@@ -27,6 +27,14 @@ class OutboundRequest:
     correlation_id: str
     #: The message's tenant: a client certificate is only ever one of this tenant's.
     tenant_id: str | None = None
+    #: A shorter read timeout than the connection's for this attempt, so that it ends before
+    #: the worker's invocation does (hub.pipeline.time_guard); None: the connection's.
+    read_timeout_seconds: float | None = None
+
+    def read_timeout(self, destination: Destination) -> float:
+        """The read timeout this attempt uses: the connection's, or the shorter cap."""
+        configured = destination.read_timeout_seconds
+        return configured if self.read_timeout_seconds is None else min(configured, self.read_timeout_seconds)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -60,15 +62,35 @@ _BODY_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, huge_tre
 
 class _RecordingTransport(zeep.Transport):
     """Keeps the last HTTP answer per thread: zeep's Fault does not carry the status, and the
-    answer text is what we excerpt.
+    answer text is what we excerpt. An attempt posts with its own timeouts (`attempt_timeouts`:
+    a capped read timeout is shorter than the endpoint's), on its own thread only.
 
     Loads a WSDL and what it imports only over http(s) through the session (the egress policy,
     no redirects) or from the files of the nfelib package: never another local file."""
 
     def __init__(self, session: requests.Session, timeout: tuple[float, float], egress: EgressPolicy) -> None:
-        super().__init__(session=session, timeout=timeout, operation_timeout=timeout)
         self._last = threading.local()
+        super().__init__(session=session, timeout=timeout, operation_timeout=timeout)
         self._egress = egress
+
+    @property
+    def operation_timeout(self) -> tuple[float, float] | None:
+        """What zeep posts an operation with: this thread's attempt's, else the endpoint's."""
+        attempt: tuple[float, float] | None = getattr(self._last, "timeout", None)
+        return attempt or self._operation_timeout
+
+    @operation_timeout.setter
+    def operation_timeout(self, value: tuple[float, float] | None) -> None:
+        self._operation_timeout = value
+
+    @contextmanager
+    def attempt_timeouts(self, timeout: tuple[float, float]) -> Iterator[None]:
+        """Posts of this thread use `timeout` (connect, read) until the block ends."""
+        self._last.timeout = timeout
+        try:
+            yield
+        finally:
+            self._last.timeout = None
 
     def load(self, url: str) -> bytes:
         scheme = urlsplit(url).scheme.lower()
@@ -138,13 +160,16 @@ class SoapConnector:
             raise DeliveryFailed(ErrorClass.SYNTAX, "mapped body is not well-formed XML") from None
         certificate = self._certificates.client_certificate(destination, request.tenant_id)
         endpoint: _Endpoint | None = None
+        read_timeout = request.read_timeout(destination)
         try:
             endpoint = self._endpoint(destination, settings, certificate)
             service = endpoint.client.create_service(endpoint.binding, destination.url)
-            service[settings.operation](document)
+            with endpoint.transport.attempt_timeouts((destination.connect_timeout_seconds, read_timeout)):
+                service[settings.operation](document)
         except (zeep.exceptions.Error, requests.exceptions.RequestException) as exc:
             response = endpoint.transport.take_response() if endpoint else None
-            called = _Called(destination, certificate is not None, _failed_url(exc, destination.url))
+            url = _failed_url(exc, destination.url)
+            called = _Called(destination, certificate is not None, url, read_timeout)
             raise _failure(exc, response, _elapsed_ms(started), called) from None
         response = endpoint.transport.take_response()
         status = response.status_code if response is not None else 200
@@ -170,7 +195,8 @@ class SoapConnector:
         except DeliveryFailed as failure:
             return ProbeResult.failed(failure)
         except (zeep.exceptions.Error, requests.exceptions.RequestException) as exc:
-            called = _Called(destination, certificate is not None, _failed_url(exc, destination.url))
+            url = _failed_url(exc, destination.url)
+            called = _Called(destination, certificate is not None, url, destination.read_timeout_seconds)
             return ProbeResult.failed(_failure(exc, None, _elapsed_ms(started), called))
         return ProbeResult.answered(
             response.status_code, _elapsed_ms(started), causes.endpoint(destination.url)
@@ -248,12 +274,14 @@ def _binding_name(client: zeep.Client, settings: SoapSettings) -> str:
 
 @dataclass(frozen=True)
 class _Called:
-    """What a failure names: the destination (its timeouts), whether a client certificate was
-    presented, and the URL the failed request went to (the service, or a WSDL it loaded)."""
+    """What a failure names: the destination (its connect timeout), whether a client
+    certificate was presented, the URL the failed request went to (the service, or a WSDL it
+    loaded) and the read timeout the attempt used (the connection's, or a shorter cap)."""
 
     destination: Destination
     presented_certificate: bool
     url: str
+    read_timeout: float
 
     @property
     def host(self) -> str | None:
@@ -326,7 +354,7 @@ def _connection_failure(exc: BaseException, duration_ms: int, called: _Called) -
             uncertain=causes.closed_during_handshake(tls_error),
         )
     if isinstance(exc, requests.exceptions.ReadTimeout):
-        return causes.answer_timed_out(host, duration_ms, destination.read_timeout_seconds)
+        return causes.answer_timed_out(host, duration_ms, called.read_timeout)
     never_connected = any(
         isinstance(e, urllib3.exceptions.NewConnectionError | ConnectionRefusedError | socket.gaierror)
         for e in causes.exception_chain(exc)

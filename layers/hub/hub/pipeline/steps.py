@@ -34,6 +34,7 @@ from hub.pipeline.ports import (
     StepReport,
     Taken,
 )
+from hub.pipeline.time_guard import TimeLeft, capped_read_timeout
 from hub.ports import ConfigRepository, Metrics
 
 logger = logging.getLogger(__name__)
@@ -81,8 +82,12 @@ class Steps:
         self._clock = clock
         self._gate = gate
 
-    def run(self, step: StepMessage, taken: Taken, now: datetime) -> StepReport | EntityBusy:
-        """Runs `step` on the message it holds, to one finishing update (or EntityBusy)."""
+    def run(
+        self, step: StepMessage, taken: Taken, now: datetime, time_left: TimeLeft | None = None
+    ) -> StepReport | EntityBusy:
+        """Runs `step` on the message it holds, to one finishing update (or EntityBusy). With
+        `time_left` (the invocation's seconds left), the attempt's read timeout is capped so
+        that it ends before the invocation does (hub.pipeline.time_guard)."""
         record = taken.record
         integration = self._config.get_integration(record.tenant_id, record.integration_id)
         if integration is None:
@@ -91,7 +96,7 @@ class Steps:
             )
             return StepReport(StepOutcome.DONE, "no_integration")
         if step.step is PipelineStep.PROCESS and record.pipeline_status is PipelineStatus.RECEIVED:
-            return self._process(step, taken, integration, now)
+            return self._process(step, taken, integration, now, time_left)
         if record.pipeline_status in (PipelineStatus.RETRY_PENDING, PipelineStatus.MAPPED):
             if record.superseded_by:
                 # A later version of the same business entity replaced this one (overwrite):
@@ -107,13 +112,20 @@ class Steps:
                     ),
                 )
                 return StepReport(StepOutcome.DONE, "superseded")
-            return self._with_entity(step, taken, integration, record.entity_key, now, deliver_only=True)
+            return self._with_entity(
+                step, taken, integration, record.entity_key, now, deliver_only=True, time_left=time_left
+            )
         # Already delivered, observed or failed: a redelivery has nothing to do.
         self.finish(step, taken, Outcome(None, closes=record.pipeline_status in FINAL_STATUSES))
         return StepReport(StepOutcome.DROPPED, "nothing_to_do")
 
     def _process(
-        self, step: StepMessage, taken: Taken, integration: Integration, now: datetime
+        self,
+        step: StepMessage,
+        taken: Taken,
+        integration: Integration,
+        now: datetime,
+        time_left: TimeLeft | None,
     ) -> StepReport | EntityBusy:
         record = taken.record
         try:
@@ -131,7 +143,14 @@ class Steps:
             ),
         )
         return self._with_entity(
-            step, taken, integration, entity, now, deliver_only=False, read=(payload, document)
+            step,
+            taken,
+            integration,
+            entity,
+            now,
+            deliver_only=False,
+            read=(payload, document),
+            time_left=time_left,
         )
 
     def _with_entity(
@@ -144,6 +163,7 @@ class Steps:
         *,
         deliver_only: bool,
         read: tuple[Any, Any] | None = None,
+        time_left: TimeLeft | None = None,
     ) -> StepReport | EntityBusy:
         """Runs the step under the business entity's lease when the message has one."""
         if entity and not taken.record.entity_key:
@@ -191,7 +211,7 @@ class Steps:
             except _Ended as ended:
                 self.finish(step, taken, ended.outcome, prefix=log)
                 return StepReport(StepOutcome.DONE, "failed")
-            return self._deliver(step, taken, integration, mapped, log)
+            return self._deliver(step, taken, integration, mapped, log, time_left=time_left)
         finally:
             if hold is not None:
                 self._executions.release_entity(
@@ -278,6 +298,8 @@ class Steps:
         integration: Integration,
         mapped: MappedOutput,
         log: list[dict[str, Any]],
+        *,
+        time_left: TimeLeft | None = None,
     ) -> StepReport:
         record = taken.record
         started = self._clock()
@@ -317,6 +339,13 @@ class Steps:
             if admission.gate is Gate.HOLD:
                 reason = admission.reason or HeldReason.PAUSED
                 return self._hold(step, taken, connection_id, reason, started=started, log=log)
+        # Checked now, after our writes before the attempt: what is left is what the attempt has.
+        read_timeout = capped_read_timeout(destination, time_left()) if time_left is not None else None
+        if read_timeout is not None:
+            logger.debug(
+                "read timeout capped to end before the invocation",
+                extra={**log_ids(step), "read_timeout_seconds": round(read_timeout, 1)},
+            )
         request = OutboundRequest(
             message_id=record.message_id,
             idempotency_key=record.message_id,
@@ -324,6 +353,7 @@ class Steps:
             content_type=mapped.content_type,
             correlation_id=step.correlation_id,
             tenant_id=record.tenant_id,
+            read_timeout_seconds=read_timeout,
         )
         taken.progress.destination_called = True
         try:

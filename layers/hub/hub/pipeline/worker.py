@@ -31,7 +31,7 @@ from hub.domain.failure import ErrorClass
 from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, StepMessage
 from hub.domain.status import FINAL_STATUSES, PipelineStatus, can_transition
-from hub.domain.tenancy import DestinationProtocol
+from hub.domain.tenancy import DestinationProtocol, IntegrationMode
 from hub.errors import HubError, ServiceUnavailable
 from hub.pipeline import rules
 from hub.pipeline.ports import (
@@ -55,6 +55,7 @@ from hub.pipeline.steps import (
     internal_outcome,
     log_ids,
 )
+from hub.pipeline.time_guard import TimeLeft, step_need
 from hub.ports import ConfigRepository, Metrics, StepQueue
 
 logger = logging.getLogger(__name__)
@@ -106,9 +107,18 @@ class PipelineWorker:
 
     # --- entry ------------------------------------------------------------------------------
 
-    def run(self, step: StepMessage, sent_at: datetime, *, last_delivery: bool = False) -> StepReport:
+    def run(
+        self,
+        step: StepMessage,
+        sent_at: datetime,
+        *,
+        last_delivery: bool = False,
+        time_left: TimeLeft | None = None,
+    ) -> StepReport:
         """Runs `step` once. Raises for every failure it cannot record as an outcome (the SQS
-        message is then redelivered); every business outcome is recorded and reported.
+        message is then redelivered); every business outcome is recorded and reported. With
+        `time_left` (the invocation's seconds left) a delivery attempt ends before the
+        invocation does (hub.pipeline.time_guard.capped_read_timeout).
 
         On the `last_delivery` SQS will make (the step goes to the DLQ when it fails again):
         a step that held its message and raised something unexpected (not an outage of a
@@ -118,7 +128,7 @@ class PipelineWorker:
         alive, so an operator can reprocess the message, and the step still raises: it lands in
         the DLQ, whose alarm fires."""
         try:
-            return self._run(step, sent_at, last_delivery)
+            return self._run(step, sent_at, last_delivery, time_left)
         except Exception:
             if last_delivery:
                 self._executions.release_admission(step.message_id, step.execution_id, self._clock())
@@ -129,7 +139,18 @@ class PipelineWorker:
             self._metrics.count("StepErrors", step=step.step.value)
             raise
 
-    def _run(self, step: StepMessage, sent_at: datetime, last_delivery: bool) -> StepReport:
+    def need(self, step: StepMessage) -> float:
+        """The seconds running `step` may take (hub.pipeline.time_guard.step_need): its
+        connection's timeouts when its integration delivers, plus the margin for our writes.
+        Reads the integration as the run would (the configuration cache serves the run's read)."""
+        integration = self._config.get_integration(step.tenant_id, step.integration_id)
+        if integration is None or integration.mode is IntegrationMode.OBSERVABILITY:
+            return step_need(None)
+        return step_need(integration.destination)
+
+    def _run(
+        self, step: StepMessage, sent_at: datetime, last_delivery: bool, time_left: TimeLeft | None
+    ) -> StepReport:
         now = self._clock()
         # Each run holds the lease under its own id: two copies of one step (a redelivery racing
         # the original) are serialized like steps of different messages.
@@ -138,7 +159,7 @@ class PipelineWorker:
         if isinstance(taken, Refusal):
             return self._refused(step, taken, sent_at, now)
         try:
-            done = self._steps.run(step, taken, now)
+            done = self._steps.run(step, taken, now, time_left)
             return self._busy(step, done.record, now, taken) if isinstance(done, EntityBusy) else done
         except BaseException as crash:
             if last_delivery and _unexpected(crash) and self._fail_internal(step, taken, crash):
