@@ -85,6 +85,15 @@ def parse_job(data: object) -> ConnectionJob | None:
     return None
 
 
+#: The publish id of a deliver step a release sent (resume, breaker close, a drain).
+RELEASED_PREFIX = "rel_"
+
+
+def released(step: StepMessage) -> bool:
+    """`step` was sent by a release of the held set (not by ingest, a retry or an operator)."""
+    return step.publish_id.startswith(RELEASED_PREFIX)
+
+
 def held_step(record: MessageRecord) -> StepMessage:
     """The deliver step that releases a held message: expects the sequence the hold left, so
     two releases of one hold (a redelivered release job) deliver it once."""
@@ -97,7 +106,7 @@ def held_step(record: MessageRecord) -> StepMessage:
         attempt=record.retry_count,
         execution_id=record.execution_id,
         correlation_id=record.correlation_id,
-        publish_id=f"rel_{digest}",
+        publish_id=f"{RELEASED_PREFIX}{digest}",
         seq=record.step_seq,
     )
 
