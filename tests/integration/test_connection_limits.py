@@ -106,7 +106,11 @@ class TestDrain:
         store = DynamoConnectionLimits(stack.table)
         assert store.claim_drain("t1", "con_erp", run="r1", now_ms=1_000, lease_ms=60_000)
         assert not store.claim_drain("t1", "con_erp", run="r2", now_ms=2_000, lease_ms=60_000)
-        assert store.claim_drain("t1", "con_erp", run="r1", now_ms=2_000, lease_ms=60_000)  # renewed
+        # Its runs go tick by tick: a second copy of one tick's job does not run
+        assert store.run_drain("t1", "con_erp", run="r1", tick=0, now_ms=2_000, lease_ms=60_000)
+        assert not store.run_drain("t1", "con_erp", run="r1", tick=0, now_ms=2_000, lease_ms=60_000)
+        assert not store.run_drain("t1", "con_erp", run="r2", tick=1, now_ms=2_000, lease_ms=60_000)
+        assert store.get("t1", "con_erp").drain_tick == 1
 
         # another instance, whose view has no drain, is refused by the write's condition
         other = DynamoConnectionLimits(stack.table)

@@ -29,6 +29,7 @@ from hub.delivery.gate import (
     ConnectionJob,
     ConnectionLimits,
     JobQueue,
+    drain_job,
     held_step,
     seconds_of,
     start_drain,
@@ -40,6 +41,9 @@ from hub.domain.delivery_limits import DeliveryLimits
 
 logger = logging.getLogger(__name__)
 
+#: A drain waits at most this long between runs (a slot's lease ends long after its delivery
+#: does: a freed slot hands off at once, this is for one whose give-back was lost).
+MAX_DRAIN_WAIT_SECONDS = 5
 #: Messages one run releases at most (a connection without limits any more: all of them, a page
 #: a second).
 MAX_RELEASE_PER_RUN = 100
@@ -68,11 +72,13 @@ class Drainer:
         self._clock_ms = clock_ms
 
     def run(self, job: ConnectionJob) -> str:
-        tenant, connection, run = job.tenant_id, job.connection_id, job.cursor or ""
+        tenant, connection, run, tick = job.tenant_id, job.connection_id, job.cursor or "", job.generation
         ids = {"connection_id": connection, "job": job.job.value}
         now = self._clock_ms()
-        if not self._leases.claim_drain(tenant, connection, run=run, now_ms=now, lease_ms=DRAIN_LEASE_MS):
-            logger.info("drain superseded: another run holds the lease", extra=ids)
+        if not self._leases.run_drain(
+            tenant, connection, run=run, tick=tick, now_ms=now, lease_ms=DRAIN_LEASE_MS
+        ):
+            logger.debug("drain tick already run, or the drain ended", extra=ids)
             return "superseded"
         state: ConnectionState = self._held.get(tenant, connection)
         if state.holding is not None:
@@ -84,7 +90,11 @@ class Drainer:
         released = self._release(tenant, connection, room) if room > 0 else 0
         pointers, _ = self._held.held_page(tenant, connection, 1, None)
         if pointers:
-            self._queue.publish_job(job, delay_seconds=max(1, seconds_of(wait)))
+            # Next tick: when the rate gives room again; a freed slot hands off sooner.
+            following = drain_job(tenant, connection, run, tick + 1)
+            self._queue.publish_job(
+                following, delay_seconds=min(MAX_DRAIN_WAIT_SECONDS, max(1, seconds_of(wait)))
+            )
             logger.info("held messages released", extra={**ids, "released": released})
             return "released"
         self._leases.end_drain(tenant, connection, run=run)

@@ -168,10 +168,13 @@ class ConnectionLimits(Protocol):
         attempt_ms: int,
         released: bool = False,
     ) -> Permit | Refusal: ...
-    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> None: ...
+    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState: ...
     def get(self, tenant_id: str, connection_id: str) -> LimitState: ...
     def claim_drain(
         self, tenant_id: str, connection_id: str, *, run: str, now_ms: int, lease_ms: int
+    ) -> bool: ...
+    def run_drain(
+        self, tenant_id: str, connection_id: str, *, run: str, tick: int, now_ms: int, lease_ms: int
     ) -> bool: ...
     def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None: ...
 
@@ -215,9 +218,10 @@ def seconds_of(wait_ms: int) -> int:
     return min(900, max(0, math.ceil(wait_ms / 1000)))
 
 
-def drain_job(tenant_id: str, connection_id: str, run: str) -> ConnectionJob:
+def drain_job(tenant_id: str, connection_id: str, run: str, tick: int = 0) -> ConnectionJob:
+    """The drain's job: `cursor` names its run, `generation` the tick it must find."""
     return ConnectionJob(
-        job=JobKind.DRAIN, connection_id=connection_id, tenant_id=tenant_id, generation=0, cursor=run
+        job=JobKind.DRAIN, connection_id=connection_id, tenant_id=tenant_id, generation=tick, cursor=run
     )
 
 
@@ -237,10 +241,6 @@ def start_drain(
         return False
     queue.publish_job(drain_job(tenant_id, connection_id, run), delay_seconds=seconds_of(wait_ms))
     return True
-
-
-def _seconds(wait_ms: int) -> int:
-    return min(900, max(0, math.ceil(wait_ms / 1000)))
 
 
 class ConnectionGate:
@@ -338,7 +338,13 @@ class ConnectionGate:
         if self._limits is None or permit.slot is None:
             return
         try:
-            self._limits.release(tenant_id, connection_id, permit, holder=message_id)
+            after = self._limits.release(tenant_id, connection_id, permit, holder=message_id)
+            if after.drain_run is not None and after.draining(self._clock_ms()):
+                # Messages wait for this connection: hand the slot on now rather than at the
+                # drain's next run (a copy of its job; one of the two copies runs that tick).
+                self._queue.publish_job(
+                    drain_job(tenant_id, connection_id, after.drain_run, after.drain_tick)
+                )
         except HubError:
             logger.warning("delivery slot not given back", extra={"connection_id": connection_id})
 

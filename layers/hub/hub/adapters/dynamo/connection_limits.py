@@ -33,6 +33,8 @@ def limit_state_from(item: Mapping[str, Any] | None) -> LimitState:
         tat_ms=int(tat) if tat is not None else None,
         slots=slots,
         drain_until_ms=int(drain) if drain is not None else None,
+        drain_run=str(item["drain_by"]) if item.get("drain_by") else None,
+        drain_tick=int(item.get("drain_tick", 0)),
     )
 
 
@@ -103,18 +105,21 @@ class DynamoConnectionLimits:
             return decision
         return Refusal(limited_reason(limits), 1)
 
-    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> None:
+    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState:
         """Gives the permit's slot back (nothing to do for a rate alone): conditioned on still
-        holding it, so a slot whose lease ended and another delivery took is left alone."""
+        holding it, so a slot whose lease ended and another delivery took is left alone. The
+        item as it is after (a drain under way may hand the slot on)."""
         if permit.slot is None:
-            return
+            return self._seen.get((tenant_id, connection_id), LimitState())
         update = Update().remove(f"s{permit.slot}", f"h{permit.slot}")
         update.where(f"{update.name(f'h{permit.slot}')} = {update.value(holder)}")
         try:
             item = self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
         except ConditionFailed as failed:
             item = failed.old or {}
-        self._seen[(tenant_id, connection_id)] = limit_state_from(item)
+        state = limit_state_from(item)
+        self._seen[(tenant_id, connection_id)] = state
+        return state
 
     # --- the drain (hub.delivery.release): one at a time per connection -------------------------
 
@@ -126,13 +131,25 @@ class DynamoConnectionLimits:
     def claim_drain(
         self, tenant_id: str, connection_id: str, *, run: str, now_ms: int, lease_ms: int
     ) -> bool:
-        """Takes (or, for the run holding it, renews) the drain lease; False when another live
-        drain holds it."""
-        update = Update().set(tenant_id=tenant_id, drain_until=now_ms + lease_ms, drain_by=run)
-        until, by = update.name("drain_until"), update.name("drain_by")
-        update.where(
-            f"attribute_not_exists({until}) OR {until} < {update.value(now_ms)} OR {by} = {update.value(run)}"
-        )
+        """Starts a drain (`run`, tick 0) unless a live one holds the lease."""
+        update = Update().set(tenant_id=tenant_id, drain_until=now_ms + lease_ms, drain_by=run, drain_tick=0)
+        until = update.name("drain_until")
+        update.where(f"attribute_not_exists({until}) OR {until} < {update.value(now_ms)}")
+        try:
+            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def run_drain(
+        self, tenant_id: str, connection_id: str, *, run: str, tick: int, now_ms: int, lease_ms: int
+    ) -> bool:
+        """One run of drain `run` at `tick`: renews the lease and moves to the next tick, so of
+        two copies of one run's job (a redelivery, a hand-off) one runs. False: not this run's
+        turn (another copy ran it, or another drain holds the lease)."""
+        update = Update().set(drain_until=now_ms + lease_ms, drain_tick=tick + 1)
+        update.where(f"{update.name('drain_by')} = {update.value(run)}")
+        update.where(f"{update.name('drain_tick')} = {update.value(tick)}")
         try:
             self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
         except ConditionFailed:
@@ -142,7 +159,7 @@ class DynamoConnectionLimits:
     def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None:
         """Gives the drain lease back (if this run still holds it): new deliveries go straight
         to the destination again."""
-        update = Update().remove("drain_until", "drain_by")
+        update = Update().remove("drain_until", "drain_by", "drain_tick")
         update.where(f"{update.name('drain_by')} = {update.value(run)}")
         try:
             self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
