@@ -104,13 +104,16 @@ class TestDrain:
     def test_one_drain_at_a_time_and_new_deliveries_wait_while_it_runs(self, stack):
         limits = DeliveryLimits(rate_per_second=10, burst=10)
         store = DynamoConnectionLimits(stack.table)
-        assert store.claim_drain("t1", "con_erp", run="r1", now_ms=1_000, lease_ms=60_000)
-        assert not store.claim_drain("t1", "con_erp", run="r2", now_ms=2_000, lease_ms=60_000)
-        # Its runs go tick by tick: a second copy of one tick's job does not run
-        assert store.run_drain("t1", "con_erp", run="r1", tick=0, now_ms=2_000, lease_ms=60_000)
-        assert not store.run_drain("t1", "con_erp", run="r1", tick=0, now_ms=2_000, lease_ms=60_000)
-        assert not store.run_drain("t1", "con_erp", run="r2", tick=1, now_ms=2_000, lease_ms=60_000)
-        assert store.get("t1", "con_erp").drain_tick == 1
+        assert store.claim_drain("t1", "con_erp", run="r1", first="j1", now_ms=1_000, lease_ms=60_000)
+        assert not store.claim_drain("t1", "con_erp", run="r2", first="x", now_ms=2_000, lease_ms=60_000)
+        # Its jobs run one after another: the one named runs and names the next; a copy does not
+        ran = {"run": "r1", "now_ms": 2_000, "lease_ms": 60_000}
+        assert store.run_drain("t1", "con_erp", job="j1", following="j2", **ran)
+        assert not store.run_drain("t1", "con_erp", job="j1", following="j3", **ran)
+        assert not store.run_drain(
+            "t1", "con_erp", run="r2", job="j2", following="j4", now_ms=2_000, lease_ms=60_000
+        )
+        assert store.get("t1", "con_erp").drain_next == "j2"
 
         # another instance, whose view has no drain, is refused by the write's condition
         other = DynamoConnectionLimits(stack.table)
@@ -130,5 +133,5 @@ class TestDrain:
 
     def test_a_dead_drains_lease_runs_out(self, stack):
         store = DynamoConnectionLimits(stack.table)
-        assert store.claim_drain("t1", "con_erp", run="dead", now_ms=1_000, lease_ms=60_000)
-        assert store.claim_drain("t1", "con_erp", run="next", now_ms=61_001, lease_ms=60_000)
+        assert store.claim_drain("t1", "con_erp", run="dead", first="j1", now_ms=1_000, lease_ms=60_000)
+        assert store.claim_drain("t1", "con_erp", run="next", first="j1", now_ms=61_001, lease_ms=60_000)

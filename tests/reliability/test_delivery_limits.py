@@ -1,7 +1,8 @@
 """A destination that declared what it can take (issue 30), on the local stack with several worker
 instances: a connection limited to 2 deliveries in flight and 5 a second (burst 5) gets 300
-messages - first deliveries, their retries after a wave of 503s, and a bulk reprocess of the
-ones the wave dead-lettered - and, counted at the destination itself, never has more than 2
+messages - first deliveries, their retries after a wave of 503s (which opens the breaker: its
+release goes through the limits too), and a bulk reprocess of the ones the wave dead-lettered -
+and, counted at the destination itself, never has more than 2
 requests in flight nor more than the burst + 5 a second in any window; every message is applied
 exactly once (by the hub's Idempotency-Key, the message id)."""
 
@@ -28,14 +29,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-limits")]
 
 LIMITS = {"max_concurrency": 2, "rate_per_second": 5, "burst": 5}
 FIRST, DEAD = 250, 50
-WAVE = 60  # the first requests answered 503
+#: Requests in the first seconds after the first one are answered 503: the wave. It opens the
+#: connection's breaker (at least 10 attempts, 70 % failed), whose probe after the cool-down
+#: closes it and releases what it held - through the limits too.
+WAVE_SECONDS = 3.0
+COOLDOWN_SECONDS = 5
 ANSWER_SECONDS = 0.3
 #: A request may reach the destination this much later than its permit (a loaded machine).
 JITTER = 0.3
 
 
 class LimitedDestination:
-    """Answers each request after ANSWER_SECONDS: 503 to the first WAVE, 200 after. Notes each
+    """Answers each request after ANSWER_SECONDS: 503 during the wave, 200 after. Notes each
     arrival, the 2xx answers per Idempotency-Key and the most requests in flight at once."""
 
     def __init__(self) -> None:
@@ -59,7 +64,7 @@ class LimitedDestination:
                     owner.in_flight += 1
                     owner.most_in_flight = max(owner.most_in_flight, owner.in_flight)
                     owner.arrivals.append(time.monotonic())
-                    failing = len(owner.arrivals) <= WAVE
+                    failing = owner.arrivals[-1] - owner.arrivals[0] < WAVE_SECONDS
                 time.sleep(ANSWER_SECONDS)
                 with lock:
                     owner.in_flight -= 1
@@ -91,6 +96,7 @@ class LimitedDestination:
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     env = {name: {"HUB_CONFIG_CACHE_SECONDS": "0"} for name in function_names()}
+    env["PipelineWorkerFunction"]["HUB_BREAKER_COOLDOWN_SECONDS"] = str(COOLDOWN_SECONDS)
     with local_stack_on_free_ports(
         stack_name="hub-reliability-limits",
         parameter_overrides=parameter_overrides(),

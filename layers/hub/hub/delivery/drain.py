@@ -26,9 +26,11 @@ from typing import Protocol
 from hub.delivery.breaker import ConnectionState
 from hub.delivery.gate import (
     DRAIN_LEASE_MS,
+    KICK,
     ConnectionJob,
     ConnectionLimits,
     JobQueue,
+    drain_ids,
     drain_job,
     held_step,
     seconds_of,
@@ -38,6 +40,7 @@ from hub.delivery.gate import (
 from hub.delivery.limits import capacity
 from hub.delivery.release import HeldSet
 from hub.domain.delivery_limits import DeliveryLimits
+from hub.domain.ids import new_id
 
 logger = logging.getLogger(__name__)
 
@@ -72,13 +75,14 @@ class Drainer:
         self._clock_ms = clock_ms
 
     def run(self, job: ConnectionJob) -> str:
-        tenant, connection, run, tick = job.tenant_id, job.connection_id, job.cursor or "", job.generation
+        tenant, connection = job.tenant_id, job.connection_id
+        run, which = drain_ids(job)
         ids = {"connection_id": connection, "job": job.job.value}
+        lease = self._leases.get(tenant, connection)
         now = self._clock_ms()
-        if not self._leases.run_drain(
-            tenant, connection, run=run, tick=tick, now_ms=now, lease_ms=DRAIN_LEASE_MS
-        ):
-            logger.debug("drain tick already run, or the drain ended", extra=ids)
+        if lease.drain_run != run or not lease.draining(now) or which not in {KICK, lease.drain_next}:
+            # The drain ended (or died: the next hold starts another), or this job is a copy, or
+            # one a crash-retry replaced.
             return "superseded"
         state: ConnectionState = self._held.get(tenant, connection)
         if state.holding is not None:
@@ -87,14 +91,24 @@ class Drainer:
             logger.info("drain stopped", extra={**ids, "held_reason": state.holding.value})
             return "stopped"
         room, wait = self._room(tenant, connection, now)
+        if which == KICK:
+            # A freed slot: release into it now; the chain goes on as it was.
+            released = self._release(tenant, connection, room) if room > 0 else 0
+            return "kicked"
+        # The next job goes out before this one is marked run: a run that dies after this point
+        # is continued by it; one that dies before is run again by SQS (and replaces it).
+        following = new_id("dj")
+        self._queue.publish_job(
+            drain_job(tenant, connection, run, following),
+            delay_seconds=min(MAX_DRAIN_WAIT_SECONDS, max(1, seconds_of(wait))),
+        )
+        if not self._leases.run_drain(
+            tenant, connection, run=run, job=which, following=following, now_ms=now, lease_ms=DRAIN_LEASE_MS
+        ):
+            return "superseded"
         released = self._release(tenant, connection, room) if room > 0 else 0
         pointers, _ = self._held.held_page(tenant, connection, 1, None)
         if pointers:
-            # Next tick: when the rate gives room again; a freed slot hands off sooner.
-            following = drain_job(tenant, connection, run, tick + 1)
-            self._queue.publish_job(
-                following, delay_seconds=min(MAX_DRAIN_WAIT_SECONDS, max(1, seconds_of(wait)))
-            )
             logger.info("held messages released", extra={**ids, "released": released})
             return "released"
         self._leases.end_drain(tenant, connection, run=run)

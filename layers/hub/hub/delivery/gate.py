@@ -171,10 +171,18 @@ class ConnectionLimits(Protocol):
     def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState: ...
     def get(self, tenant_id: str, connection_id: str) -> LimitState: ...
     def claim_drain(
-        self, tenant_id: str, connection_id: str, *, run: str, now_ms: int, lease_ms: int
+        self, tenant_id: str, connection_id: str, *, run: str, first: str, now_ms: int, lease_ms: int
     ) -> bool: ...
     def run_drain(
-        self, tenant_id: str, connection_id: str, *, run: str, tick: int, now_ms: int, lease_ms: int
+        self,
+        tenant_id: str,
+        connection_id: str,
+        *,
+        run: str,
+        job: str,
+        following: str,
+        now_ms: int,
+        lease_ms: int,
     ) -> bool: ...
     def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None: ...
 
@@ -218,11 +226,25 @@ def seconds_of(wait_ms: int) -> int:
     return min(900, max(0, math.ceil(wait_ms / 1000)))
 
 
-def drain_job(tenant_id: str, connection_id: str, run: str, tick: int = 0) -> ConnectionJob:
-    """The drain's job: `cursor` names its run, `generation` the tick it must find."""
+#: The job a delivery that freed a slot sends a running drain: release now, outside its chain.
+KICK = "kick"
+
+
+def drain_job(tenant_id: str, connection_id: str, run: str, job: str) -> ConnectionJob:
+    """One job of drain `run`: `cursor` is ``<run>/<job>`` (a chain job's id, or KICK)."""
     return ConnectionJob(
-        job=JobKind.DRAIN, connection_id=connection_id, tenant_id=tenant_id, generation=tick, cursor=run
+        job=JobKind.DRAIN,
+        connection_id=connection_id,
+        tenant_id=tenant_id,
+        generation=0,
+        cursor=f"{run}/{job}",
     )
+
+
+def drain_ids(job: ConnectionJob) -> tuple[str, str]:
+    """(run, job) of a drain job."""
+    run, _, which = (job.cursor or "").partition("/")
+    return run, which
 
 
 def start_drain(
@@ -236,10 +258,12 @@ def start_drain(
 ) -> bool:
     """After a hold for a limit: takes the drain lease unless a live drain has it, and sends its
     first run for when the connection has room again. True when this call started it."""
-    run = new_id("drn")
-    if not leases.claim_drain(tenant_id, connection_id, run=run, now_ms=now_ms, lease_ms=DRAIN_LEASE_MS):
+    run, first = new_id("drn"), new_id("dj")
+    if not leases.claim_drain(
+        tenant_id, connection_id, run=run, first=first, now_ms=now_ms, lease_ms=DRAIN_LEASE_MS
+    ):
         return False
-    queue.publish_job(drain_job(tenant_id, connection_id, run), delay_seconds=seconds_of(wait_ms))
+    queue.publish_job(drain_job(tenant_id, connection_id, run, first), delay_seconds=seconds_of(wait_ms))
     return True
 
 
@@ -341,10 +365,8 @@ class ConnectionGate:
             after = self._limits.release(tenant_id, connection_id, permit, holder=message_id)
             if after.drain_run is not None and after.draining(self._clock_ms()):
                 # Messages wait for this connection: hand the slot on now rather than at the
-                # drain's next run (a copy of its job; one of the two copies runs that tick).
-                self._queue.publish_job(
-                    drain_job(tenant_id, connection_id, after.drain_run, after.drain_tick)
-                )
+                # drain's next run (a kick: it releases, the drain's chain goes on as it was).
+                self._queue.publish_job(drain_job(tenant_id, connection_id, after.drain_run, KICK))
         except HubError:
             logger.warning("delivery slot not given back", extra={"connection_id": connection_id})
 

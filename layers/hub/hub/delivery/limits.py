@@ -50,9 +50,10 @@ class LimitState:
     #: While messages wait for this connection's capacity, the drain that releases them holds
     #: this lease (epoch ms); a new delivery then waits behind them (arrival order).
     drain_until_ms: int | None = None
-    #: The drain holding that lease, and the tick its next run must carry (hub.delivery.drain).
+    #: The drain holding that lease, and the id of the one job of it that may run next
+    #: (hub.delivery.drain).
     drain_run: str | None = None
-    drain_tick: int = 0
+    drain_next: str | None = None
 
     def draining(self, now_ms: int) -> bool:
         return self.drain_until_ms is not None and self.drain_until_ms >= now_ms

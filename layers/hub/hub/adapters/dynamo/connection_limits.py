@@ -34,7 +34,7 @@ def limit_state_from(item: Mapping[str, Any] | None) -> LimitState:
         slots=slots,
         drain_until_ms=int(drain) if drain is not None else None,
         drain_run=str(item["drain_by"]) if item.get("drain_by") else None,
-        drain_tick=int(item.get("drain_tick", 0)),
+        drain_next=str(item["drain_next"]) if item.get("drain_next") else None,
     )
 
 
@@ -129,10 +129,12 @@ class DynamoConnectionLimits:
         return state
 
     def claim_drain(
-        self, tenant_id: str, connection_id: str, *, run: str, now_ms: int, lease_ms: int
+        self, tenant_id: str, connection_id: str, *, run: str, first: str, now_ms: int, lease_ms: int
     ) -> bool:
-        """Starts a drain (`run`, tick 0) unless a live one holds the lease."""
-        update = Update().set(tenant_id=tenant_id, drain_until=now_ms + lease_ms, drain_by=run, drain_tick=0)
+        """Starts drain `run`, whose job `first` runs next, unless a live drain holds the lease."""
+        update = Update().set(
+            tenant_id=tenant_id, drain_until=now_ms + lease_ms, drain_by=run, drain_next=first
+        )
         until = update.name("drain_until")
         update.where(f"attribute_not_exists({until}) OR {until} < {update.value(now_ms)}")
         try:
@@ -142,14 +144,22 @@ class DynamoConnectionLimits:
         return True
 
     def run_drain(
-        self, tenant_id: str, connection_id: str, *, run: str, tick: int, now_ms: int, lease_ms: int
+        self,
+        tenant_id: str,
+        connection_id: str,
+        *,
+        run: str,
+        job: str,
+        following: str,
+        now_ms: int,
+        lease_ms: int,
     ) -> bool:
-        """One run of drain `run` at `tick`: renews the lease and moves to the next tick, so of
-        two copies of one run's job (a redelivery, a hand-off) one runs. False: not this run's
-        turn (another copy ran it, or another drain holds the lease)."""
-        update = Update().set(drain_until=now_ms + lease_ms, drain_tick=tick + 1)
+        """Job `job` of drain `run` runs: renews the lease and names `following` (already sent)
+        the one job to run next. False when `job` is not the one (a copy, or one a crash-retry
+        replaced), or the drain ended: that job then does nothing."""
+        update = Update().set(drain_until=now_ms + lease_ms, drain_next=following)
         update.where(f"{update.name('drain_by')} = {update.value(run)}")
-        update.where(f"{update.name('drain_tick')} = {update.value(tick)}")
+        update.where(f"{update.name('drain_next')} = {update.value(job)}")
         try:
             self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
         except ConditionFailed:
@@ -159,7 +169,7 @@ class DynamoConnectionLimits:
     def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None:
         """Gives the drain lease back (if this run still holds it): new deliveries go straight
         to the destination again."""
-        update = Update().remove("drain_until", "drain_by", "drain_tick")
+        update = Update().remove("drain_until", "drain_by", "drain_next")
         update.where(f"{update.name('drain_by')} = {update.value(run)}")
         try:
             self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
