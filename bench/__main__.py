@@ -25,7 +25,7 @@ QUICK = {
     "cold_start": ["--pairs", "2"],
     "e2e": ["--n", "40", "--variant-n", "10"],
     "breaker": ["--per-round", "5", "--rounds", "3"],
-    "fairness": ["--noisy-n", "200", "--quiet-n", "20", "--instances", "10"],
+    "fairness": ["--noisy-n", "200", "--quiet-n", "20", "--instances", "10", "--paced-n", "40"],
 }
 
 

@@ -206,6 +206,24 @@ def targets(results: Mapping[str, Any]) -> list[Target]:
             _number(results.get("fairness_quiet_p99_ratio")),
         )
     )
+    found.append(
+        Target(
+            "pacing_in_flight",
+            "a connection limited to 2 in flight: most requests at once at the destination (issue 30)",
+            2.0,
+            "requests",
+            _number(results.get("pacing_max_in_flight")),
+        )
+    )
+    found.append(
+        Target(
+            "pacing_per_second",
+            "the same, limited to 5/s with a burst of 5: most requests in any second (burst + rate)",
+            10.0,
+            "requests",
+            _number(results.get("pacing_max_in_any_second")),
+        )
+    )
     cold = {fid: ratio for fid, ratio in (results.get("cold_start_ratio") or {}).items() if fid != "spread"}
     for function in sorted(cold, key=lambda name: (name != "IngestApiFunction", name)):
         limit = 1.5 if function == "IngestApiFunction" else 2.0

@@ -105,6 +105,9 @@ BILLED_ESM_OPERATIONS = {
 }
 ORDERS_INTEGRATION = "int_bench_orders"
 RETRY_INTEGRATION = "int_bench_retry"
+#: Through a connection that declares limits high enough never to hold (issue 30): what a
+#: permit costs per delivery (rate and concurrency: the permit's write and the slot's give-back).
+LIMITED_INTEGRATION = "int_bench_limited"
 SERVICES = (
     "DynamoDB",
     "DynamoDB storage",
@@ -154,6 +157,13 @@ VARIANTS = (
         RETRY_INTEGRATION,
         "purchase_order",
         "flaky",
+    ),
+    Variant(
+        "limited_connection",
+        "purchase_order through a connection with limits (1,000/s, 100 in flight: never held)",
+        LIMITED_INTEGRATION,
+        "purchase_order",
+        "echo",
     ),
 )
 
@@ -225,6 +235,7 @@ class FlakyDestination:
 def _seed_bench_integrations(stack: LocalStack, flaky_url: str) -> None:
     from devstack.demo import DEMO_TENANT_ID, pointed_at  # noqa: PLC0415
     from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
+    from hub.domain.delivery_limits import DeliveryLimits  # noqa: PLC0415
     from hub.domain.retry import RetryPolicy  # noqa: PLC0415
     from hub.domain.tenancy import (  # noqa: PLC0415
         Destination,
@@ -249,6 +260,20 @@ def _seed_bench_integrations(stack: LocalStack, flaky_url: str) -> None:
                         duplicate_key_fields=("po_number",), duplicate_handling=DuplicateHandling.ACCEPT
                     ),
                 },
+            )
+        )
+        config.put_integration(
+            Integration(
+                integration_id=LIMITED_INTEGRATION,
+                tenant_id=DEMO_TENANT_ID,
+                name="bench orders -> echo destination, limited connection",
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(
+                    url=stack.echo_url,
+                    connection_id="con_bench_limited",
+                    limits=DeliveryLimits(max_concurrency=100, rate_per_second=1000, burst=1000),
+                ),
+                message_types={"purchase_order": MessageTypeConfig()},
             )
         )
         config.put_integration(

@@ -229,6 +229,135 @@ def run_once(load: Load, *, fair: bool, with_noisy: bool, log_dir: Path) -> dict
     }
 
 
+# --- pacing: a connection that declared its limits (issue 30) ---------------------------------
+
+PACED = ("tnt_paced", "int_paced", "hub_paced_key")
+PACED_LIMITS = {"max_concurrency": 2, "rate_per_second": 5.0, "burst": 5}
+
+
+class PacedDestination(Destination):
+    """Answers after `delay` seconds and counts the most requests in flight at once; notes every
+    arrival (time.monotonic)."""
+
+    def __init__(self, delay: float) -> None:
+        self.arrivals: list[float] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.ok: dict[str, int] = {}
+        lock = threading.Lock()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                with lock:
+                    owner.in_flight += 1
+                    owner.most_in_flight = max(owner.most_in_flight, owner.in_flight)
+                    owner.arrivals.append(time.monotonic())
+                time.sleep(delay)
+                with lock:
+                    owner.in_flight -= 1
+                    key = self.headers.get("idempotency-key", "")
+                    owner.ok[key] = owner.ok.get(key, 0) + 1
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                return
+
+        self.first = {}
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/orders"
+
+    def __enter__(self) -> PacedDestination:
+        super().__enter__()
+        return self
+
+
+def most_in_a_window(arrivals: list[float], width: float) -> int:
+    ordered = sorted(arrivals)
+    return max(
+        (sum(1 for t in ordered[i:] if t < start + width) for i, start in enumerate(ordered)), default=0
+    )
+
+
+def run_pacing(load: Load, count: int, log_dir: Path) -> dict[str, Any]:
+    """`count` messages posted at once through a connection limited to PACED_LIMITS, answered in
+    0.3 s: what reached the destination at most at once, and in any second."""
+    import httpx  # noqa: PLC0415
+
+    from devstack.demo import pointed_at  # noqa: PLC0415
+    from hub.adapters.aws import reset_clients  # noqa: PLC0415
+    from hub.adapters.dynamo.connections import DynamoConnections  # noqa: PLC0415
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
+    from hub.domain.delivery_limits import DeliveryLimits  # noqa: PLC0415
+    from hub.domain.tenancy import (  # noqa: PLC0415
+        ApiKey,
+        Connection,
+        Integration,
+        IntegrationMode,
+        MessageTypeConfig,
+        Tenant,
+        hash_api_key,
+    )
+    from hub.domain.tenancy import Destination as HubDestination  # noqa: PLC0415
+
+    tenant, integration, key = PACED
+    with PacedDestination(0.3) as destination, _stack(load, True, log_dir) as stack, pointed_at(stack):
+        reset_clients()
+        table = stack.resources["HubTable"]
+        config = DynamoConfigRepository(table)
+        config.put_tenant(Tenant(tenant_id=tenant, name="paced"))
+        limits = DeliveryLimits.model_validate(PACED_LIMITS)
+        DynamoConnections(table).create(
+            Connection(
+                connection_id="con_paced",
+                tenant_id=tenant,
+                destination=HubDestination(url=destination.url, connection_id="con_paced", limits=limits),
+            )
+        )
+        config.put_integration(
+            Integration(
+                integration_id=integration,
+                tenant_id=tenant,
+                name="paced",
+                mode=IntegrationMode.ORCHESTRATION,
+                connection_id="con_paced",
+                message_types={"purchase_order": MessageTypeConfig()},
+            )
+        )
+        config.put_api_key(ApiKey(key_id="paced", tenant_id=tenant, key_hash=hash_api_key(key)))
+        reset_clients()
+        posted = Posted()
+        run = f"paced-{int(time.time())}"
+        with httpx.Client(base_url=stack.api_url, timeout=60, trust_env=False) as api:
+            started = time.monotonic()
+            with ThreadPoolExecutor(load.concurrency) as pool:
+                for index in range(count):
+                    pool.submit(_post, api, PACED, index, run, posted)
+            last, since = -1, time.monotonic()
+            while len(set(posted.started) & set(destination.ok)) < len(posted.started):
+                done = len(destination.ok)
+                if done != last:
+                    last, since = done, time.monotonic()
+                elif time.monotonic() - since > load.stall:
+                    break
+                time.sleep(0.2)
+            elapsed = time.monotonic() - started
+    delivered = [m for m in posted.started if destination.ok.get(m)]
+    return {
+        "limits": PACED_LIMITS,
+        "posted": len(posted.started),
+        "delivered": len(delivered),
+        "delivered_more_than_once": sum(1 for m in delivered if destination.ok[m] > 1),
+        "max_in_flight": destination.most_in_flight,
+        "max_in_any_second": most_in_a_window(destination.arrivals, 1.0),
+        "messages_per_s": len(delivered) / elapsed if elapsed else None,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -240,6 +369,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16, help="A's concurrent clients")
     parser.add_argument("--instances", type=int, default=25, help="worker instances at most")
     parser.add_argument("--stall", type=float, default=60.0, help="give up after this long without progress")
+    parser.add_argument("--paced-n", type=int, default=300, help="messages through the limited connection")
     args = parser.parse_args()
     import logging  # noqa: PLC0415
 
@@ -258,6 +388,7 @@ def main() -> int:
         alone = run_once(load, fair=True, with_noisy=False, log_dir=log_dir)
         on = run_once(load, fair=True, with_noisy=True, log_dir=log_dir)
         off = run_once(load, fair=False, with_noisy=True, log_dir=log_dir)
+        paced = run_pacing(load, args.paced_n, log_dir)
 
     def p99(result: dict[str, Any]) -> float | None:
         figures = result["quiet_time_to_sent_s"]
@@ -273,6 +404,9 @@ def main() -> int:
             "fairness_quiet_p99_ratio": ratio_on,
             "fairness_off_quiet_p99_ratio": ratio_off,
             "fairness_noisy_messages_per_s": on["noisy_messages_per_s"],
+            "pacing_max_in_flight": paced["max_in_flight"],
+            "pacing_max_in_any_second": paced["max_in_any_second"],
+            "pacing": {"measured_at": now_iso(), **paced},
             "fairness": {
                 "measured_at": now_iso(),
                 "load": load.__dict__,
@@ -286,6 +420,7 @@ def main() -> int:
     for name, result in (("B alone", alone), ("A+B fair on", on), ("A+B fair off", off)):
         print(f"{name:13} {json.dumps(result)}")
     print(f"B's p99 with A's burst / alone: fairness on {ratio_on}, off {ratio_off}")
+    print(f"paced connection {json.dumps(paced)}")
     return 0
 
 

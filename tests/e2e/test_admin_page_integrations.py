@@ -107,6 +107,10 @@ def test_an_admin_creates_an_observability_integration_on_a_sefaz_connection_wit
         "SEFAZ requires mTLS — attach the A1 digital certificate (.pfx/.p12)"
     )
     expect(page.get_by_label("Operation")).to_have_value("nfeStatusServicoNF")
+    # And the SEFAZ preset for what the destination can take (issue 30): one at a time, 1/s.
+    expect(page.get_by_label("In flight at most")).to_have_value("1")
+    expect(page.get_by_label("Requests per second")).to_have_value("1")
+    expect(page.get_by_label("Burst")).to_have_value("1")
     page.get_by_label("URL").fill(SEFAZ_URL)
     page.get_by_label("A1 certificate (.pfx/.p12)").set_input_files(a1_file(tmp_path, valid_days))
     page.get_by_label("Certificate password").fill(PFX_PASSWORD.decode())
@@ -137,6 +141,7 @@ def test_an_admin_creates_an_observability_integration_on_a_sefaz_connection_wit
         True,
     )
     assert stored["soap"]["soap_version"] == "1.2"
+    assert stored["limits"] == {"max_concurrency": 1, "rate_per_second": 1.0, "burst": 1}
     saved = admin.get(f"{TENANT_PATH}/integrations/{integration_id}").json()
     assert (saved["mode"], saved["connection_id"]) == ("observability", connection_id)
 

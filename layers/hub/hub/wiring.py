@@ -196,6 +196,7 @@ def connection_gate(scheduler: EventBridgeRetryScheduler | None = None) -> Conne
     """Pause and circuit breaker in front of each delivery (issue 12), one per worker instance."""
     from datetime import timedelta
 
+    from hub.adapters.dynamo.connection_limits import DynamoConnectionLimits
     from hub.adapters.dynamo.connection_state import DynamoConnectionStates
     from hub.adapters.sqs import SqsStepQueue
     from hub.delivery.breaker import BreakerPolicy
@@ -209,22 +210,33 @@ def connection_gate(scheduler: EventBridgeRetryScheduler | None = None) -> Conne
         policy=BreakerPolicy(cooldown=timedelta(seconds=s.breaker_cooldown_seconds)),
         breaker=s.circuit_breaker,
         cache_seconds=s.connection_state_cache_seconds,
+        limits=DynamoConnectionLimits(s.table_name),
     )
 
 
 @lru_cache(maxsize=1)
 def releaser() -> Releaser:
     """The connection jobs of the pipeline queue: release held messages, send the probe."""
+    import time
+
+    from hub.adapters.dynamo.connection_limits import DynamoConnectionLimits
     from hub.adapters.dynamo.connection_state import DynamoConnectionStates
+    from hub.adapters.dynamo.connections import DynamoConnections
     from hub.adapters.sqs import SqsStepQueue
+    from hub.delivery.drain import Drainer
     from hub.delivery.release import Releaser
 
     s = settings()
-    return Releaser(
-        DynamoConnectionStates(s.table_name),
-        SqsStepQueue(s.pipeline_queue_url),
-        rate_per_second=s.release_rate_per_second,
+    held = DynamoConnectionStates(s.table_name)
+    queue = SqsStepQueue(s.pipeline_queue_url)
+    drainer = Drainer(
+        held,
+        DynamoConnectionLimits(s.table_name),
+        DynamoConnections(s.table_name),
+        queue,
+        clock_ms=lambda: int(time.time() * 1000),
     )
+    return Releaser(held, queue, rate_per_second=s.release_rate_per_second, drainer=drainer)
 
 
 @lru_cache(maxsize=1)

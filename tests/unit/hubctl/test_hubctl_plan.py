@@ -118,3 +118,19 @@ def test_a_client_certificate_in_the_file_is_shown_masked_and_never_compared():
     assert "MIIKcAIBAzCCCj" not in shown
     assert "pfx-password" not in shown
     assert again.action is Action.UNCHANGED
+
+
+def test_a_connections_limits_compare_as_the_hub_stores_them():
+    """Issue 30: `limits` in a Connection spec; the hub shows an unset one as null."""
+    spec = {"url": "https://erp.example.com/in", "limits": {"rate_per_second": 5, "max_concurrency": 2}}
+    view = {
+        "url": "https://erp.example.com/in",
+        "limits": {"max_concurrency": 2, "rate_per_second": 5.0, "burst": None},
+    }
+    compared = normalized(Kind.CONNECTION, spec)
+
+    assert plan(view, spec, version=2, compared=compared).action is Action.UNCHANGED
+    faster = {**spec, "limits": {"rate_per_second": 10, "max_concurrency": 2}}
+    changed = plan(view, faster, version=2, compared=normalized(Kind.CONNECTION, faster))
+    assert changed.action is Action.UPDATE
+    assert [c.path for c in changed.changes] == ["limits.rate_per_second"]

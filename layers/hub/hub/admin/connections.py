@@ -38,6 +38,7 @@ from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
 from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
+from hub.domain.delivery_limits import DeliveryLimits
 from hub.domain.destination_binding import CLIENT_CERTIFICATE, check_resent, origin
 from hub.domain.ids import new_id
 from hub.domain.model import HubModel
@@ -132,6 +133,9 @@ class ConnectionSpec(HubModel):
     #: The client certificate again, uploaded with this save (under the connection's id): needed
     #: when a save moves an mTLS connection to another origin or turns mTLS on.
     client_certificate: ClientCertificateUpload | None = Field(default=None, repr=False)
+    #: What the destination can take (issue 30): `max_concurrency` deliveries in flight,
+    #: `rate_per_second` (with `burst`). Absent or null: unlimited.
+    limits: DeliveryLimits | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -189,6 +193,7 @@ def connection_view(connection: Connection) -> dict[str, Any]:
         "read_timeout_seconds": d.read_timeout_seconds,
         "soap": d.soap.model_dump(mode="json") if d.soap else None,
         "idempotent_retries": d.idempotent_retries,
+        "limits": d.limits.model_dump(mode="json") if d.limits is not None else None,
         "use_client_certificate": d.client_certificate_id is not None,
         "trusted_ca_pem": d.trusted_ca_pem,
         "created_at": _iso(connection.created_at),
@@ -448,6 +453,7 @@ class ConnectionAdmin:
             "idempotent_retries": spec.idempotent_retries,
             "trusted_ca_pem": spec.trusted_ca_pem,
             "client_certificate_id": connection_id if spec.use_client_certificate else None,
+            "limits": spec.limits if spec.limits is not None and spec.limits.limited else None,
         }
         try:
             return Destination.model_validate(data)

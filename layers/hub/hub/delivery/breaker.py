@@ -33,6 +33,9 @@ from hub.domain.failure import ErrorClass
 class HeldReason(StrEnum):
     PAUSED = "paused"
     CIRCUIT_OPEN = "circuit_open"
+    #: Over the connection's declared limits (issue 30, hub.delivery.limits).
+    RATE_LIMITED = "rate_limited"
+    CONCURRENCY_LIMITED = "concurrency_limited"
 
 
 class Circuit(StrEnum):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,10 @@ from hub.delivery.breaker import (
     next_cooldown,
     should_open,
 )
+from hub.delivery.limits import LimitState, Permit, Refusal
+from hub.domain.delivery_limits import DeliveryLimits
 from hub.domain.failure import ErrorClass
+from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, PipelineStep, StepMessage
 from hub.domain.model import HubModel
 from hub.domain.status import PipelineStatus
@@ -46,12 +50,18 @@ from hub.errors import HubError
 
 logger = logging.getLogger(__name__)
 
+#: Held for a connection's limits: released by the drain, not by resume or close.
+LIMIT_REASONS = frozenset({HeldReason.RATE_LIMITED.value, HeldReason.CONCURRENCY_LIMITED.value})
+
 
 class JobKind(StrEnum):
     #: Release one page of a connection's held set, then the next page later.
     RELEASE = "release"
     #: The open breaker's cool-down passed: send one held message as the probe.
     PROBE = "probe"
+    #: Release messages held for the connection's limits as capacity frees (issue 30,
+    #: hub.delivery.drain); `cursor` carries the drain's run id.
+    DRAIN = "drain"
 
 
 class ConnectionJob(HubModel):
@@ -75,6 +85,15 @@ def parse_job(data: object) -> ConnectionJob | None:
     return None
 
 
+#: The publish id of a deliver step a release sent (resume, breaker close, a drain).
+RELEASED_PREFIX = "rel_"
+
+
+def released(step: StepMessage) -> bool:
+    """`step` was sent by a release of the held set (not by ingest, a retry or an operator)."""
+    return step.publish_id.startswith(RELEASED_PREFIX)
+
+
 def held_step(record: MessageRecord) -> StepMessage:
     """The deliver step that releases a held message: expects the sequence the hold left, so
     two releases of one hold (a redelivered release job) deliver it once."""
@@ -87,7 +106,7 @@ def held_step(record: MessageRecord) -> StepMessage:
         attempt=record.retry_count,
         execution_id=record.execution_id,
         correlation_id=record.correlation_id,
-        publish_id=f"rel_{digest}",
+        publish_id=f"{RELEASED_PREFIX}{digest}",
         seq=record.step_seq,
     )
 
@@ -135,6 +154,44 @@ class ConnectionStates(Protocol):
         ...
 
 
+class ConnectionLimits(Protocol):
+    """Permits of limited connections and their drain lease (hub.adapters.dynamo.connection_limits)."""
+
+    def acquire(
+        self,
+        tenant_id: str,
+        connection_id: str,
+        limits: DeliveryLimits,
+        *,
+        holder: str,
+        now_ms: int,
+        attempt_ms: int,
+        released: bool = False,
+    ) -> Permit | Refusal: ...
+    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState: ...
+    def get(self, tenant_id: str, connection_id: str) -> LimitState: ...
+    def claim_drain(
+        self, tenant_id: str, connection_id: str, *, run: str, first: str, now_ms: int, lease_ms: int
+    ) -> bool: ...
+    def run_drain(
+        self,
+        tenant_id: str,
+        connection_id: str,
+        *,
+        run: str,
+        job: str,
+        following: str,
+        now_ms: int,
+        lease_ms: int,
+    ) -> bool: ...
+    def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None: ...
+
+
+#: A refusal this close to a permit is waited out in the worker instead of holding the message
+#: (the hold and its release cost more than the wait).
+INLINE_WAIT_MS = 1000
+
+
 class JobQueue(Protocol):
     def publish(self, step: StepMessage, delay_seconds: int = 0) -> None: ...
     def publish_job(self, job: ConnectionJob, delay_seconds: int = 0) -> None: ...
@@ -160,6 +217,56 @@ class Admission:
     reason: HeldReason | None = None
 
 
+#: How long a drain run's lease lasts (renewed by each run, about every second).
+DRAIN_LEASE_MS = 60_000
+
+
+def seconds_of(wait_ms: int) -> int:
+    """A wait as an SQS delay: whole seconds, rounded up, at most 15 minutes."""
+    return min(900, max(0, math.ceil(wait_ms / 1000)))
+
+
+#: The job a delivery that freed a slot sends a running drain: release now, outside its chain.
+KICK = "kick"
+
+
+def drain_job(tenant_id: str, connection_id: str, run: str, job: str) -> ConnectionJob:
+    """One job of drain `run`: `cursor` is ``<run>/<job>`` (a chain job's id, or KICK)."""
+    return ConnectionJob(
+        job=JobKind.DRAIN,
+        connection_id=connection_id,
+        tenant_id=tenant_id,
+        generation=0,
+        cursor=f"{run}/{job}",
+    )
+
+
+def drain_ids(job: ConnectionJob) -> tuple[str, str]:
+    """(run, job) of a drain job."""
+    run, _, which = (job.cursor or "").partition("/")
+    return run, which
+
+
+def start_drain(
+    leases: ConnectionLimits,
+    queue: JobQueue,
+    tenant_id: str,
+    connection_id: str,
+    *,
+    now_ms: int,
+    wait_ms: int = 0,
+) -> bool:
+    """After a hold for a limit: takes the drain lease unless a live drain has it, and sends its
+    first run for when the connection has room again. True when this call started it."""
+    run, first = new_id("drn"), new_id("dj")
+    if not leases.claim_drain(
+        tenant_id, connection_id, run=run, first=first, now_ms=now_ms, lease_ms=DRAIN_LEASE_MS
+    ):
+        return False
+    queue.publish_job(drain_job(tenant_id, connection_id, run, first), delay_seconds=seconds_of(wait_ms))
+    return True
+
+
 class ConnectionGate:
     def __init__(
         self,
@@ -171,10 +278,16 @@ class ConnectionGate:
         breaker: bool = True,
         cache_seconds: float = 5.0,
         monotonic: Callable[[], float] = time.monotonic,
+        limits: ConnectionLimits | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self._states = states
         self._queue = queue
         self._scheduler = scheduler
+        self._limits = limits
+        self._sleep = sleep
+        self._clock_ms = clock_ms
         self._policy = policy
         self._breaker = breaker
         self._cache_seconds = cache_seconds
@@ -206,6 +319,56 @@ class ConnectionGate:
         if gate is Gate.DELIVER:
             return Admission(Gate.DELIVER, state)
         return Admission(Gate.HOLD, state, state.holding or HeldReason.CIRCUIT_OPEN)
+
+    def permit(
+        self,
+        tenant_id: str,
+        connection_id: str,
+        limits: DeliveryLimits,
+        *,
+        message_id: str,
+        attempt_ms: int,
+        released: bool,
+    ) -> Permit | Refusal:
+        """A permit for one delivery to a limited connection (issue 30), or why it must wait.
+        A refusal whose wait is at most `INLINE_WAIT_MS` is waited out here, once."""
+        if self._limits is None:
+            return Permit(self._clock_ms(), None, 0, None, 0, 0, released)
+        decision = self._limits.acquire(
+            tenant_id,
+            connection_id,
+            limits,
+            holder=message_id,
+            now_ms=self._clock_ms(),
+            attempt_ms=attempt_ms,
+            released=released,
+        )
+        if isinstance(decision, Refusal) and decision.wait_ms <= INLINE_WAIT_MS:
+            self._sleep(decision.wait_ms / 1000)
+            decision = self._limits.acquire(
+                tenant_id,
+                connection_id,
+                limits,
+                holder=message_id,
+                now_ms=self._clock_ms(),
+                attempt_ms=attempt_ms,
+                released=released,
+            )
+        return decision
+
+    def give_back(self, tenant_id: str, connection_id: str, permit: Permit, *, message_id: str) -> None:
+        """After the attempt: the permit's concurrency slot is free again (best effort: a slot
+        not given back frees itself when its lease ends)."""
+        if self._limits is None or permit.slot is None:
+            return
+        try:
+            after = self._limits.release(tenant_id, connection_id, permit, holder=message_id)
+            if after.drain_run is not None and after.draining(self._clock_ms()):
+                # Messages wait for this connection: hand the slot on now rather than at the
+                # drain's next run (a kick: it releases, the drain's chain goes on as it was).
+                self._queue.publish_job(drain_job(tenant_id, connection_id, after.drain_run, KICK))
+        except HubError:
+            logger.warning("delivery slot not given back", extra={"connection_id": connection_id})
 
     # --- after it -------------------------------------------------------------------------
 
@@ -306,6 +469,10 @@ class ConnectionGate:
         resumed (or closed) meanwhile - after the release already passed - the message releases
         itself; a release that does see the pointer sends the same step (delivered once)."""
         self._states.hold(connection_id, record, reason, now)
+        if reason in LIMIT_REASONS and self._limits is not None:
+            # Over the connection's limits: the drain releases it, oldest first (issue 30).
+            start_drain(self._limits, self._queue, record.tenant_id, connection_id, now_ms=self._clock_ms())
+            return
         state = self._fresh(record.tenant_id, connection_id)
         if state.holding is None:
             self._queue.publish(held_step(record))

@@ -70,6 +70,10 @@ class HeldSet(Protocol):
     def advance_release(self, tenant_id: str, connection_id: str, page: str, following: str) -> None: ...
 
 
+class JobRunner(Protocol):
+    def run(self, job: ConnectionJob) -> str: ...
+
+
 class Releaser:
     def __init__(
         self,
@@ -78,15 +82,20 @@ class Releaser:
         *,
         rate_per_second: int = 10,
         clock: Callable[[], datetime] = utcnow,
+        drainer: JobRunner | None = None,
     ) -> None:
         self._held = held
         self._queue = queue
         self._rate = max(1, rate_per_second)
         self._clock = clock
+        self._drainer = drainer
 
     def run(self, job: ConnectionJob) -> str:
         """Runs `job` once; what it did (for the log). Raises on an outage (SQS redelivers it;
         a page released twice delivers each message once)."""
+        if job.job is JobKind.DRAIN:
+            # Messages held for the connection's limits (issue 30, hub.delivery.drain).
+            return self._drainer.run(job) if self._drainer is not None else "no_drainer"
         state = self._held.get(job.tenant_id, job.connection_id)
         ids = {"connection_id": job.connection_id, "job": job.job.value, "generation": job.generation}
         if job.job is JobKind.RELEASE:

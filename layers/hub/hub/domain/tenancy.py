@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from hub.domain.delivery_limits import DeliveryLimits
 from hub.domain.mapping_spec import MappingSpec, check_expression
 from hub.domain.model import HubModel
 from hub.domain.rate_limit import Rate
@@ -144,6 +145,10 @@ class Destination(HubModel):
     #: replace the system trust store: e.g. the ICP-Brasil roots for a production SEFAZ). None:
     #: the system trust store. Checked when saved through the admin API (hub.delivery.tls).
     trusted_ca_pem: str | None = Field(default=None, max_length=TRUSTED_CA_PEM_MAX_CHARS)
+    #: What the destination can take (issue 30): deliveries in flight and requests per second,
+    #: per connection. None: unlimited. Only a connection's destination (one with a
+    #: `connection_id`) is limited: the limits' state is the connection's.
+    limits: DeliveryLimits | None = None
 
     @model_validator(mode="after")
     def _platform_rules(self) -> Destination:

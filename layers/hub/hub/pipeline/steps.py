@@ -12,13 +12,26 @@ from datetime import datetime
 from typing import Any
 
 from hub.delivery.breaker import Gate, HeldReason
-from hub.delivery.gate import Admission, ConnectionGate
-from hub.delivery.port import Connector, DeliveryFailed, OutboundRequest, unusable_destination_class
+from hub.delivery.gate import Admission, ConnectionGate, released
+from hub.delivery.limits import Permit, Refusal
+from hub.delivery.port import (
+    Connector,
+    DeliveryFailed,
+    DeliveryOutcome,
+    OutboundRequest,
+    unusable_destination_class,
+)
 from hub.domain import idempotency
 from hub.domain.failure import ErrorClass
 from hub.domain.message import MessageRecord, PayloadFormat, PipelineStep, StepMessage
 from hub.domain.status import FINAL_STATUSES, PipelineStatus
-from hub.domain.tenancy import DestinationProtocol, DuplicateHandling, Integration, IntegrationMode
+from hub.domain.tenancy import (
+    Destination,
+    DestinationProtocol,
+    DuplicateHandling,
+    Integration,
+    IntegrationMode,
+)
 from hub.errors import HubError
 from hub.mapping import MappingError
 from hub.mapping.engine import MappedOutput, apply_mapping, looks_like_xml, passthrough, read_payload
@@ -339,13 +352,10 @@ class Steps:
             if admission.gate is Gate.HOLD:
                 reason = admission.reason or HeldReason.PAUSED
                 return self._hold(step, taken, connection_id, reason, started=started, log=log)
-        # Checked now, after our writes before the attempt: what is left is what the attempt has.
-        read_timeout = capped_read_timeout(destination, time_left()) if time_left is not None else None
-        if read_timeout is not None:
-            logger.debug(
-                "read timeout capped to end before the invocation",
-                extra={**log_ids(step), "read_timeout_seconds": round(read_timeout, 1)},
-            )
+        read_timeout = _read_timeout(step, destination, time_left)
+        permit = self._permit(step, record, destination, connection_id, read_timeout)
+        if isinstance(permit, Refusal) and connection_id is not None:
+            return self._hold(step, taken, connection_id, permit.reason, started=started, log=log)
         request = OutboundRequest(
             message_id=record.message_id,
             idempotency_key=record.message_id,
@@ -357,7 +367,7 @@ class Steps:
         )
         taken.progress.destination_called = True
         try:
-            outcome = self._connectors[destination.protocol].deliver(destination, request)
+            outcome = self._attempt(destination, request, connection_id, permit)
         except HubError as unusable:
             # A destination we cannot even call (unknown WSDL operation, unreadable client
             # certificate): no retry can fix it; an operator must change the connection.
@@ -419,6 +429,47 @@ class Steps:
             },
         )
         return StepReport(StepOutcome.DONE, "sent")
+
+    def _permit(
+        self,
+        step: StepMessage,
+        record: MessageRecord,
+        destination: Destination,
+        connection_id: str | None,
+        read_timeout: float | None,
+    ) -> Permit | Refusal | None:
+        """The connection's declared limits (issue 30): a permit for this attempt, or why the
+        message must wait (None: no limits, nothing to ask)."""
+        limits = destination.limits
+        if connection_id is None or self._gate is None or limits is None or not limits.limited:
+            return None
+        attempt_seconds = destination.connect_timeout_seconds + (
+            read_timeout if read_timeout is not None else destination.read_timeout_seconds
+        )
+        return self._gate.permit(
+            record.tenant_id,
+            connection_id,
+            limits,
+            message_id=record.message_id,
+            attempt_ms=int(attempt_seconds * 1000),
+            released=released(step),
+        )
+
+    def _attempt(
+        self,
+        destination: Destination,
+        request: OutboundRequest,
+        connection_id: str | None,
+        permit: Permit | Refusal | None,
+    ) -> DeliveryOutcome:
+        """The call to the destination; a permit's concurrency slot is given back as soon as it
+        ends, before our writes of its outcome."""
+        try:
+            return self._connectors[destination.protocol].deliver(destination, request)
+        finally:
+            if isinstance(permit, Permit) and connection_id is not None and self._gate is not None:
+                tenant_id = request.tenant_id or ""
+                self._gate.give_back(tenant_id, connection_id, permit, message_id=request.message_id)
 
     def _hold(
         self,
@@ -650,3 +701,15 @@ def log_ids(step: StepMessage) -> dict[str, Any]:
         "lock_wait": step.lock_wait,
         "correlation_id": step.correlation_id,
     }
+
+
+def _read_timeout(step: StepMessage, destination: Destination, time_left: TimeLeft | None) -> float | None:
+    """The attempt's read timeout when the invocation's time left caps it (issue 30), else None.
+    Checked as the attempt starts, after our writes before it: what is left is what it has."""
+    read_timeout = capped_read_timeout(destination, time_left()) if time_left is not None else None
+    if read_timeout is not None:
+        logger.debug(
+            "read timeout capped to end before the invocation",
+            extra={**log_ids(step), "read_timeout_seconds": round(read_timeout, 1)},
+        )
+    return read_timeout

@@ -11,6 +11,10 @@ import { errorBlock, field, fill, h, toast } from "../ui.js";
 import { allowed, testConnection } from "./integrations.js";
 
 export const SEFAZ_HINT = "SEFAZ requires mTLS — attach the A1 digital certificate (.pfx/.p12)";
+/** What the page proposes for a SEFAZ connection (hub.domain.delivery_limits.SEFAZ_PRESET):
+ * SEFAZ blocks an emitter that calls too often ("consumo indevido"). */
+const SEFAZ_LIMITS = { max_concurrency: 1, rate_per_second: 1, burst: 1 };
+
 /** NF-e 4.00 status service (nfelib ships the WSDL): what a new SEFAZ connection starts with. */
 const SEFAZ_SOAP = {
   wsdl: "nfelib:nfe/wsdl/v4_0/nfestatusservico4.wsdl",
@@ -230,6 +234,10 @@ class IntegrationForm {
       mtls: checkbox("Present a client certificate (mTLS)", false, { name: "use_client_certificate" }),
       pfx: h("input", { type: "file", name: "certificate", accept: ".pfx,.p12,application/x-pkcs12" }),
       pfx_password: h("input", { type: "password", name: "certificate_password", autocomplete: "off" }),
+      // What the destination can take (issue 30); empty: unlimited.
+      max_concurrency: num({ name: "max_concurrency", min: 1, max: 1000, step: 1, placeholder: "unlimited" }),
+      rate_per_second: num({ name: "rate_per_second", min: 0.01, max: 1000, step: "any", placeholder: "unlimited" }),
+      burst: num({ name: "burst", min: 1, max: 1000, step: 1, placeholder: "the rate, rounded up" }),
     };
     const k = this.conn;
     for (const control of [k.platform, k.protocol, k.auth]) control.addEventListener("change", () => this.sync(control));
@@ -239,7 +247,9 @@ class IntegrationForm {
       ["auth.username", k.username], ["auth.password", k.password], ["auth.header_name", k.header_name],
       ["auth.api_key", k.api_key], ["soap", k.wsdl], ["soap.wsdl", k.wsdl], ["soap.binding", k.binding],
       ["soap.operation", k.operation], ["soap.soap_version", k.soap_version], ["use_client_certificate", k.pfx],
-      ["client_certificate_id", k.pfx], ["certificate", k.pfx], ["password", k.pfx_password]]) {
+      ["client_certificate_id", k.pfx], ["certificate", k.pfx], ["password", k.pfx_password],
+      ["limits", k.max_concurrency], ["limits.max_concurrency", k.max_concurrency],
+      ["limits.rate_per_second", k.rate_per_second], ["limits.burst", k.burst]]) {
       this.controls.set(`connection.${api}`, control);
     }
     this.authParts = {
@@ -256,13 +266,42 @@ class IntegrationForm {
       field("A1 certificate (.pfx/.p12)", k.pfx, "Read in this browser and uploaded before the connection is saved; never shown again."),
       field("Certificate password", k.pfx_password));
     this.mtlsRow = k.mtls.row;
+    const preset = h("button", { type: "button", class: "secondary", "data-action": "sefaz-limits",
+      onclick: () => this.fillLimits(SEFAZ_LIMITS) }, "SEFAZ preset (1 at a time, 1/s)");
+    this.limitsPart = h("fieldset", { class: "int-sub", "data-part": "limits" },
+      h("legend", {}, "Delivery limits"),
+      h("p", { class: "hint" }, "What the destination can take. Over a limit a message waits (retry_pending, rate_limited or concurrency_limited) without spending an attempt, and goes in arrival order as capacity frees. Empty: unlimited."),
+      h("div", { class: "int-columns" },
+        field("In flight at most", k.max_concurrency),
+        field("Requests per second", k.rate_per_second),
+        field("Burst", k.burst)),
+      h("div", { class: "row" }, preset));
     return h("div", { class: "int-sub", "data-part": "new-connection" },
       field("Connection id", k.connection_id, "The client certificate is stored under it."),
       field("Connection name", k.name),
       field("Platform", k.platform),
       field("Protocol", k.protocol),
       field("URL", k.url),
-      this.httpPart, this.soapPart, this.mtlsRow, this.certPart);
+      this.httpPart, this.soapPart, this.mtlsRow, this.certPart, this.limitsPart);
+  }
+
+  fillLimits(limits) {
+    const k = this.conn;
+    k.max_concurrency.value = limits.max_concurrency ?? "";
+    k.rate_per_second.value = limits.rate_per_second ?? "";
+    k.burst.value = limits.burst ?? "";
+  }
+
+  /** The new connection's limits as the API takes them, or null (unlimited). */
+  limits() {
+    const k = this.conn;
+    const number = (control) => (control.value.trim() === "" ? null : Number(control.value));
+    const limits = {
+      max_concurrency: number(k.max_concurrency),
+      rate_per_second: number(k.rate_per_second),
+      burst: number(k.burst),
+    };
+    return Object.values(limits).some((value) => value !== null) ? limits : null;
   }
 
   addType(name, config, focus = false) {
@@ -335,6 +374,7 @@ class IntegrationForm {
       k.protocol.value = "soap";
       k.soap_version.value = "1.2";
       if (changed === k.platform) {
+        if (!this.limits()) this.fillLimits(SEFAZ_LIMITS);
         if (!k.wsdl.value) k.wsdl.value = SEFAZ_SOAP.wsdl;
         if (!k.binding.value) k.binding.value = SEFAZ_SOAP.binding;
         if (!k.operation.value) k.operation.value = SEFAZ_SOAP.operation;
@@ -445,6 +485,8 @@ class IntegrationForm {
       use_client_certificate: platform === "sefaz" || k.mtls.input.checked,
     };
     if (k.name.value.trim()) spec.name = k.name.value.trim();
+    const limits = this.limits();
+    if (limits) spec.limits = limits;
     if (protocol === "soap") {
       spec.method = "POST";
       spec.soap = { wsdl: k.wsdl.value.trim(), operation: k.operation.value.trim(), soap_version: k.soap_version.value };

@@ -19,6 +19,7 @@ from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import index_page, items_of
 from hub.adapters.dynamo.table import ConditionFailed, Table, TransactionCancelled, Update, format_ts
 from hub.certificates.envelope import DataKeys
+from hub.domain.delivery_limits import DeliveryLimits
 from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict, StorageUnavailable
 from hub.ports import ConnectionPage, VersionConflict
@@ -147,6 +148,11 @@ class DynamoConnections:
     def get(self, tenant_id: str, connection_id: str) -> Connection | None:
         item = self._table.get(keys.connection_key(tenant_id, connection_id))
         return connection_from(item) if item else None
+
+    def limits_of(self, tenant_id: str, connection_id: str) -> DeliveryLimits | None:
+        """hub.delivery.drain.LimitsSource: the connection's declared limits as stored now."""
+        connection = self.get(tenant_id, connection_id)
+        return connection.destination.limits if connection is not None else None
 
     def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
         partition = keys.connection_partition(tenant_id)

@@ -57,6 +57,10 @@ read for a view treats an expired one as gone (DynamoDB deletes it up to days la
 - connection state (pause and circuit breaker, issue 12): ``CONNSTATE#<tenant>#<connection>`` /
   ``STATE``
   - worker (breaker), admin API (pause / resume) (hub.adapters.dynamo.connection_state); no TTL
+- connection limits (issue 30): ``CONNLIMIT#<tenant>#<connection>`` / ``LIMIT`` - the worker, one
+  conditional update per delivery to a limited connection (the rate's `tat`, the concurrency
+  slots `s<k>` / `h<k>`), and one more giving a slot back (hub.adapters.dynamo.connection_limits);
+  no TTL
 - held message pointer: ``HELD#<tenant>#<connection>`` / ``<message_id>`` - one per message waiting on a
   paused connection or an open breaker; the worker writes it, the release job pages through the
   partition and deletes it, a cancel deletes it (hub.adapters.dynamo.connection_state); no TTL
@@ -419,6 +423,12 @@ def connection_state_key(tenant_id: str, connection_id: str) -> Key:
     """A connection's pause and breaker state (apart from its configuration item, which an
     admin PUT replaces whole)."""
     return {"PK": f"CONNSTATE#{tenant_id}#{connection_id}", "SK": "STATE"}
+
+
+def connection_limit_key(tenant_id: str, connection_id: str) -> Key:
+    """A limited connection's permits (issue 30): the rate's `tat` and the concurrency slots
+    (hub.delivery.limits); apart from the pause and breaker state, which a permit never reads."""
+    return {"PK": f"CONNLIMIT#{tenant_id}#{connection_id}", "SK": "LIMIT"}
 
 
 def held_partition(tenant_id: str, connection_id: str) -> str:

@@ -1,0 +1,177 @@
+"""A limited connection's permits on the hub table (issue 30, hub.delivery.limits).
+
+``CONNLIMIT#<tenant>#<connection>`` / ``LIMIT``: ``tat`` (the rate's theoretical arrival time,
+epoch ms) and per concurrency slot ``s<k>`` (lease end, epoch ms) with ``h<k>`` (its holder).
+A permit is one UpdateItem whose condition re-checks what the plan read: a failed condition
+returns the item (ALL_OLD) and the plan is made again from it, at most `ROUNDS` times; after
+that the delivery waits as if refused (contention means the connection is busy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import ConditionFailed, Table, Update
+from hub.delivery.limits import LimitState, Permit, RateForm, Refusal, Slot, limited_reason, plan
+from hub.domain.delivery_limits import DeliveryLimits
+
+ROUNDS = 3
+
+
+def limit_state_from(item: Mapping[str, Any] | None) -> LimitState:
+    if not item:
+        return LimitState()
+    slots = {}
+    for name, value in item.items():
+        if name.startswith("s") and name[1:].isdigit():
+            index = int(name[1:])
+            slots[index] = Slot(int(value), str(item.get(f"h{index}", "")))
+    tat, drain = item.get("tat"), item.get("drain_until")
+    return LimitState(
+        tat_ms=int(tat) if tat is not None else None,
+        slots=slots,
+        drain_until_ms=int(drain) if drain is not None else None,
+        drain_run=str(item["drain_by"]) if item.get("drain_by") else None,
+        drain_next=str(item["drain_next"]) if item.get("drain_next") else None,
+    )
+
+
+def permit_update(permit: Permit, holder: str, tenant_id: str) -> Update:
+    """The one write of `permit`: its conditions are the plan's reading of the item (and, for
+    a delivery not released from the held set, that no drain is releasing held messages)."""
+    update = Update().set(tenant_id=tenant_id)
+    if not permit.released:
+        drain = update.name("drain_until")
+        update.where(f"attribute_not_exists({drain}) OR {drain} < {update.value(permit.now_ms)}")
+    if permit.rate is RateForm.START:
+        tat = update.name("tat")
+        update.set(tat=permit.now_ms + permit.interval_ms)
+        update.where(f"attribute_not_exists({tat}) OR {tat} < {update.value(permit.now_ms)}")
+    elif permit.rate is RateForm.ADVANCE:
+        tat = update.name("tat")
+        update.set_expression(f"{tat} = {tat} + {update.value(permit.interval_ms)}")
+        low, high = update.value(permit.now_ms), update.value(permit.now_ms + permit.tolerance_ms)
+        update.where(f"{tat} BETWEEN {low} AND {high}")
+    if permit.slot is not None:
+        until, holder_name = update.name(f"s{permit.slot}"), update.name(f"h{permit.slot}")
+        update.set(**{f"s{permit.slot}": permit.lease_until_ms, f"h{permit.slot}": holder})
+        update.where(
+            f"attribute_not_exists({until}) OR {until} < {update.value(permit.now_ms)}"
+            f" OR {holder_name} = {update.value(holder)}"
+        )
+    return update
+
+
+class DynamoConnectionLimits:
+    """hub.delivery.gate.ConnectionLimits over the hub table."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = Table(table_name, "connection limit storage")
+        #: The item as this instance last saw it, per (tenant, connection): the next plan's guess.
+        self._seen: dict[tuple[str, str], LimitState] = {}
+
+    def acquire(
+        self,
+        tenant_id: str,
+        connection_id: str,
+        limits: DeliveryLimits,
+        *,
+        holder: str,
+        now_ms: int,
+        attempt_ms: int,
+        released: bool = False,
+    ) -> Permit | Refusal:
+        scoped = (tenant_id, connection_id)
+        key = keys.connection_limit_key(tenant_id, connection_id)
+        state = self._seen.get(scoped, LimitState())
+        if state.draining(now_ms) and not released:
+            # A drain this instance saw may have ended since: one read, not a refusal that lasts
+            # as long as the lease it remembers.
+            state = self.get(tenant_id, connection_id)
+        for _ in range(ROUNDS):
+            decision = plan(limits, state, now_ms, holder, attempt_ms, released=released)
+            if isinstance(decision, Refusal):
+                return decision
+            try:
+                self._seen[scoped] = limit_state_from(
+                    self._table.update(key, permit_update(decision, holder, tenant_id))
+                )
+            except ConditionFailed as failed:
+                state = limit_state_from(failed.old)
+                self._seen[scoped] = state
+                continue
+            return decision
+        return Refusal(limited_reason(limits), 1)
+
+    def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState:
+        """Gives the permit's slot back (nothing to do for a rate alone): conditioned on still
+        holding it, so a slot whose lease ended and another delivery took is left alone. The
+        item as it is after (a drain under way may hand the slot on)."""
+        if permit.slot is None:
+            return self._seen.get((tenant_id, connection_id), LimitState())
+        update = Update().remove(f"s{permit.slot}", f"h{permit.slot}")
+        update.where(f"{update.name(f'h{permit.slot}')} = {update.value(holder)}")
+        try:
+            item = self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed as failed:
+            item = failed.old or {}
+        state = limit_state_from(item)
+        self._seen[(tenant_id, connection_id)] = state
+        return state
+
+    # --- the drain (hub.delivery.release): one at a time per connection -------------------------
+
+    def get(self, tenant_id: str, connection_id: str) -> LimitState:
+        state = limit_state_from(self._table.get(keys.connection_limit_key(tenant_id, connection_id)))
+        self._seen[(tenant_id, connection_id)] = state
+        return state
+
+    def claim_drain(
+        self, tenant_id: str, connection_id: str, *, run: str, first: str, now_ms: int, lease_ms: int
+    ) -> bool:
+        """Starts drain `run`, whose job `first` runs next, unless a live drain holds the lease."""
+        update = Update().set(
+            tenant_id=tenant_id, drain_until=now_ms + lease_ms, drain_by=run, drain_next=first
+        )
+        until = update.name("drain_until")
+        update.where(f"attribute_not_exists({until}) OR {until} < {update.value(now_ms)}")
+        try:
+            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def run_drain(
+        self,
+        tenant_id: str,
+        connection_id: str,
+        *,
+        run: str,
+        job: str,
+        following: str,
+        now_ms: int,
+        lease_ms: int,
+    ) -> bool:
+        """Job `job` of drain `run` runs: renews the lease and names `following` (already sent)
+        the one job to run next. False when `job` is not the one (a copy, or one a crash-retry
+        replaced), or the drain ended: that job then does nothing."""
+        update = Update().set(drain_until=now_ms + lease_ms, drain_next=following)
+        update.where(f"{update.name('drain_by')} = {update.value(run)}")
+        update.where(f"{update.name('drain_next')} = {update.value(job)}")
+        try:
+            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed:
+            return False
+        return True
+
+    def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None:
+        """Gives the drain lease back (if this run still holds it): new deliveries go straight
+        to the destination again."""
+        update = Update().remove("drain_until", "drain_by", "drain_next")
+        update.where(f"{update.name('drain_by')} = {update.value(run)}")
+        try:
+            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
+        except ConditionFailed:
+            return

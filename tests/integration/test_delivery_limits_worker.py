@@ -1,0 +1,130 @@
+"""Per-connection limits (issue 30) through the real admin, ingest and worker handlers on moto,
+delivering to a real HTTP destination on 127.0.0.1 that notes when each request arrived.
+
+- the admin API keeps a connection's `limits` and refuses ones out of bounds;
+- a connection limited to 0.4 requests a second: what cannot wait a second in the worker is
+  held (`retry_pending` / `rate_limited`, no attempt, no retry spent, in the waiting tab), then
+  released by the drain oldest first; every message delivered once, never faster than declared.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.integration.test_connections import path, rest
+from tests.integration.test_pause_and_breaker import (
+    CONNECTION,
+    api,  # noqa: F401 - fixture
+    connected,  # noqa: F401 - fixture
+    items,
+    keys_seen,
+    order,
+    run_in_real_time,
+    settled,  # noqa: F401 - fixture
+    statuses,
+)
+
+SLOW = {"rate_per_second": 0.4, "burst": 1}  # 2,500 ms apart: more than a worker waits inline
+#: How much later than sent a request may reach the local destination (a loaded machine).
+JITTER = 0.3
+
+
+def limit(api, limits: dict[str, Any] | None) -> Any:  # noqa: F811 - the fixture, passed in
+    """PUTs the connection with `limits` (same URL)."""
+    url = api("GET", path("t1", CONNECTION)).body["url"]
+    return api("PUT", path("t1", CONNECTION), body=rest(url, limits=limits))
+
+
+class TestDeclared:
+    def test_limits_are_kept_and_shown(self, connected, api):  # noqa: F811
+        answer = limit(api, {"max_concurrency": 2, "rate_per_second": 5, "burst": 3})
+        assert answer.status == 200, answer.body
+        shown = api("GET", path("t1", CONNECTION)).body
+        assert shown["limits"] == {"max_concurrency": 2, "rate_per_second": 5.0, "burst": 3}
+
+    @pytest.mark.parametrize(
+        "limits",
+        [
+            {"max_concurrency": 0},
+            {"rate_per_second": 0},
+            {"burst": 2},
+            {"rate_per_second": 1, "per_minute": 3},
+        ],
+    )
+    def test_limits_out_of_bounds_are_refused(self, connected, api, limits):  # noqa: F811
+        answer = limit(api, limits)
+        assert answer.status == 400, answer.body
+        assert answer.body["error"]["code"] == "validation_error"
+        assert answer.body["error"]["details"][0]["field"].startswith("limits")
+
+    def test_a_new_connection_may_declare_them(self, settled, tenancy, api, destination):  # noqa: F811
+        created = api(
+            "POST",
+            path(),
+            body=rest(connection_id="sefaz-like", url=destination.url, limits={"max_concurrency": 1}),
+        )
+        assert created.status == 201, created.body
+        assert created.body["limits"] == {"max_concurrency": 1, "rate_per_second": None, "burst": None}
+
+
+class TestRateLimited:
+    def test_held_then_released_oldest_first_never_faster_than_declared(
+        self,
+        connected,  # noqa: F811
+        api,  # noqa: F811
+        tenancy,
+        ingest_api,
+        worker,
+        destination,
+    ):
+        assert limit(api, SLOW).status == 200
+        ids = [order(ingest_api, tenancy, n) for n in range(4)]
+
+        worker(include_delayed=False, settle=False, max_batches=1)
+
+        # The first went; the rest wait on the connection, nothing spent
+        assert len(destination.requests) == 1
+        stored = statuses(connected)
+        for message_id in ids[1:]:
+            held = stored[message_id]
+            assert held["pipeline_status"] == "retry_pending"
+            assert (held["held_reason"], held["held_on"]) == ("rate_limited", CONNECTION)
+            assert not {"retry_count", "next_retry_at"} & set(held)
+        assert len(items(connected, f"HELD#t1#{CONNECTION}")) == 3
+        waiting = api("GET", "/api/admin/queue", query={"tenant_id": "t1", "tab": "waiting", "limit": "10"})
+        assert {row["message_id"] for row in waiting.body["items"]} == set(ids[1:])
+
+        run_in_real_time(worker, destination, 4, timeout=60)
+
+        assert keys_seen(destination) == Counter(dict.fromkeys(ids, 1))
+        arrivals = [r.arrived for r in destination.requests]
+        order_seen = [r.headers["idempotency-key"] for r in destination.requests]
+        assert order_seen == ids  # oldest first
+        gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
+        # 2,500 ms apart as sent; at the destination less the jitter of getting a request there
+        # (the first one opens its connection).
+        assert min(gaps) >= 2.5 - JITTER
+        assert arrivals[-1] - arrivals[0] >= 3 * 2.5 - JITTER
+        assert {statuses(connected)[m]["pipeline_status"] for m in ids} == {"sent"}
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
+        assert "drain_until" not in items(connected, f"CONNLIMIT#t1#{CONNECTION}")[0]
+
+    def test_without_limits_nothing_is_written_for_them(
+        self,
+        connected,  # noqa: F811
+        tenancy,
+        ingest_api,
+        worker,
+        destination,
+    ):
+        started = time.monotonic()
+        ids = [order(ingest_api, tenancy, n) for n in range(3)]
+        worker()
+        assert keys_seen(destination) == Counter(dict.fromkeys(ids, 1))
+        assert items(connected, "CONNLIMIT#") == []
+        assert time.monotonic() - started < 60  # no waiting either (a bound, not a timing)
