@@ -25,7 +25,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hub.domain.delivery_limits import DeliveryLimits
 
 ROOT = Path(__file__).resolve().parent.parent
 for _path in (str(ROOT), str(ROOT / "layers" / "hub")):
@@ -405,14 +408,24 @@ def moto_server() -> Iterator[str]:
 
 
 def seed_tenant(
-    table: str, *, tenant_id: str, integration_id: str, api_key: str, destination: str, name: str
+    table: str,
+    *,
+    tenant_id: str,
+    integration_id: str,
+    api_key: str,
+    destination: str,
+    name: str,
+    limits: DeliveryLimits | None = None,
 ) -> None:
     """One tenant with one orchestration integration delivering to `destination` and one API key,
-    written straight to `table` (the current boto3 endpoint)."""
+    written straight to `table` (the current boto3 endpoint). With `limits`, the integration
+    delivers through a connection of its own (`con_<integration>`) that declares them."""
     from hub.adapters.aws import reset_clients  # noqa: PLC0415
+    from hub.adapters.dynamo.connections import DynamoConnections  # noqa: PLC0415
     from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
     from hub.domain.tenancy import (  # noqa: PLC0415
         ApiKey,
+        Connection,
         Destination,
         Integration,
         IntegrationMode,
@@ -424,14 +437,25 @@ def seed_tenant(
     reset_clients()
     config = DynamoConfigRepository(table)
     config.put_tenant(Tenant(tenant_id=tenant_id, name=name))
+    delivery: dict[str, Any] = {"destination": Destination(url=destination)}
+    if limits is not None:
+        connection_id = f"con_{integration_id}"
+        DynamoConnections(table).create(
+            Connection(
+                connection_id=connection_id,
+                tenant_id=tenant_id,
+                destination=Destination(url=destination, connection_id=connection_id, limits=limits),
+            )
+        )
+        delivery = {"connection_id": connection_id}
     config.put_integration(
         Integration(
             integration_id=integration_id,
             tenant_id=tenant_id,
             name=name,
             mode=IntegrationMode.ORCHESTRATION,
-            destination=Destination(url=destination),
             message_types={"purchase_order": MessageTypeConfig()},
+            **delivery,
         )
     )
     config.put_api_key(

@@ -259,6 +259,7 @@ class PacedDestination(Destination):
                     owner.in_flight -= 1
                     key = self.headers.get("idempotency-key", "")
                     owner.ok[key] = owner.ok.get(key, 0) + 1
+                    owner.first.setdefault(key, time.time())
                 self.send_response(200)
                 self.send_header("content-length", "0")
                 self.end_headers()
@@ -266,7 +267,7 @@ class PacedDestination(Destination):
             def log_message(self, *args: Any) -> None:
                 return
 
-        self.first = {}
+        self.first: dict[str, float] = {}
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/orders"
@@ -289,47 +290,20 @@ def run_pacing(load: Load, count: int, log_dir: Path) -> dict[str, Any]:
     import httpx  # noqa: PLC0415
 
     from devstack.demo import pointed_at  # noqa: PLC0415
-    from hub.adapters.aws import reset_clients  # noqa: PLC0415
-    from hub.adapters.dynamo.connections import DynamoConnections  # noqa: PLC0415
-    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
     from hub.domain.delivery_limits import DeliveryLimits  # noqa: PLC0415
-    from hub.domain.tenancy import (  # noqa: PLC0415
-        ApiKey,
-        Connection,
-        Integration,
-        IntegrationMode,
-        MessageTypeConfig,
-        Tenant,
-        hash_api_key,
-    )
-    from hub.domain.tenancy import Destination as HubDestination  # noqa: PLC0415
 
     tenant, integration, key = PACED
-    with PacedDestination(0.3) as destination, _stack(load, True, log_dir) as stack, pointed_at(stack):
-        reset_clients()
-        table = stack.resources["HubTable"]
-        config = DynamoConfigRepository(table)
-        config.put_tenant(Tenant(tenant_id=tenant, name="paced"))
-        limits = DeliveryLimits.model_validate(PACED_LIMITS)
-        DynamoConnections(table).create(
-            Connection(
-                connection_id="con_paced",
+    with PacedDestination(0.3) as destination, _stack(load, True, log_dir) as stack:
+        with pointed_at(stack):
+            seed_tenant(
+                stack.resources["HubTable"],
                 tenant_id=tenant,
-                destination=HubDestination(url=destination.url, connection_id="con_paced", limits=limits),
-            )
-        )
-        config.put_integration(
-            Integration(
                 integration_id=integration,
-                tenant_id=tenant,
-                name="paced",
-                mode=IntegrationMode.ORCHESTRATION,
-                connection_id="con_paced",
-                message_types={"purchase_order": MessageTypeConfig()},
+                api_key=key,
+                destination=destination.url,
+                name=tenant,
+                limits=DeliveryLimits.model_validate(PACED_LIMITS),
             )
-        )
-        config.put_api_key(ApiKey(key_id="paced", tenant_id=tenant, key_hash=hash_api_key(key)))
-        reset_clients()
         posted = Posted()
         run = f"paced-{int(time.time())}"
         with httpx.Client(base_url=stack.api_url, timeout=60, trust_env=False) as api:
@@ -337,14 +311,7 @@ def run_pacing(load: Load, count: int, log_dir: Path) -> dict[str, Any]:
             with ThreadPoolExecutor(load.concurrency) as pool:
                 for index in range(count):
                     pool.submit(_post, api, PACED, index, run, posted)
-            last, since = -1, time.monotonic()
-            while len(set(posted.started) & set(destination.ok)) < len(posted.started):
-                done = len(destination.ok)
-                if done != last:
-                    last, since = done, time.monotonic()
-                elif time.monotonic() - since > load.stall:
-                    break
-                time.sleep(0.2)
+            _wait([(destination, posted)], load.stall)
             elapsed = time.monotonic() - started
     delivered = [m for m in posted.started if destination.ok.get(m)]
     return {

@@ -59,18 +59,23 @@ class SqsStepQueue:
 
     def _send(self, tenant_id: str, body: str, ids: tuple[tuple[str, str], ...], delay_seconds: int) -> None:
         attributes = {name: {"DataType": "String", "StringValue": value} for name, value in ids}
-        try:
-            client("sqs").send_message(
-                QueueUrl=self._url,
-                MessageBody=body,
-                MessageAttributes=attributes,
-                MessageGroupId=tenant_id,
-                DelaySeconds=max(0, min(delay_seconds, 900)),
-            )
-        except (BotoCoreError, ClientError) as exc:
-            raise QueueUnavailable(
-                "the pipeline queue is temporarily unavailable", details={"operation": "SendMessage"}
-            ) from exc
+        _send_message(
+            QueueUrl=self._url,
+            MessageBody=body,
+            MessageAttributes=attributes,
+            MessageGroupId=tenant_id,
+            DelaySeconds=max(0, min(delay_seconds, 900)),
+        )
+
+
+def _send_message(**request: Any) -> None:
+    """One SendMessage to the pipeline queue; QueueUnavailable when SQS does not take it."""
+    try:
+        client("sqs").send_message(**request)
+    except (BotoCoreError, ClientError) as exc:
+        raise QueueUnavailable(
+            "the pipeline queue is temporarily unavailable", details={"operation": "SendMessage"}
+        ) from exc
 
 
 class SqsDeadLetterMover:
@@ -179,12 +184,7 @@ class SqsRedelivery:
             request["MessageAttributes"] = attributes
         if group_id:
             request["MessageGroupId"] = group_id
-        try:
-            client("sqs").send_message(**request)
-        except (BotoCoreError, ClientError) as exc:
-            raise QueueUnavailable(
-                "the pipeline queue is temporarily unavailable", details={"operation": "SendMessage"}
-            ) from exc
+        _send_message(**request)
 
 
 def _send_form(attribute: Mapping[str, Any]) -> dict[str, Any]:

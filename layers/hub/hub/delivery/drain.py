@@ -37,7 +37,7 @@ from hub.delivery.gate import (
     start_drain,
     still_held,
 )
-from hub.delivery.limits import capacity
+from hub.delivery.limits import LimitState, capacity
 from hub.delivery.release import HeldSet
 from hub.domain.delivery_limits import DeliveryLimits
 from hub.domain.ids import new_id
@@ -90,10 +90,11 @@ class Drainer:
             self._leases.end_drain(tenant, connection, run=run)
             logger.info("drain stopped", extra={**ids, "held_reason": state.holding.value})
             return "stopped"
-        room, wait = self._room(tenant, connection, now)
+        room, wait = self._room(tenant, connection, lease, now)
         if which == KICK:
             # A freed slot: release into it now; the chain goes on as it was.
-            released = self._release(tenant, connection, room) if room > 0 else 0
+            if room > 0:
+                self._release(tenant, connection, room)
             return "kicked"
         # The next job goes out before this one is marked run: a run that dies after this point
         # is continued by it; one that dies before is run again by SQS (and replaces it).
@@ -118,12 +119,12 @@ class Drainer:
         logger.info("drain done", extra={**ids, "released": released})
         return "done"
 
-    def _room(self, tenant: str, connection: str, now: int) -> tuple[int, int]:
-        """How many to release now, and the ms until the next run."""
+    def _room(self, tenant: str, connection: str, state: LimitState, now: int) -> tuple[int, int]:
+        """How many to release now, and the ms until the next run, from the limit item `state`
+        as this run read it."""
         limits = self._source.limits_of(tenant, connection)
         if limits is None or not limits.limited:
             return MAX_RELEASE_PER_RUN, 1000  # the limits were removed: all of them, a page a second
-        state = self._leases.get(tenant, connection)
         room, wait = capacity(limits, state, now)
         if limits.rate_per_second is not None:
             # And the next second's: a released delivery a few hundred ms early waits inline.

@@ -332,20 +332,12 @@ class ConnectionGate:
     ) -> Permit | Refusal:
         """A permit for one delivery to a limited connection (issue 30), or why it must wait.
         A refusal whose wait is at most `INLINE_WAIT_MS` is waited out here, once."""
-        if self._limits is None:
+        store = self._limits
+        if store is None:
             return Permit(self._clock_ms(), None, 0, None, 0, 0, released)
-        decision = self._limits.acquire(
-            tenant_id,
-            connection_id,
-            limits,
-            holder=message_id,
-            now_ms=self._clock_ms(),
-            attempt_ms=attempt_ms,
-            released=released,
-        )
-        if isinstance(decision, Refusal) and decision.wait_ms <= INLINE_WAIT_MS:
-            self._sleep(decision.wait_ms / 1000)
-            decision = self._limits.acquire(
+
+        def acquire() -> Permit | Refusal:
+            return store.acquire(
                 tenant_id,
                 connection_id,
                 limits,
@@ -354,6 +346,11 @@ class ConnectionGate:
                 attempt_ms=attempt_ms,
                 released=released,
             )
+
+        decision = acquire()
+        if isinstance(decision, Refusal) and decision.wait_ms <= INLINE_WAIT_MS:
+            self._sleep(decision.wait_ms / 1000)
+            decision = acquire()
         return decision
 
     def give_back(self, tenant_id: str, connection_id: str, permit: Permit, *, message_id: str) -> None:

@@ -137,11 +137,7 @@ class DynamoConnectionLimits:
         )
         until = update.name("drain_until")
         update.where(f"attribute_not_exists({until}) OR {until} < {update.value(now_ms)}")
-        try:
-            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
-        except ConditionFailed:
-            return False
-        return True
+        return self._applied(tenant_id, connection_id, update)
 
     def run_drain(
         self,
@@ -160,18 +156,20 @@ class DynamoConnectionLimits:
         update = Update().set(drain_until=now_ms + lease_ms, drain_next=following)
         update.where(f"{update.name('drain_by')} = {update.value(run)}")
         update.where(f"{update.name('drain_next')} = {update.value(job)}")
-        try:
-            self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
-        except ConditionFailed:
-            return False
-        return True
+        return self._applied(tenant_id, connection_id, update)
 
     def end_drain(self, tenant_id: str, connection_id: str, *, run: str) -> None:
         """Gives the drain lease back (if this run still holds it): new deliveries go straight
         to the destination again."""
         update = Update().remove("drain_until", "drain_by", "drain_next")
         update.where(f"{update.name('drain_by')} = {update.value(run)}")
+        self._applied(tenant_id, connection_id, update)
+
+    def _applied(self, tenant_id: str, connection_id: str, update: Update) -> bool:
+        """Applies a conditional update of the connection's limit item; False when its condition
+        did not hold."""
         try:
             self._table.update(keys.connection_limit_key(tenant_id, connection_id), update)
         except ConditionFailed:
-            return
+            return False
+        return True
