@@ -100,6 +100,84 @@ class TestConcurrency:
         assert {item[f"h{k}"]["S"] for k in range(3)} == set(granted)
 
 
+def taken(stack, message_id: str, owner: str) -> None:
+    """The message item as a step's take leaves it: its lease is `owner`'s."""
+    item = {name: {"S": value} for name, value in keys.message_key(message_id).items()}
+    boto3.client("dynamodb").put_item(
+        TableName=stack.table, Item={**item, "lease_owner": {"S": owner}, "lease_until": {"N": "9999999999"}}
+    )
+
+
+def finished(stack, message_id: str) -> None:
+    """The step's finishing write gives the message's lease back."""
+    key = {name: {"S": value} for name, value in keys.message_key(message_id).items()}
+    boto3.client("dynamodb").update_item(
+        TableName=stack.table, Key=key, UpdateExpression="REMOVE lease_owner, lease_until"
+    )
+
+
+class TestSlotsFreeWithoutAWrite:
+    """A finished delivery's slot is taken again without being given back (one write each)."""
+
+    LIMITS = DeliveryLimits(max_concurrency=1)
+
+    def test_an_instance_takes_its_own_slot_again_for_its_next_delivery(self, stack):
+        store = DynamoConnectionLimits(stack.table)
+        taken(stack, "m1", "o1")  # its outcome not even written yet: the instance knows it ended
+        assert isinstance(acquire(store, self.LIMITS, "m1/o1", 1_000), Permit)
+        store.finished("t1", "con_erp", holder="m1/o1")
+
+        again = acquire(store, self.LIMITS, "m2/o2", 2_000)
+
+        assert isinstance(again, Permit)
+        assert again.replaces == "m1/o1"
+        assert stored(stack)["h0"] == {"S": "m2/o2"}
+
+    def test_while_its_delivery_runs_the_instance_does_not_take_it_again(self, stack):
+        store = DynamoConnectionLimits(stack.table)
+        taken(stack, "m1", "o1")
+        assert isinstance(acquire(store, self.LIMITS, "m1/o1", 1_000), Permit)
+        assert isinstance(acquire(store, self.LIMITS, "m2/o2", 2_000), Refusal)
+
+    def test_another_instance_reads_the_holders_message_and_takes_a_slot_whose_run_is_over(self, stack):
+        one, other = DynamoConnectionLimits(stack.table), DynamoConnectionLimits(stack.table)
+        taken(stack, "m1", "o1")
+        assert isinstance(acquire(one, self.LIMITS, "m1/o1", 1_000), Permit)
+        # its run still holds the message's lease: the slot is busy
+        assert isinstance(acquire(other, self.LIMITS, "m2/o2", 2_000), Refusal)
+
+        finished(stack, "m1")
+        taken(stack, "m2", "o2")
+
+        permit = acquire(other, self.LIMITS, "m2/o2", 3_000)
+        assert isinstance(permit, Permit)
+        assert permit.replaces == "m1/o1"
+        assert stored(stack)["h0"] == {"S": "m2/o2"}
+        # ...and the first instance, which thought the slot its own, finds it taken
+        one.finished("t1", "con_erp", holder="m1/o1")
+        assert isinstance(acquire(one, self.LIMITS, "m3/o3", 4_000), Refusal)
+
+    def test_a_later_take_of_the_same_message_is_not_the_holders_run(self, stack):
+        one, other = DynamoConnectionLimits(stack.table), DynamoConnectionLimits(stack.table)
+        taken(stack, "m1", "o1")
+        assert isinstance(acquire(one, self.LIMITS, "m1/o1", 1_000), Permit)
+        taken(stack, "m1", "o9")  # its run is over and a retry took the message again
+
+        assert isinstance(acquire(other, self.LIMITS, "m2/o2", 2_000), Permit)
+
+    def test_the_drain_counts_a_slot_free_once_its_holders_run_is_over(self, stack):
+        store = DynamoConnectionLimits(stack.table)
+        limits = DeliveryLimits(max_concurrency=2)
+        for n in (1, 2):
+            taken(stack, f"m{n}", f"o{n}")
+            assert isinstance(acquire(store, limits, f"m{n}/o{n}", 1_000), Permit)
+        finished(stack, "m2")
+
+        state = store.settled(store.get("t1", "con_erp"), 2_000)
+
+        assert [slot.holder for slot in state.slots.values()] == ["m1/o1"]
+
+
 class TestDrain:
     def test_one_drain_at_a_time_and_new_deliveries_wait_while_it_runs(self, stack):
         limits = DeliveryLimits(rate_per_second=10, burst=10)

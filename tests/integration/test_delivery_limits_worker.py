@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from hub.adapters.aws import client
 from tests.integration.test_connections import path, rest
 from tests.integration.test_pause_and_breaker import (
     CONNECTION,
@@ -113,6 +114,43 @@ class TestRateLimited:
         assert {statuses(connected)[m]["pipeline_status"] for m in ids} == {"sent"}
         assert items(connected, f"HELD#t1#{CONNECTION}") == []
         assert "drain_until" not in items(connected, f"CONNLIMIT#t1#{CONNECTION}")[0]
+
+    def test_a_limited_connection_pays_one_write_per_delivery(
+        self,
+        connected,  # noqa: F811
+        api,  # noqa: F811
+        tenancy,
+        ingest_api,
+        worker,
+        destination,
+    ):
+        """Rate and concurrency together: one conditional UpdateItem of the limit item per
+        delivery; the slot is taken again without a give-back and no holder is read."""
+        assert limit(api, {"max_concurrency": 2, "rate_per_second": 100, "burst": 100}).status == 200
+        ids = [order(ingest_api, tenancy, n) for n in range(5)]
+        calls: list[tuple[str, str]] = []
+
+        def note(event_name: str, params: dict[str, Any], **_: Any) -> None:
+            operation = event_name.rsplit(".", 1)[-1]
+            if operation == "BatchGetItem":
+                for request in params["RequestItems"].values():
+                    calls.extend((operation, key["PK"]["S"]) for key in request["Keys"])
+            elif "Key" in params:
+                calls.append((operation, params["Key"]["PK"]["S"]))
+
+        events = client("dynamodb").meta.events
+        events.register("provide-client-params.dynamodb.*", note, unique_id="limit-writes")
+        try:
+            worker()
+        finally:
+            events.unregister("provide-client-params.dynamodb.*", unique_id="limit-writes")
+
+        assert keys_seen(destination) == Counter(dict.fromkeys(ids, 1))
+        on_the_limit = [operation for operation, pk in calls if pk.startswith("CONNLIMIT#")]
+        assert on_the_limit == ["UpdateItem"] * len(ids)
+        slots = {name for name in items(connected, f"CONNLIMIT#t1#{CONNECTION}")[0] if name.startswith("h")}
+        assert len(slots) == 1  # one worker, one delivery at a time: its one slot, taken again
+        assert not [pk for operation, pk in calls if operation == "BatchGetItem" and pk.startswith("MSG#")]
 
     def test_without_limits_nothing_is_written_for_them(
         self,

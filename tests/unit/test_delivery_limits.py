@@ -15,7 +15,10 @@ from hub.delivery.limits import (
     Refusal,
     Slot,
     capacity,
+    holder_of,
+    holder_parts,
     plan,
+    without_ended,
 )
 from hub.domain.delivery_limits import SEFAZ_PRESET, DeliveryLimits
 from hub.domain.tenancy import Destination
@@ -160,6 +163,56 @@ class TestConcurrency:
         state = LimitState(tat_ms=2_000, slots={0: Slot(90_000, "m1")})
         assert plan(limits, state, 1_000, "m2", ATTEMPT_MS) == Refusal(HeldReason.RATE_LIMITED, 1_000)
         assert plan(limits, state, 2_000, "m2", ATTEMPT_MS) == Refusal(HeldReason.CONCURRENCY_LIMITED, 88_000)
+
+
+class TestEndedHolders:
+    """A slot whose holder's run is over is free without a write (the holder is named)."""
+
+    def test_a_holder_names_the_message_and_the_take(self) -> None:
+        holder = holder_of("msg_01J/x", "own_7")
+        assert holder_parts(holder) == ("msg_01J/x", "own_7")
+        assert holder_parts("m1") is None  # names no take: never judged over
+
+    def test_an_ended_holder_is_replaced_and_the_permit_names_it(self) -> None:
+        limits = DeliveryLimits(max_concurrency=1)
+        state = LimitState(slots={0: Slot(90_000, "m1/o1")})
+        assert isinstance(plan(limits, state, 1_000, "m2/o2", ATTEMPT_MS), Refusal)
+
+        permit = plan(limits, state, 1_000, "m2/o2", ATTEMPT_MS, ended={0: "m1/o1"})
+
+        assert isinstance(permit, Permit)
+        assert (permit.slot, permit.replaces) == (0, "m1/o1")
+
+    def test_an_ended_holder_that_no_longer_holds_the_slot_frees_nothing(self) -> None:
+        limits = DeliveryLimits(max_concurrency=1)
+        state = LimitState(slots={0: Slot(90_000, "m3/o3")})  # another took it since
+        refused = plan(limits, state, 1_000, "m2/o2", ATTEMPT_MS, ended={0: "m1/o1"})
+        assert isinstance(refused, Refusal)
+
+    def test_a_workers_own_ended_slot_comes_before_a_free_one(self) -> None:
+        limits = DeliveryLimits(max_concurrency=4)
+        state = LimitState(slots={2: Slot(90_000, "m1/o1")})
+        permit = plan(limits, state, 1_000, "m2/o2", ATTEMPT_MS, ended={2: "m1/o1"})
+        assert isinstance(permit, Permit)
+        assert (permit.slot, permit.replaces) == (2, "m1/o1")
+
+    def test_free_slots_are_spread_over_holders(self) -> None:
+        limits = DeliveryLimits(max_concurrency=8)
+        chosen = set()
+        for n in range(20):
+            permit = plan(limits, LimitState(), 1_000, f"m{n}/o", ATTEMPT_MS)
+            assert isinstance(permit, Permit)
+            assert permit.replaces is None
+            chosen.add(permit.slot)
+        assert len(chosen) > 1  # not every worker reaches for slot 0
+
+    def test_the_drain_counts_ended_holders_free(self) -> None:
+        limits = DeliveryLimits(max_concurrency=2)
+        state = LimitState(slots={0: Slot(90_000, "m1/o1"), 1: Slot(90_000, "m2/o2")})
+        assert capacity(limits, state, 1_000)[0] == 0
+        settled = without_ended(state, {0: "m1/o1", 1: "gone/o9"})
+        assert capacity(limits, settled, 1_000)[0] == 1
+        assert settled.slots == {1: Slot(90_000, "m2/o2")}
 
 
 class TestDrain:

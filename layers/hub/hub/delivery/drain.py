@@ -45,7 +45,8 @@ from hub.domain.ids import new_id
 logger = logging.getLogger(__name__)
 
 #: A drain waits at most this long between runs (a slot's lease ends long after its delivery
-#: does: a freed slot hands off at once, this is for one whose give-back was lost).
+#: does: a slot freed while messages wait hands off at once, this is for one that ended before
+#: the drain began, or whose give-back was lost).
 MAX_DRAIN_WAIT_SECONDS = 5
 #: Messages one run releases at most (a connection without limits any more: all of them, a page
 #: a second).
@@ -125,6 +126,9 @@ class Drainer:
         limits = self._source.limits_of(tenant, connection)
         if limits is None or not limits.limited:
             return MAX_RELEASE_PER_RUN, 1000  # the limits were removed: all of them, a page a second
+        if limits.max_concurrency is not None:
+            # Slots are not given back when no one waits: whose holders are over (one read)?
+            state = self._leases.settled(state, now)
         room, wait = capacity(limits, state, now)
         if limits.rate_per_second is not None:
             # And the next second's: a released delivery a few hundred ms early waits inline.

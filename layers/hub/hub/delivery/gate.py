@@ -169,7 +169,15 @@ class ConnectionLimits(Protocol):
         released: bool = False,
     ) -> Permit | Refusal: ...
     def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState: ...
+    def finished(self, tenant_id: str, connection_id: str, *, holder: str) -> LimitState:
+        """`holder`'s delivery ended: its slot is free without a write. The item as last seen."""
+        ...
+
     def get(self, tenant_id: str, connection_id: str) -> LimitState: ...
+    def settled(self, state: LimitState, now_ms: int) -> LimitState:
+        """`state` with the slots whose holders' runs are over counted free."""
+        ...
+
     def claim_drain(
         self, tenant_id: str, connection_id: str, *, run: str, first: str, now_ms: int, lease_ms: int
     ) -> bool: ...
@@ -326,12 +334,13 @@ class ConnectionGate:
         connection_id: str,
         limits: DeliveryLimits,
         *,
-        message_id: str,
+        holder: str,
         attempt_ms: int,
         released: bool,
     ) -> Permit | Refusal:
         """A permit for one delivery to a limited connection (issue 30), or why it must wait.
-        A refusal whose wait is at most `INLINE_WAIT_MS` is waited out here, once."""
+        `holder`: the message and this run's take of it (hub.delivery.limits.holder_of). A
+        refusal whose wait is at most `INLINE_WAIT_MS` is waited out here, once."""
         store = self._limits
         if store is None:
             return Permit(self._clock_ms(), None, 0, None, 0, 0, released)
@@ -341,7 +350,7 @@ class ConnectionGate:
                 tenant_id,
                 connection_id,
                 limits,
-                holder=message_id,
+                holder=holder,
                 now_ms=self._clock_ms(),
                 attempt_ms=attempt_ms,
                 released=released,
@@ -353,16 +362,21 @@ class ConnectionGate:
             decision = acquire()
         return decision
 
-    def give_back(self, tenant_id: str, connection_id: str, permit: Permit, *, message_id: str) -> None:
-        """After the attempt: the permit's concurrency slot is free again (best effort: a slot
-        not given back frees itself when its lease ends)."""
+    def give_back(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> None:
+        """After the attempt and the write of its outcome. The slot needs no write to be free
+        (the outcome's write gave the message's lease back, hub.delivery.limits), unless held
+        messages wait for the connection: then it is given back now and the drain told, so the
+        next of them goes without waiting for the drain's next run. Best effort: a slot not given
+        back is free to the drain's reads, and to anyone when its lease ends."""
         if self._limits is None or permit.slot is None:
             return
         try:
-            after = self._limits.release(tenant_id, connection_id, permit, holder=message_id)
+            seen = self._limits.finished(tenant_id, connection_id, holder=holder)
+            if not seen.draining(self._clock_ms()):
+                return
+            after = self._limits.release(tenant_id, connection_id, permit, holder=holder)
             if after.drain_run is not None and after.draining(self._clock_ms()):
-                # Messages wait for this connection: hand the slot on now rather than at the
-                # drain's next run (a kick: it releases, the drain's chain goes on as it was).
+                # A kick: it releases into the slot, the drain's chain goes on as it was.
                 self._queue.publish_job(drain_job(tenant_id, connection_id, after.drain_run, KICK))
         except HubError:
             logger.warning("delivery slot not given back", extra={"connection_id": connection_id})

@@ -6,25 +6,31 @@ A limited connection has one state item (hub.adapters.dynamo.connection_limits):
   ms): a request at ``now`` may go while ``tat - tolerance <= now``, where ``tolerance`` is
   ``(burst - 1)`` intervals; it moves ``tat`` one interval (``1000 / rate`` ms) past
   ``max(tat, now)``. So at most ``burst`` requests go at once and ``rate`` a second after;
-- slots ``0 .. max_concurrency - 1`` - each the lease end (epoch ms) and holder (the message) of
-  a delivery in flight. A slot whose lease ended is free: a worker killed mid-delivery gives its
-  slot back when the lease (the attempt's longest duration) ends.
+- slots ``0 .. max_concurrency - 1`` - each the lease end (epoch ms) and holder of a delivery in
+  flight. The holder names the message and the run's take of it (``<message_id>/<owner>``, the
+  message item's ``lease_owner`` while the step runs).
 
-A permit is one conditional UpdateItem that takes a free slot and moves ``tat`` together, so a
-connection with only a rate pays one write per delivery; with a concurrency limit the slot is
-given back after the attempt (a second write). A connection without limits pays nothing. The
-update's form does not depend on the exact ``tat`` another worker left: while requests flow,
-``tat = tat + interval`` conditioned on ``tat`` being within the tolerance; after a quiet spell
-``tat = now + interval`` conditioned on ``tat`` being past. A delivery over a limit is refused
-with the wait until a permit may be free; the worker holds the message (`held_reason`
-`rate_limited` / `concurrency_limited`) without an attempt.
+A permit is one conditional UpdateItem that takes a slot and moves ``tat`` together: one write
+per delivery, whatever the limits; a connection without limits pays nothing. A slot is free
+when its lease ended (a worker killed mid-delivery), or when its holder's run is known to be
+over: the run's finishing write gives the message's lease back, so the slot needs no write of
+its own. A worker knows this of its own last delivery (it runs one step at a time), and learns
+it of others' by reading their message items when no slot is free otherwise; the permit's
+condition names the holder it replaces, so two workers never take one slot. Only while held
+messages wait for the connection does a finished delivery give its slot back with a write (and
+hand it to the drain at once). The rate's update form does not depend on the exact ``tat``
+another worker left: while requests flow, ``tat = tat + interval`` conditioned on ``tat`` being
+within the tolerance; after a quiet spell ``tat = now + interval`` conditioned on ``tat`` being
+past. A delivery over a limit is refused with the wait until a permit may be free; the worker
+holds the message (`held_reason` `rate_limited` / `concurrency_limited`) without an attempt.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from hub.delivery.breaker import HeldReason
@@ -39,6 +45,17 @@ SLOT_LEASE_MARGIN_MS = 30_000
 class Slot:
     until_ms: int
     holder: str
+
+
+def holder_of(message_id: str, owner: str) -> str:
+    """A slot's holder: the message and the run's take of it (its lease owner)."""
+    return f"{message_id}/{owner}"
+
+
+def holder_parts(holder: str) -> tuple[str, str] | None:
+    """(message id, lease owner) of a slot's holder; None for one that names no take."""
+    message_id, _, owner = holder.rpartition("/")
+    return (message_id, owner) if message_id and owner else None
 
 
 @dataclass(frozen=True)
@@ -83,6 +100,8 @@ class Permit:
     tolerance_ms: int
     #: Released from the held set: the write does not check for a drain under way.
     released: bool = False
+    #: The slot's holder this permit replaces, known to be over (None: the slot was free).
+    replaces: str | None = None
 
 
 @dataclass(frozen=True)
@@ -112,11 +131,13 @@ def plan(
     attempt_ms: int,
     *,
     released: bool = False,
+    ended: Mapping[int, str] | None = None,
 ) -> Permit | Refusal:
     """The permit a delivery by `holder` may take now from `state`, or why it waits.
     `attempt_ms`: the attempt's longest duration (the slot's lease is that plus a margin).
     `released`: the delivery was released from the connection's held set; any other waits while
-    a drain is releasing held messages, so it cannot overtake them."""
+    a drain is releasing held messages, so it cannot overtake them.
+    `ended`: slots whose holder (the value) is known to be over, first choice first."""
     form: RateForm | None = None
     interval = interval_ms(limits)
     tolerance = (limits.effective_burst - 1) * interval
@@ -131,19 +152,13 @@ def plan(
         else:
             return Refusal(HeldReason.RATE_LIMITED, tat - tolerance - now_ms)
     slot: int | None = None
+    replaces: str | None = None
     if limits.max_concurrency is not None:
-        free = [
-            index
-            for index in range(limits.max_concurrency)
-            if index not in state.slots
-            or state.slots[index].until_ms < now_ms
-            or state.slots[index].holder == holder
-        ]
-        if not free:
+        chosen = _slot(limits.max_concurrency, state, now_ms, holder, ended or {})
+        if chosen is None:
             soonest = min(s.until_ms for i, s in state.slots.items() if i < limits.max_concurrency)
             return Refusal(HeldReason.CONCURRENCY_LIMITED, max(1, soonest - now_ms))
-        own = [index for index in free if index in state.slots and state.slots[index].holder == holder]
-        slot = own[0] if own else free[0]
+        slot, replaces = chosen
     return Permit(
         now_ms=now_ms,
         slot=slot,
@@ -152,7 +167,36 @@ def plan(
         interval_ms=interval,
         tolerance_ms=tolerance,
         released=released,
+        replaces=replaces,
     )
+
+
+def _slot(
+    size: int, state: LimitState, now_ms: int, holder: str, ended: Mapping[int, str]
+) -> tuple[int, str | None] | None:
+    """The slot to take and the holder it replaces: the one `holder` has already (its write was
+    answered late), then one whose holder is over (a worker's own last one first: no other worker
+    reaches for it), then a free one from a place that depends on `holder` (workers that saw the
+    same free slots spread over them instead of racing for the first)."""
+    slots = state.slots
+    for index, slot in slots.items():
+        if index < size and slot.holder == holder and slot.until_ms >= now_ms:
+            return index, None
+    for index, over in ended.items():
+        taken = slots.get(index)
+        if index < size and taken is not None and taken.holder == over and taken.until_ms >= now_ms:
+            return index, over
+    start = zlib.crc32(holder.encode()) % size
+    for step in range(size):
+        index = (start + step) % size
+        if index not in slots or slots[index].until_ms < now_ms:
+            return index, None
+    return None
+
+
+def without_ended(state: LimitState, ended: Mapping[int, str]) -> LimitState:
+    """`state` with the slots whose holders are over counted free (what the drain measures)."""
+    return replace(state, slots={i: s for i, s in state.slots.items() if ended.get(i) != s.holder})
 
 
 def capacity(limits: DeliveryLimits, state: LimitState, now_ms: int) -> tuple[int, int]:

@@ -13,11 +13,10 @@ from typing import Any
 
 from hub.delivery.breaker import Gate, HeldReason
 from hub.delivery.gate import Admission, ConnectionGate, released
-from hub.delivery.limits import Permit, Refusal
+from hub.delivery.limits import Permit, Refusal, holder_of
 from hub.delivery.port import (
     Connector,
     DeliveryFailed,
-    DeliveryOutcome,
     OutboundRequest,
     unusable_destination_class,
 )
@@ -304,7 +303,7 @@ class Steps:
             log.append(log_entry(step, "process", "success", now, now, detail=f"supersedes {earlier}"))
         return True
 
-    def _deliver(  # noqa: PLR0911 - one exit per outcome of a delivery
+    def _deliver(
         self,
         step: StepMessage,
         taken: Taken,
@@ -353,9 +352,45 @@ class Steps:
                 reason = admission.reason or HeldReason.PAUSED
                 return self._hold(step, taken, connection_id, reason, started=started, log=log)
         read_timeout = _read_timeout(step, destination, time_left)
-        permit = self._permit(step, record, destination, connection_id, read_timeout)
+        permit = self._permit(step, record, destination, connection_id, read_timeout, owner=taken.owner)
         if isinstance(permit, Refusal) and connection_id is not None:
             return self._hold(step, taken, connection_id, permit.reason, started=started, log=log)
+        try:
+            return self._send(
+                step,
+                taken,
+                integration,
+                mapped,
+                log,
+                destination=destination,
+                connection_id=connection_id,
+                admission=admission,
+                read_timeout=read_timeout,
+                started=started,
+            )
+        finally:
+            if isinstance(permit, Permit) and connection_id is not None and self._gate is not None:
+                # After the outcome's write: that write is what frees the slot (issue 30).
+                holder = holder_of(record.message_id, taken.owner)
+                self._gate.give_back(record.tenant_id, connection_id, permit, holder=holder)
+
+    def _send(
+        self,
+        step: StepMessage,
+        taken: Taken,
+        integration: Integration,
+        mapped: MappedOutput,
+        log: list[dict[str, Any]],
+        *,
+        destination: Destination,
+        connection_id: str | None,
+        admission: Admission | None,
+        read_timeout: float | None,
+        started: datetime,
+    ) -> StepReport:
+        """The call to the destination (the message admitted, a permit held if it is limited)
+        and the write of its outcome."""
+        record = taken.record
         request = OutboundRequest(
             message_id=record.message_id,
             idempotency_key=record.message_id,
@@ -367,7 +402,7 @@ class Steps:
         )
         taken.progress.destination_called = True
         try:
-            outcome = self._attempt(destination, request, connection_id, permit)
+            outcome = self._connectors[destination.protocol].deliver(destination, request)
         except HubError as unusable:
             # A destination we cannot even call (unknown WSDL operation, unreadable client
             # certificate): no retry can fix it; an operator must change the connection.
@@ -437,6 +472,8 @@ class Steps:
         destination: Destination,
         connection_id: str | None,
         read_timeout: float | None,
+        *,
+        owner: str,
     ) -> Permit | Refusal | None:
         """The connection's declared limits (issue 30): a permit for this attempt, or why the
         message must wait (None: no limits, nothing to ask)."""
@@ -450,26 +487,10 @@ class Steps:
             record.tenant_id,
             connection_id,
             limits,
-            message_id=record.message_id,
+            holder=holder_of(record.message_id, owner),
             attempt_ms=int(attempt_seconds * 1000),
             released=released(step),
         )
-
-    def _attempt(
-        self,
-        destination: Destination,
-        request: OutboundRequest,
-        connection_id: str | None,
-        permit: Permit | Refusal | None,
-    ) -> DeliveryOutcome:
-        """The call to the destination; a permit's concurrency slot is given back as soon as it
-        ends, before our writes of its outcome."""
-        try:
-            return self._connectors[destination.protocol].deliver(destination, request)
-        finally:
-            if isinstance(permit, Permit) and connection_id is not None and self._gate is not None:
-                tenant_id = request.tenant_id or ""
-                self._gate.give_back(tenant_id, connection_id, permit, message_id=request.message_id)
 
     def _hold(
         self,

@@ -1,20 +1,39 @@
 """A limited connection's permits on the hub table (issue 30, hub.delivery.limits).
 
 ``CONNLIMIT#<tenant>#<connection>`` / ``LIMIT``: ``tat`` (the rate's theoretical arrival time,
-epoch ms) and per concurrency slot ``s<k>`` (lease end, epoch ms) with ``h<k>`` (its holder).
-A permit is one UpdateItem whose condition re-checks what the plan read: a failed condition
-returns the item (ALL_OLD) and the plan is made again from it, at most `ROUNDS` times; after
-that the delivery waits as if refused (contention means the connection is busy).
+epoch ms) and per concurrency slot ``s<k>`` (lease end, epoch ms) with ``h<k>`` (its holder,
+``<message_id>/<lease owner>``). A permit is one UpdateItem whose condition re-checks what the
+plan read: a failed condition returns the item (ALL_OLD) and the plan is made again from it, at
+most `ROUNDS` times; after that the delivery waits as if refused (contention means the
+connection is busy).
+
+Slots are not given back after each delivery: this instance remembers the slot of its own last
+permit per connection and takes it again for its next delivery (it runs one step at a time, so
+that delivery is over). When no slot is free otherwise, one consistent BatchGetItem of the
+holders' message items (``lease_owner`` only) tells which holders' runs are over: their finishing
+write removed the lease the holder names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.table import ConditionFailed, Table, Update
-from hub.delivery.limits import LimitState, Permit, RateForm, Refusal, Slot, limited_reason, plan
+from hub.delivery.breaker import HeldReason
+from hub.delivery.limits import (
+    LimitState,
+    Permit,
+    RateForm,
+    Refusal,
+    Slot,
+    holder_parts,
+    limited_reason,
+    plan,
+    without_ended,
+)
 from hub.domain.delivery_limits import DeliveryLimits
 
 ROUNDS = 3
@@ -57,11 +76,21 @@ def permit_update(permit: Permit, holder: str, tenant_id: str) -> Update:
     if permit.slot is not None:
         until, holder_name = update.name(f"s{permit.slot}"), update.name(f"h{permit.slot}")
         update.set(**{f"s{permit.slot}": permit.lease_until_ms, f"h{permit.slot}": holder})
-        update.where(
-            f"attribute_not_exists({until}) OR {until} < {update.value(permit.now_ms)}"
-            f" OR {holder_name} = {update.value(holder)}"
-        )
+        replaceable = f" OR {holder_name} = {update.value(holder)}"
+        if permit.replaces is not None:
+            replaceable += f" OR {holder_name} = {update.value(permit.replaces)}"
+        update.where(f"attribute_not_exists({until}) OR {until} < {update.value(permit.now_ms)}{replaceable}")
     return update
+
+
+@dataclass
+class _Held:
+    """This instance's last permit with a slot on a connection."""
+
+    slot: int
+    holder: str
+    #: Its delivery has not ended yet (`finished` not called since).
+    in_flight: bool
 
 
 class DynamoConnectionLimits:
@@ -71,6 +100,8 @@ class DynamoConnectionLimits:
         self._table = Table(table_name, "connection limit storage")
         #: The item as this instance last saw it, per (tenant, connection): the next plan's guess.
         self._seen: dict[tuple[str, str], LimitState] = {}
+        #: This instance's last permit with a slot, per (tenant, connection).
+        self._mine: dict[tuple[str, str], _Held] = {}
 
     def acquire(
         self,
@@ -90,10 +121,25 @@ class DynamoConnectionLimits:
             # A drain this instance saw may have ended since: one read, not a refusal that lasts
             # as long as the lease it remembers.
             state = self.get(tenant_id, connection_id)
+        looked: dict[int, str] | None = None
         for _ in range(ROUNDS):
-            decision = plan(limits, state, now_ms, holder, attempt_ms, released=released)
+            ended = self._own_ended(scoped)
+            if looked is not None:
+                ended.update(looked)
+            decision = plan(limits, state, now_ms, holder, attempt_ms, released=released, ended=ended)
             if isinstance(decision, Refusal):
-                return decision
+                waits_for_a_slot = decision.reason is HeldReason.CONCURRENCY_LIMITED and (
+                    released or not state.draining(now_ms)
+                )
+                if not waits_for_a_slot or looked is not None:
+                    return decision
+                # No slot free by its lease: which holders' runs are over (one read, once)?
+                looked = self._ended(state, now_ms)
+                if not looked:
+                    return decision
+                decision = plan(limits, state, now_ms, holder, attempt_ms, released=released, ended=looked)
+                if isinstance(decision, Refusal):
+                    return decision
             try:
                 self._seen[scoped] = limit_state_from(
                     self._table.update(key, permit_update(decision, holder, tenant_id))
@@ -102,8 +148,47 @@ class DynamoConnectionLimits:
                 state = limit_state_from(failed.old)
                 self._seen[scoped] = state
                 continue
+            if decision.slot is not None:
+                self._mine[scoped] = _Held(decision.slot, holder, in_flight=True)
             return decision
         return Refusal(limited_reason(limits), 1)
+
+    def finished(self, tenant_id: str, connection_id: str, *, holder: str) -> LimitState:
+        """`holder`'s delivery ended (its outcome written): this instance may take its slot again
+        without a write to give it back. The item as this instance last saw it."""
+        scoped = (tenant_id, connection_id)
+        mine = self._mine.get(scoped)
+        if mine is not None and mine.holder == holder:
+            mine.in_flight = False
+        return self._seen.get(scoped, LimitState())
+
+    def _own_ended(self, scoped: tuple[str, str]) -> dict[int, str]:
+        mine = self._mine.get(scoped)
+        return {} if mine is None or mine.in_flight else {mine.slot: mine.holder}
+
+    def _ended(self, state: LimitState, now_ms: int) -> dict[int, str]:
+        """The slots under a live lease whose holder's run is over: its message item no longer
+        holds the lease the holder names (or is gone). Consistent reads: an older copy of the
+        item could show a lease given back before this run took it."""
+        live = {
+            index: slot
+            for index, slot in state.slots.items()
+            if slot.until_ms >= now_ms and holder_parts(slot.holder) is not None
+        }
+        if not live:
+            return {}
+        parts = {index: holder_parts(slot.holder) for index, slot in live.items()}
+        found = self._table.batch_get(
+            [keys.message_key(p[0]) for p in parts.values() if p is not None], projection=("lease_owner",)
+        )
+        ended: dict[int, str] = {}
+        for index, slot in live.items():
+            message_id, owner = parts[index] or ("", "")
+            key = keys.message_key(message_id)
+            item = found.get((key["PK"], key["SK"]))
+            if item is None or item.get("lease_owner") != owner:
+                ended[index] = slot.holder
+        return ended
 
     def release(self, tenant_id: str, connection_id: str, permit: Permit, *, holder: str) -> LimitState:
         """Gives the permit's slot back (nothing to do for a rate alone): conditioned on still
@@ -127,6 +212,11 @@ class DynamoConnectionLimits:
         state = limit_state_from(self._table.get(keys.connection_limit_key(tenant_id, connection_id)))
         self._seen[(tenant_id, connection_id)] = state
         return state
+
+    def settled(self, state: LimitState, now_ms: int) -> LimitState:
+        """`state` with the slots whose holders' runs are over counted free (what a drain may
+        release into)."""
+        return without_ended(state, self._ended(state, now_ms))
 
     def claim_drain(
         self, tenant_id: str, connection_id: str, *, run: str, first: str, now_ms: int, lease_ms: int
