@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from hub.adapters.aws import client
+from hub.adapters.dynamo import keys
+from hub.adapters.dynamo.table import Table, Update
 from tests.integration.test_connections import path, rest
 from tests.integration.test_pause_and_breaker import (
     CONNECTION,
@@ -151,6 +153,52 @@ class TestRateLimited:
         slots = {name for name in items(connected, f"CONNLIMIT#t1#{CONNECTION}")[0] if name.startswith("h")}
         assert len(slots) == 1  # one worker, one delivery at a time: its one slot, taken again
         assert not [pk for operation, pk in calls if operation == "BatchGetItem" and pk.startswith("MSG#")]
+
+    def test_a_full_connection_holds_then_hands_each_freed_slot_on_oldest_first(
+        self,
+        connected,  # noqa: F811
+        api,  # noqa: F811
+        tenancy,
+        ingest_api,
+        worker,
+        destination,
+    ):
+        """One in flight, and another worker's delivery holds the slot: new messages are held
+        (`concurrency_limited`). Its run ends (its outcome write gives its message's lease back,
+        nothing is written to the slot): the drain finds the slot free by reading that message,
+        and each delivery after hands the slot to the next held one."""
+        assert limit(api, {"max_concurrency": 1}).status == 200
+        table = Table(connected.table)
+        table.put(
+            {
+                **keys.message_key("msg_other"),
+                "message_id": "msg_other",
+                "lease_owner": "own_other",
+                "lease_until": 9_999_999_999,
+            }
+        )
+        table.put(
+            {
+                **keys.connection_limit_key("t1", CONNECTION),
+                "tenant_id": "t1",
+                "s0": int(time.time() * 1000) + 600_000,
+                "h0": "msg_other/own_other",
+            }
+        )
+        ids = [order(ingest_api, tenancy, n) for n in range(3)]
+
+        worker(include_delayed=False, settle=False, max_batches=1)
+
+        assert destination.requests == []
+        stored = statuses(connected)
+        assert {stored[m]["held_reason"] for m in ids} == {"concurrency_limited"}
+
+        table.update(keys.message_key("msg_other"), Update().remove("lease_owner", "lease_until"))
+        run_in_real_time(worker, destination, 3, timeout=60)
+
+        assert [r.headers["idempotency-key"] for r in destination.requests] == ids  # oldest first, once
+        assert {statuses(connected)[m]["pipeline_status"] for m in ids} == {"sent"}
+        assert items(connected, f"HELD#t1#{CONNECTION}") == []
 
     def test_without_limits_nothing_is_written_for_them(
         self,

@@ -211,6 +211,8 @@ def connection_gate(scheduler: EventBridgeRetryScheduler | None = None) -> Conne
         breaker=s.circuit_breaker,
         cache_seconds=s.connection_state_cache_seconds,
         limits=DynamoConnectionLimits(s.table_name),
+        # A delivery that frees a slot while held messages wait runs the drain's kick itself.
+        run_job=lambda job: releaser().run(job),
     )
 
 

@@ -44,9 +44,9 @@ from hub.domain.ids import new_id
 
 logger = logging.getLogger(__name__)
 
-#: A drain waits at most this long between runs (a slot's lease ends long after its delivery
-#: does: a slot freed while messages wait hands off at once, this is for one that ended before
-#: the drain began, or whose give-back was lost).
+#: A drain waits at most this long between runs (a slot freed while messages wait hands off at
+#: once, in the worker that freed it; a full connection is looked at again within a second, for
+#: slots whose deliveries began before the drain and end without a write).
 MAX_DRAIN_WAIT_SECONDS = 5
 #: Messages one run releases at most (a connection without limits any more: all of them, a page
 #: a second).

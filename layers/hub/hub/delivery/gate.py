@@ -289,8 +289,11 @@ class ConnectionGate:
         limits: ConnectionLimits | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
+        run_job: Callable[[ConnectionJob], str] | None = None,
     ) -> None:
         self._states = states
+        #: Runs a connection job here and now (the drain's kick) instead of queueing it.
+        self._run_job = run_job
         self._queue = queue
         self._scheduler = scheduler
         self._limits = limits
@@ -377,9 +380,20 @@ class ConnectionGate:
             after = self._limits.release(tenant_id, connection_id, permit, holder=holder)
             if after.drain_run is not None and after.draining(self._clock_ms()):
                 # A kick: it releases into the slot, the drain's chain goes on as it was.
-                self._queue.publish_job(drain_job(tenant_id, connection_id, after.drain_run, KICK))
+                self._kick(drain_job(tenant_id, connection_id, after.drain_run, KICK))
         except HubError:
             logger.warning("delivery slot not given back", extra={"connection_id": connection_id})
+
+    def _kick(self, job: ConnectionJob) -> None:
+        """Runs the kick in this worker (the next held message leaves now, not after a trip
+        through the queue); queued instead when it cannot run here."""
+        if self._run_job is not None:
+            try:
+                self._run_job(job)
+                return
+            except HubError:
+                logger.warning("kick not run here: queued", extra={"connection_id": job.connection_id})
+        self._queue.publish_job(job)
 
     # --- after it -------------------------------------------------------------------------
 

@@ -39,6 +39,8 @@ from hub.domain.delivery_limits import DeliveryLimits
 #: A permit's slot is kept this much past the attempt's longest duration (connect + read
 #: timeout): the writes around the attempt.
 SLOT_LEASE_MARGIN_MS = 30_000
+#: A full connection's slots are looked at again this soon (a holder's run may end any time).
+SLOT_LOOK_AGAIN_MS = 1_000
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,9 @@ def capacity(limits: DeliveryLimits, state: LimitState, now_ms: int) -> tuple[in
         ]
         room = limits.max_concurrency - len(busy)
         if room <= 0:
-            wait = max(1, min(busy) - now_ms)
+            # A slot frees when its lease ends, or sooner without a write when its holder's
+            # run is over: look again within a second.
+            wait = max(1, min(min(busy) - now_ms, SLOT_LOOK_AGAIN_MS))
     if limits.rate_per_second is not None:
         interval = interval_ms(limits)
         tolerance = (limits.effective_burst - 1) * interval
