@@ -28,7 +28,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)-$(PYTHON_VERSION)
 # prune) .aws-sam/deps and build.toml.
 HOST_BUILD := .aws-sam/host/build
 
-.PHONY: run test lint typecheck unit integration e2e bench soak validate build build-host sam-python openapi install tools clean chromium screenshots
+.PHONY: run test lint typecheck unit integration e2e bench soak validate build build-host sam-python openapi docs install tools clean chromium screenshots
 
 $(STAMP): pyproject.toml
 	@# A venv of another Python (an older checkout's) is rebuilt, not patched.
@@ -44,8 +44,9 @@ install: $(STAMP)
 run: $(STAMP) $(if $(filter 1 yes true,$(BUILT)),build-host)
 	$(if $(filter 1 yes true,$(BUILT)),HUB_LOCAL_BUILT_DIR=$(HOST_BUILD)) $(PY) -m devstack
 
-## ruff + mypy + the whole pytest suite (unit, integration, e2e), as CI runs it; the 30 slowest
-## tests last.
+## ruff + mypy + the whole pytest suite (unit, contract, integration, e2e, reliability, soak and
+## fuzz in small), as CI runs it; the 30 slowest tests last. It checks `make docs` too:
+## tests/unit/test_api_reference.py fails when docs/api.md is not what `make docs` renders now.
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=30
 
@@ -71,7 +72,7 @@ e2e: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
-## Proof under faults (issue 15): SOAK_N messages (default 10,000) from 8 partners through the
+## Proof under faults: SOAK_N messages (default 10,000) from 8 partners through the
 ## local stack to a flaky destination while worker processes are killed; checks and a summary
 ## table in bench/results/soak.json. Then the long Schemathesis run of both APIs
 ## (bench/results/fuzz.json). `make test` runs both small (tests/soak, tests/fuzz).
@@ -82,6 +83,11 @@ soak: $(STAMP)
 ## Both APIs' OpenAPI 3.1 documents, from the code (no stack): build/openapi/{partner,admin}.json.
 openapi: $(STAMP)
 	$(PY) -m devstack.openapi build/openapi
+
+## docs/api.md, the partner and admin API reference, rendered from those OpenAPI documents
+## (devstack/api_docs.py). Run it after changing a route or a model; `make test` checks it.
+docs: $(STAMP)
+	PYTHONPATH=layers/hub:cli:. $(PY) -m devstack.api_docs docs/api.md
 
 ## cfn-lint (zero errors), the SAM transform, checkov, `sam build` (what `sam deploy` ships, for
 ## arm64), and the built handlers run on moto from a build for this machine (tests/built).

@@ -37,7 +37,7 @@ class ValidationFailed(HubError):
 
 
 class CursorMismatch(HubError):
-    """A well-formed cursor of the same listing, given out under other filters (issue 13: the
+    """A well-formed cursor of the same listing, given out under other filters (the
     queue's `integration_id` / `since` / `until`): its position means nothing in this one.
     Start again without a cursor."""
 
@@ -97,7 +97,7 @@ class Unauthorized(HubError):
 
 
 class RateLimited(HubError):
-    """Over the caller's rate limit (issue 14): nothing was stored, so the same request may be
+    """Over the caller's rate limit: nothing was stored, so the same request may be
     sent again after `Retry-After` seconds."""
 
     code = "rate_limited"

@@ -30,7 +30,7 @@ class MappingError(HubError):
 
 
 class MappingTooLarge(MappingError):
-    """A mapping over one of the engine's limits (issue 27): an expression too long or nested
+    """A mapping over one of the engine's limits: an expression too long or nested
     too deep, a value an expression builds or the mapped body over the size limit, or an
     evaluation over the time limit. Still `syntax` (the same message fails the same way);
     `details` names the `expression` (None when the body as a whole is at fault), the output
