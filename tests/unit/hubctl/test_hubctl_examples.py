@@ -53,6 +53,7 @@ def resources() -> list[Resource]:
 def test_the_examples_are_there() -> None:
     assert {p.name for p in EXAMPLES} == {
         "rest.yaml",
+        "json_to_json.yaml",
         "sap_idoc_to_rest.yaml",
         "sefaz_nfe_status.yaml",
         "signed_webhook.yaml",
@@ -135,6 +136,22 @@ def test_the_sap_idoc_mapping_turns_the_sample_orders05_into_the_json_order() ->
     assert order["number"] == "4500001234"
     assert order["delivery_date"] == "2024-01-31"
     assert [line["sku"] for line in order["lines"]] == ["MAT-001", "MAT-002"]
+
+
+def test_the_json_to_json_mapping_renames_and_converts_the_shops_order() -> None:
+    """The example docs/mapping.md and the README walk through: the shop's camelCase order in, the
+    ERP's order out, through the real mapping engine."""
+    sample = (ROOT / "examples/payloads/shop_order.json").read_text()
+
+    result = apply_mapping(_spec_of("int_acme_shop_orders", "shop_order"), sample)
+
+    assert result.content_type == "application/json"
+    assert result.body == (
+        b'{"po_number":"SO-1001","order_date":"2026-12-01",'
+        b'"customer":{"name":"Maria Silva","email":"maria.silva@example.com"},"currency":"BRL",'
+        b'"lines":[{"sku":"A-1","qty":2,"unit_price":19.90},{"sku":"B-7","qty":1,"unit_price":5.00}],'
+        b'"source":"web-shop"}'
+    )
 
 
 def test_the_sefaz_mapping_builds_the_cons_stat_serv_request() -> None:
