@@ -136,7 +136,8 @@ chromium:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
 	else echo "run as root: apt-get install chromium"; exit 1; fi
 
-## The README's screenshots of the operator's page (docs/screenshots), taken by the browser tests.
+## The screenshots of the operator's page (docs/screenshots, shown in docs/operator-page.md), taken by
+## the browser tests.
 screenshots: $(STAMP)
 	HUB_SCREENSHOTS=docs/screenshots $(PY) -m pytest tests/e2e/test_admin_page*.py -q
 

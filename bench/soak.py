@@ -934,7 +934,7 @@ def summarize(config: SoakConfig, seen: Observed) -> dict[str, Any]:
 
 
 def report(summary: Mapping[str, Any]) -> list[str]:
-    """The summary table as printed (and quoted in the README)."""
+    """The summary table as printed (and quoted in docs/development.md)."""
 
     def listed(counts: Mapping[str, Any], separator: str = " ") -> str:
         return ", ".join(f"{k}{separator}{v}" for k, v in counts.items())

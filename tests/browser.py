@@ -30,7 +30,7 @@ CHROMIUM_ARGS = (
     "--disable-component-update",
     "--disable-sync",
 )
-#: Where tests keep the screenshots shown in the README (`make screenshots`); unset: none kept.
+#: Where tests keep the screenshots shown in docs/operator-page.md (`make screenshots`); unset: none kept.
 SCREENSHOTS = os.environ.get("HUB_SCREENSHOTS")
 
 

@@ -143,7 +143,7 @@ def test_the_message_detail_shows_its_timeline(
     timeline = page.locator("ol.timeline")
     expect(timeline).to_contain_text("Delivery attempt 2")
     expect(page.locator("pre[data-part=payload]")).to_contain_text("PO-")
-    # (The README's picture of it: test_admin_page_operator, a message with four attempts.)
+    # (docs/operator-page.md's picture of it: test_admin_page_operator, a message with four attempts.)
 
 
 def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(

@@ -47,7 +47,7 @@ def test_fifty_concurrent_identical_requests_over_http(api: httpx.Client, local_
     headers = {"Idempotency-Key": f"burst-{uuid.uuid4()}"} if with_key else {}
 
     def post(_: int) -> tuple[int | None, httpx.Response]:
-        """One partner request as the README's contract has it: a 5xx means safe to resend, so a
+        """One partner request as the API guide's contract has it: a 5xx means safe to resend, so a
         5xx is resent (an overloaded 2-core machine can time an ingest out), after its
         Retry-After when it names one (503 `message_pending`: the winner is still writing its
         message). Returns the 5xx answered first, if any, and the last answer. On a loaded CI

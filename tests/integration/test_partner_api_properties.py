@@ -1,5 +1,5 @@
 """Property-based (Hypothesis) tests of the partner API's body and header parsing (issue 10):
-for any body and headers, receive-message answers 2xx or one of the 4xx the README documents,
+for any body and headers, receive-message answers 2xx or one of the 4xx docs/api-guide.md documents,
 in the one error shape; never a 5xx, never an uncaught exception. The same for the webhook
 route with correctly signed bodies. Through the real IngestApiFunction handler, storage and
 queue (moto, resources from template.yaml), one stack for all examples of a test.
@@ -29,7 +29,7 @@ from hub.webhooks.signatures import sign_standard_webhooks
 from tests.events import http_event
 from tests.integration.test_inbound_webhook import HOOKS, SECRET, webhooks  # noqa: F401 (a fixture)
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "api-guide.md"
 
 PROPERTY = settings(
     max_examples=200,
@@ -41,9 +41,9 @@ PROPERTY = settings(
 
 
 def documented_4xx(route: str) -> frozenset[tuple[int, str]]:
-    """Every `4xx code` the README's section on `route` lists in its answer table; a cell like
+    """Every `4xx code` the API guide's section on `route` lists in its answer table; a cell like
     "`422 missing_field` / `unknown_event_type`" gives both codes."""
-    text = README.read_text(encoding="utf-8")
+    text = GUIDE.read_text(encoding="utf-8")
     start = text.index(f"\n### `{route}`")
     end = re.compile(r"\n##+ ").search(text, start + 1)
     section = text[start : end.start() if end else len(text)]
@@ -58,7 +58,7 @@ RECEIVE_4XX = documented_4xx("POST /api/edi-hub/receive-message")
 WEBHOOK_4XX = documented_4xx("POST /api/webhook/{tenant_id}/{integration_id}")
 
 
-def test_the_readme_documents_each_routes_4xx():
+def test_the_api_guide_documents_each_routes_4xx():
     assert {(400, "malformed_json"), (401, "unauthorized"), (404, "not_found")} <= RECEIVE_4XX
     assert {(400, "malformed_json"), (401, "signature_invalid"), (422, "unknown_event_type")} <= WEBHOOK_4XX
 

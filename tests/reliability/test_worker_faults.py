@@ -194,7 +194,7 @@ def test_a_worker_killed_mid_delivery_is_not_resent_to_a_destination_without_ide
 ) -> None:
     """The same crash towards a connection that does not declare `idempotent_retries`: the hub
     cannot tell whether the dead run's call got through, which is the timeout's uncertainty
-    (README, Retries), so the message should end `error` + uncertain for an operator, with the
+    (docs/pipeline.md, Retries), so the message should end `error` + uncertain for an operator, with the
     destination called once - not be sent a second time."""
     message_id = crash_mid_delivery(api, stack, destination, idempotent_retries=False)
 
@@ -288,7 +288,7 @@ def test_a_scheduler_outage_longer_than_the_steps_receives_waits_in_the_dlq_unti
     """Scheduler stays down through every receive of the deciding step: the step lands in the
     pipeline DLQ (whose alarm calls an operator) while the message waits in `retry_pending`,
     its decision stored. Nothing is sent meanwhile; once Scheduler is back, a DLQ redrive
-    resumes the retry (README, "an outage ... a redrive after the outage resumes the step")."""
+    resumes the retry (docs/pipeline.md, "an outage ... a redrive after the outage resumes the step")."""
     destination.script(Reply(503), Reply())
     integration_id = integration(stack, destination.url, AUTO)
     gate.fail("scheduler")

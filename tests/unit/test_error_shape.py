@@ -1,6 +1,6 @@
 """The one error shape (issue 10, "Also"): every 4xx and 5xx the hub itself answers is
 `{"error": {"code", "message", "details"?}}` with a JSON content type. What API Gateway answers
-on its own (413 over 10 MB, 429, a failed invocation) is listed in the README."""
+on its own (413 over 10 MB, 429, a failed invocation) is listed in docs/api-guide.md."""
 
 from __future__ import annotations
 

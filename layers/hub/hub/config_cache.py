@@ -4,7 +4,7 @@ short time.
 Ingest and the worker read them on every message; DynamoDB reads cost money and latency, and
 the configuration changes rarely. A cached entry lives `ttl_seconds`: a revoked key stops
 working, a disabled tenant is refused, and a changed integration takes effect, within that
-time (documented in the README).
+time (documented in docs/api-guide.md).
 Misses are cached too (an unknown key hash, integration or tenant id), so probing costs one read per
 instance and TTL. Bounded: past `max_entries` the oldest entries are dropped.
 """

@@ -1,7 +1,7 @@
 """hubctl's kubectl grammar against an in-memory admin API (httpx.MockTransport): nouns and their
 aliases, the old commands as aliases, the default tenant, every -o format, describe's timeline,
 reprocess --force and already_delivered, find, bulk jobs, Idempotency-Key, connection errors
-and the help of every command. The contract is README "Admin API" and /api/admin/... routes."""
+and the help of every command. The contract is docs/api-guide.md "Admin API" and /api/admin/... routes."""
 
 from __future__ import annotations
 
@@ -903,10 +903,18 @@ def documented_commands(path: Path) -> list[str]:
     return commands
 
 
-@pytest.mark.parametrize(
-    "command",
-    [c for doc in ("README.md", "docs/hubctl.md") for c in documented_commands(ROOT / doc)],
-)
+#: Every document that may show hubctl commands: the README, CONTRIBUTING.md and docs/*.md.
+DOCUMENTS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_documents_show_hubctl_commands():
+    shown = [c for doc in DOCUMENTS for c in documented_commands(doc)]
+
+    assert len(shown) >= 90
+    assert "apply -f examples/json_to_json.yaml" in documented_commands(ROOT / "README.md")
+
+
+@pytest.mark.parametrize("command", [c for doc in DOCUMENTS for c in documented_commands(doc)])
 def test_every_documented_command_parses(command):
     import shlex  # noqa: PLC0415
 

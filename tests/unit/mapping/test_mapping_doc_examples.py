@@ -61,7 +61,7 @@ def test_each_example_maps_its_payload_to_the_output_shown(name: str):
         assert mapped.body.decode() == output_text.strip()
     else:
         assert mapped.content_type == "application/json"
-        assert _exact_json(mapped.body) == _exact_json(output_text)
+        assert _exact_json(mapped.body.decode()) == _exact_json(output_text)
 
 
 def test_the_first_example_is_the_json_to_json_example_files_mapping():

@@ -45,7 +45,7 @@ class Circuit(StrEnum):
 
 @dataclass(frozen=True)
 class BreakerPolicy:
-    """The documented defaults (README, "Pause and circuit breaker")."""
+    """The documented defaults (docs/pipeline.md, "Pause and circuit breaker")."""
 
     min_attempts: int = 10
     failure_ratio: float = 0.7

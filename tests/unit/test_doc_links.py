@@ -1,0 +1,99 @@
+"""The documentation's links lead somewhere: every relative link of README.md, CONTRIBUTING.md and
+docs/*.md names a file or folder of the repository, and a `#anchor` a heading of its page (as
+GitHub makes anchors). And the README stays a front page: at most 300 lines, nothing pointing
+outside the repository, no issue numbers."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from devstack.api_docs import Anchors
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+DOCUMENTS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: Links that may point at a page another change is creating, to the page that holds the same
+#: content until then: the decisions move from one file to one file each, with an index.
+PENDING = {ROOT / "docs" / "decisions" / "README.md": ROOT / "docs" / "decisions.md"}
+
+_FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.MULTILINE | re.DOTALL)
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+_INLINE_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_REFERENCE_LINK = re.compile(r"^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$", re.MULTILINE)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.MULTILINE)
+_HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
+_EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def prose(text: str) -> str:
+    """`text` without its code blocks and code spans (a link shown as code is no link)."""
+    return _CODE_SPAN.sub("", _FENCE.sub("", text))
+
+
+def links(path: Path) -> list[str]:
+    text = prose(path.read_text(encoding="utf-8"))
+    return _INLINE_LINK.findall(text) + _REFERENCE_LINK.findall(text)
+
+
+@cache
+def anchors(path: Path) -> frozenset[str]:
+    """The anchors of a Markdown page: its headings' (GitHub's rule) and explicit `<a id>`s."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    numbered = Anchors()
+    found = {numbered(heading) for _level, heading in _HEADING.findall(text)}
+    return frozenset(found | set(_HTML_ANCHOR.findall(text)))
+
+
+def _cases() -> list[tuple[Path, str]]:
+    return [(path, link) for path in DOCUMENTS for link in links(path) if not _EXTERNAL.match(link)]
+
+
+def test_the_documents_are_there():
+    names = {path.relative_to(ROOT).as_posix() for path in DOCUMENTS}
+
+    assert {
+        "README.md",
+        "CONTRIBUTING.md",
+        "docs/api.md",
+        "docs/api-guide.md",
+        "docs/development.md",
+        "docs/mapping.md",
+        "docs/operations.md",
+        "docs/security.md",
+    } <= names
+    assert len(_cases()) > 100
+
+
+@pytest.mark.parametrize(
+    ("document", "link"), _cases(), ids=lambda value: value.name if isinstance(value, Path) else value
+)
+def test_a_relative_link_names_a_file_and_a_heading_that_exist(document: Path, link: str):
+    target, _, anchor = link.partition("#")
+    path = (document.parent / target).resolve() if target else document
+    if not path.exists() and path in PENDING:
+        path = PENDING[path]
+        anchor = ""  # the headings of a page still to be written are not known yet
+    assert path.exists(), f"{document.name}: {link} names nothing"
+    assert path == ROOT or ROOT in path.parents, f"{document.name}: {link} points outside the repository"
+    if anchor and path.suffix == ".md":
+        assert anchor in anchors(path), f"{document.name}: {link}: no such heading in {path.name}"
+
+
+def test_the_readme_is_a_front_page():
+    text = README.read_text(encoding="utf-8")
+
+    assert len(text.splitlines()) <= 300
+    assert not re.search(r"\bissue\s*#?\d+", text, flags=re.IGNORECASE)
+    assert "../" not in text
+    assert not re.search(r"seeds?/|\b\d{3}_\w+\.txt\b", text)
+    assert [link for link in links(README) if _EXTERNAL.match(link)] == []
+
+
+def test_anchors_follow_githubs_rules():
+    page = ROOT / "docs" / "api-guide.md"
+
+    assert {"post-apiedi-hubreceive-message", "admin-api-operators", "idempotency-key"} <= anchors(page)
