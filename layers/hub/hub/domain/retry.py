@@ -82,7 +82,8 @@ def is_retryable(
 
 
 class RetryPolicy(HubModel):
-    """Per integration. Auto retry is off by default: the product default (seed 000, D)."""
+    """Per integration. Auto retry is off by default: the product default (a failed message waits
+    in `error` for the user)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

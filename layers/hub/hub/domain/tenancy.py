@@ -22,8 +22,8 @@ from hub.domain.webhook_config import InboundWebhook
 
 
 class DuplicateHandling(StrEnum):
-    """What to do with a message whose business keys match an earlier one (seed 000,
-    "Tratamento de Duplicatas"). Distinct from ingest idempotency."""
+    """What to do with a message whose business keys match an earlier one. Distinct from ingest
+    idempotency."""
 
     ACCEPT = "accept"
     REJECT = "reject"

@@ -138,7 +138,7 @@ Verification = Annotated[
 
 
 class WebhookAdapter(_Frozen):
-    """Turns the partner's payload into the internal event (seed 004, pattern 1). Paths are
+    """Turns the partner's payload into the internal event. Paths are
     JMESPath into the JSON body; XML and text bodies need a fixed message type and are kept as
     text."""
 
