@@ -4,7 +4,7 @@ On AWS a standard queue is a fair queue for the messages that carry a ``MessageG
 group id names the message's tenant (a message without one is a tenant of its own). moto keeps
 the group id and returns messages in its own order. Here a ReceiveMessage of a standard queue
 orders the visible messages as the AWS documentation ("How Amazon SQS fair queues work", read
-2026-12-05; ``docs/decisions.md``, "Issue 30: tenant fairness") describes:
+2026-12-05; ``docs/decisions/tenant-fairness-sqs-fair-queues.md``) describes:
 
 - a tenant is **noisy** while either holds: it has more than ``CONCURRENCY_SHARE`` (10 %) of the
   queue's in-flight messages and at least ``CONCURRENCY_MIN_IN_FLIGHT`` (30) of its own in

@@ -307,7 +307,7 @@ def test_partner_api_answers_as_its_document_says(
 
 
 # After the partner API's test (same module, file order): admin cases revoke the demo key,
-# disable the demo tenant, pause its connection... (docs/decisions.md, "Issue 15 — fuzzing").
+# disable the demo tenant, pause its connection... (docs/decisions/fuzzing.md).
 def test_admin_api_answers_as_its_document_says(
     local_stack: LocalStack, admin_url: str, message_id: str
 ) -> None:

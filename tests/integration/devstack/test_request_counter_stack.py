@@ -123,7 +123,7 @@ def test_the_local_runtime_polling_is_counted_apart(counter: RequestCounter) -> 
 def test_one_health_page_load_costs_a_fixed_number_of_aws_requests(
     stack: LocalStack, counter: RequestCounter
 ) -> None:
-    """What docs/decisions.md (issue 13) says one Health view costs: for a platform token naming
+    """What docs/decisions/health-api.md says one Health view costs: for a platform token naming
     a tenant, one GetQueueAttributes per queue shown (5), one GetMetricData, one Query per GSI1
     status partition (3, one page each while a partition is small). The metrics read is cached
     per instance for a minute (HUB_HEALTH_METRICS_CACHE_SECONDS, 0 here): uncached cost."""

@@ -8,7 +8,7 @@ partitions (a tenant's messages in retry_pending / error / dead_letter, by last 
 - `lanes` and `outbox` are platform-only: every tenant's messages share the lanes, so a tenant's
   token must not see them (nor infer other tenants' load from them).
 - `counters` and `hourly` are platform-only too: the EMF metrics carry no tenant dimension (a
-  custom metric per tenant would cost per tenant and month; docs/decisions.md, issue 13).
+  custom metric per tenant would cost per tenant and month; docs/decisions/health-api.md).
 - `integrations` is per tenant, from GSI1 only (never a scan): up to `max_pages` pages per
   status partition, `truncated` when that bound cut a listing short.
 

@@ -338,8 +338,8 @@ class IntegrationAdmin:
 
     def delete(self, principal: Principal, tenant_id: str, integration_id: str, if_match: int | None) -> None:
         """Deletes the integration unless messages of it wait in a queue tab (error,
-        retry_pending, dead_letter): IntegrationInUse (409) then. See docs/decisions.md
-        ("Issue 11 - integrations") for what counts as in flight."""
+        retry_pending, dead_letter): IntegrationInUse (409) then. See
+        docs/decisions/integration-delete-in-use.md for what counts as in flight."""
         current = self._owned(tenant_id, integration_id)
         self._check_version(current, if_match)
         received = current.last_received_at

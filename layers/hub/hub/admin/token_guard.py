@@ -1,11 +1,11 @@
 """Failed admin tokens, limited per source address (issue 14).
 
-The admin Function URL keeps `AuthType: NONE` with bearer tokens (docs/decisions.md, "Issue 14 —
-rate limits"), so guessing tokens must cost the guesser: after `limit` refused tokens from one
-address within the window, that address is answered 429 until the oldest failure leaves the
-window, before any token is looked at (no DynamoDB read, no Secrets Manager call). Per warm
-instance, like the partner API's limit; a good token from a blocked address waits too, since
-telling it apart would need the very lookup the block saves.
+The admin Function URL keeps `AuthType: NONE` with bearer tokens
+(docs/decisions/admin-function-url-auth.md), so guessing tokens must cost the guesser: after
+`limit` refused tokens from one address within the window, that address is answered 429 until
+the oldest failure leaves the window, before any token is looked at (no DynamoDB read, no
+Secrets Manager call). Per warm instance, like the partner API's limit; a good token from a
+blocked address waits too, since telling it apart would need the very lookup the block saves.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ ingest, per tenant) and a sliding window of failures per key (admin sign-in, per
 Both are plain Python on an injected monotonic clock (seconds), so tests move time instead of
 sleeping. Neither is exact across instances: each Lambda instance has its own buckets, so the
 effective limit is the per-instance limit times the instances serving the caller (bounded by
-the function's reserved concurrency). docs/decisions.md, "Issue 14 — rate limits", says why.
+the function's reserved concurrency). docs/decisions/partner-rate-limits.md says why.
 """
 
 from __future__ import annotations

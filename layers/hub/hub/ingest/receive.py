@@ -314,11 +314,12 @@ class Ingestor:
         return outcome
 
     def _store(self, new: NewMessage, began: datetime, started: float) -> ReceiveOutcome:
-        """The claims, then the message: separate conditional writes (docs/decisions.md, "Ingest
-        without a transaction"). A claim another message holds answers this request with that
-        message; one whose message does not exist (yet) is waited on for PENDING_WINDOW, then
-        taken over. The message is written only within INGEST_DEADLINE of the start, so it can
-        never appear after a claimant took its claims over or after the worker gave up on its step."""
+        """The claims, then the message: separate conditional writes
+        (docs/decisions/ingest-without-a-transaction.md). A claim another message holds answers
+        this request with that message; one whose message does not exist (yet) is waited on for
+        PENDING_WINDOW, then taken over. The message is written only within INGEST_DEADLINE of
+        the start, so it can never appear after a claimant took its claims over or after the
+        worker gave up on its step."""
         mine: list[DedupKind] = []
         for kind in idempotency.claim_order(new.idempotency_key_hash is not None):
             holder = self._messages.claim(new, kind, self._clock())
