@@ -15,10 +15,12 @@ from devstack.api_docs import Anchors
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-DOCUMENTS = [README, ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
-#: Links that may point at a page another change is creating, to the page that holds the same
-#: content until then: the decisions move from one file to one file each, with an index.
-PENDING = {ROOT / "docs" / "decisions" / "README.md": ROOT / "docs" / "decisions.md"}
+DOCUMENTS = [
+    README,
+    ROOT / "CONTRIBUTING.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "bench").rglob("*.md")),
+]
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1\s*$", re.MULTILINE | re.DOTALL)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
@@ -56,9 +58,6 @@ def broken(document: Path, link: str) -> str | None:
     """Why `link` of `document` leads nowhere, or None when it leads somewhere."""
     target, _, anchor = link.partition("#")
     path = (document.parent / target).resolve() if target else document
-    if not path.exists() and path in PENDING:
-        path = PENDING[path]
-        anchor = ""  # the headings of a page still to be written are not known yet
     if not path.exists():
         return f"{link}: names nothing"
     if path != ROOT and ROOT not in path.parents:
