@@ -76,6 +76,21 @@ def sign_in(page: Page, token: str, path: str) -> None:
     expect(page.locator("#who")).to_be_visible()
 
 
+def confirm(page: Page, expected: str, button: str, *, then: str | None = None) -> None:
+    """Answers the page's open question (it shows `expected`) with `button`; the dialog closes,
+    or asks `then` next (it may close and open again faster than a loaded machine looks, so the
+    next question is awaited, not the closing)."""
+    from playwright.sync_api import expect  # noqa: PLC0415
+
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text(expected)
+    dialog.get_by_role("button", name=button).click()
+    if then is None:
+        expect(dialog).to_be_hidden()
+    else:
+        expect(dialog).to_contain_text(then)
+
+
 def admin_token(admin: httpx.Client, role: str, tenant_id: str) -> str:
     """A new admin token of `tenant_id` with `role`, minted over the admin API."""
     import uuid  # noqa: PLC0415

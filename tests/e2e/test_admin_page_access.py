@@ -51,13 +51,6 @@ def shown_once(page: Page, section: str) -> str:
     return box.inner_text().strip()
 
 
-def confirm(page: Page, expected: str, button: str) -> None:
-    dialog = page.get_by_role("dialog")
-    expect(dialog).to_contain_text(expected)
-    dialog.get_by_role("button", name=button).click()
-    expect(dialog).to_be_hidden()
-
-
 def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(page: Page, local_stack) -> None:
     label = f"page key {uuid.uuid4().hex[:6]}"
     browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/access")
@@ -81,7 +74,7 @@ def test_an_api_key_created_in_the_page_works_until_it_is_revoked_there(page: Pa
     assert key not in page.content()
 
     row.get_by_role("button", name=f"Revoke {label}").click()
-    confirm(page, key_id, "Revoke key")
+    browser.confirm(page, key_id, "Revoke key")
     expect(row).to_contain_text("revoked")
     expect(row.get_by_role("button")).to_have_count(0)
     browser.screenshot(page, "access")
@@ -115,7 +108,7 @@ def test_a_rotated_key_is_shown_once_and_the_old_one_keeps_its_grace_period(page
     page.locator('[data-section="api-keys"] tr', has_text=label).first.get_by_role(
         "button", name=f"Rotate {label}"
     ).click()
-    confirm(page, "grace period", "Rotate key")
+    browser.confirm(page, "grace period", "Rotate key")
 
     expect(page.locator('[data-section="api-keys"]')).to_contain_text("keeps working until")
     new = shown_once(page, "api-keys")
@@ -186,7 +179,7 @@ def test_revoking_the_signed_in_token_asks_with_a_warning_and_signs_out(contexts
     expect(own).to_contain_text("active")
 
     own.get_by_role("button", name=f"Revoke {label}").click()
-    confirm(page, "signed in with", "Revoke my own token")
+    browser.confirm(page, "signed in with", "Revoke my own token")
     expect(page.get_by_label("Admin token", exact=True)).to_be_visible()
     refused = admin.get("/api/admin/tokens", headers={"Authorization": f"Bearer {token}"})
     assert refused.status_code == 401
@@ -214,10 +207,10 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
     subscription_id = item.get_attribute("data-subscription-id")
 
     item.get_by_role("button", name="Disable").click()
-    confirm(page, url, "Disable")
+    browser.confirm(page, url, "Disable")
     expect(item).to_contain_text("disabled")
     item.get_by_role("button", name="Rotate secret").click()
-    confirm(page, "shown once", "Rotate secret")
+    browser.confirm(page, "shown once", "Rotate secret")
     expect(secret).to_have_text(re.compile(r"^whsec_"))
     expect(item).to_contain_text("2 current")
     page.get_by_role("button", name="Done: hide it").click()
@@ -230,7 +223,7 @@ def test_a_subscription_created_in_the_page_is_listed_and_can_be_disabled(page: 
     assert stored["event_types"] == ["connection.circuit_opened", "connection.gone"]
 
     item.get_by_role("button", name="Delete").click()
-    confirm(page, url, "Delete subscription")
+    browser.confirm(page, url, "Delete subscription")
     expect(item).to_have_count(0)
     gone = admin.get(f"/api/admin/tenants/{DEMO_TENANT_ID}/subscriptions/{subscription_id}")
     assert gone.status_code == 404
@@ -294,7 +287,7 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
             since = (datetime.now() - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M")
             item.get_by_label("Failed since").fill(since)
             item.get_by_role("button", name="Replay all since").click()
-            confirm(page, "failed since", "Replay all")
+            browser.confirm(page, "failed since", "Replay all")
             expect(page.locator("#toasts")).to_contain_text("Replaying 1 deliveries")
             wait_until(lambda: failed_deliveries(admin, subscription_id) == [])
             assert [r.headers.get("webhook-id") for r in receiver.requests].count(second) == 2

@@ -72,13 +72,6 @@ def row(page: Page, message_id: str) -> Locator:
     return page.locator(f'tr[data-message-id="{message_id}"]')
 
 
-def confirm(page: Page, expected: str, button: str) -> None:
-    dialog = page.get_by_role("dialog")
-    expect(dialog).to_contain_text(expected)
-    dialog.get_by_role("button", name=button).click()
-    expect(dialog).to_be_hidden()
-
-
 def count_of(page: Page, tab: str) -> Locator:
     return page.locator(f'[role=tab] [data-count="{tab}"]')
 
@@ -171,7 +164,7 @@ def test_a_double_click_on_reprocess_is_one_request_with_an_idempotency_key(
     calls = watch(page)
     dead = row(page, message_id)
     dead.get_by_role("button", name="Reprocess").dblclick()
-    confirm(page, message_id, "Reprocess")
+    browser.confirm(page, message_id, "Reprocess")
 
     expect(dead).to_contain_text("sent", timeout=45_000)
     [reprocess] = calls.to("POST", "/api/edi-hub/reprocess-message")
@@ -197,7 +190,7 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     expect(actions.get_by_role("button")).to_have_count(3)
     expect(actions.get_by_role("button", name="Erase (GDPR)")).to_have_count(1)
     actions.get_by_role("button", name="Reprocess").dblclick()
-    confirm(page, failed, "Reprocess")
+    browser.confirm(page, failed, "Reprocess")
 
     expect(page.locator(".facts")).to_contain_text("sent", timeout=45_000)
     expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {failed}")
@@ -214,7 +207,7 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     actions = page.get_by_role("main").locator(".message-actions")
     expect(actions.get_by_role("button", name="Reprocess")).to_have_count(0)  # an execution waits
     actions.get_by_role("button", name="Cancel").click()
-    confirm(page, waiting, "Cancel message")
+    browser.confirm(page, waiting, "Cancel message")
 
     expect(page.locator(".facts")).to_contain_text("cancelled")
     cancels = calls.to("POST", f"/api/admin/messages/{waiting}/cancel-retry")
@@ -262,7 +255,7 @@ def test_a_call_lost_on_the_network_is_resent_once_with_the_same_key(
 
     page.route("**/api/edi-hub/reprocess-message", drop_the_first)
     page.get_by_role("main").locator(".message-actions").get_by_role("button", name="Reprocess").click()
-    confirm(page, message_id, "Reprocess")
+    browser.confirm(page, message_id, "Reprocess")
 
     expect(page.locator(".facts")).to_contain_text("sent", timeout=45_000)
     sent = calls.to("POST", "/api/edi-hub/reprocess-message")
@@ -284,15 +277,14 @@ def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
 
     # First time: the operator keeps it at the second question. Nothing is sent again.
     reprocess.click()
-    confirm(page, message_id, "Reprocess")
-    expect(page.get_by_role("dialog")).to_contain_text("The destination already accepted")
-    confirm(page, "Send it again anyway?", "Keep it")
+    browser.confirm(page, message_id, "Reprocess", then="The destination already accepted")
+    browser.confirm(page, "Send it again anyway?", "Keep it")
     assert len(destination.requests) == 1
 
     # Second time: sent again, with force, as a new request with its own key.
     reprocess.click()
-    confirm(page, message_id, "Reprocess")
-    confirm(page, "already accepted", "Send it again")
+    browser.confirm(page, message_id, "Reprocess", then="already accepted")
+    browser.confirm(page, "already accepted", "Send it again")
 
     expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {message_id}")
     wait_for_status(api, message_id, "sent", timeout=45)
@@ -535,7 +527,7 @@ def test_cancel_all_matching_on_the_waiting_tab_and_a_job_can_be_stopped(
         0
     )  # waiting: cancel only
     page.get_by_role("button", name="Cancel all matching…").click()
-    confirm(page, f"the Waiting tab, integration {integration_id}", "Start cancelling")
+    browser.confirm(page, f"the Waiting tab, integration {integration_id}", "Start cancelling")
 
     job = page.locator("section.jobs li.job").first
     expect(job).to_have_attribute("data-state", "completed", timeout=60_000)
