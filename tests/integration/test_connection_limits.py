@@ -31,7 +31,7 @@ class TestRate:
         one, other = DynamoConnectionLimits(stack.table), DynamoConnectionLimits(stack.table)
 
         assert isinstance(acquire(one, limits, "m1", 10_000), Permit)
-        # another instance has never seen the item: its first guess fails and it plans again
+        # another instance has never seen the item: it reads it before its first permit
         assert isinstance(acquire(other, limits, "m2", 10_000), Permit)
         assert acquire(one, limits, "m3", 10_000) == Refusal(HeldReason.RATE_LIMITED, 200)
         assert isinstance(acquire(other, limits, "m3", 10_200), Permit)

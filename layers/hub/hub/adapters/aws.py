@@ -11,6 +11,8 @@ from functools import cache
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -34,8 +36,22 @@ _SESSION_LOCK = threading.Lock()
 
 
 @cache
+def _models() -> botocore.loaders.Loader:
+    """botocore's reader of its service models and endpoint data (files of the installed SDK):
+    one per process, kept when the session is renewed (`reset_clients`), so a new session does
+    not read and parse them again (~50 ms a service)."""
+    return botocore.loaders.create_loader()
+
+
+@cache
 def _session() -> boto3.session.Session:
-    return boto3.session.Session()
+    core = botocore.session.Session()
+    core.register_component("data_loader", _models())
+    session = boto3.session.Session(botocore_session=core)
+    # boto3 adds its own data folder to the loader's paths, once per session: once is enough.
+    paths = _models().search_paths
+    paths[:] = list(dict.fromkeys(paths))
+    return session
 
 
 @cache

@@ -116,8 +116,11 @@ class DynamoConnectionLimits:
     ) -> Permit | Refusal:
         scoped = (tenant_id, connection_id)
         key = keys.connection_limit_key(tenant_id, connection_id)
-        state = self._seen.get(scoped, LimitState())
-        if state.draining(now_ms) and not released:
+        seen = self._seen.get(scoped)
+        # An instance's first permit on a connection reads the item (a read unit, not a write
+        # whose condition fails on a guess); later ones plan from what their last write returned.
+        state = seen if seen is not None else self.get(tenant_id, connection_id)
+        if seen is not None and state.draining(now_ms) and not released:
             # A drain this instance saw may have ended since: one read, not a refusal that lasts
             # as long as the lease it remembers.
             state = self.get(tenant_id, connection_id)
