@@ -215,8 +215,8 @@ def test_the_alert_notifier_loads_httpx_at_its_first_slack_alert_only() -> None:
         "AlertNotifierFunction",
         [
             "alerts.alert_notifier()",
-            "slack = common.slack(alerts.settings())[0]\ntry:\n    slack.send(None)\n"
-            "except AttributeError:\n    pass",
+            "slack = common.slack(alerts.settings(), alerts.secret_values, alerts.egress_policy())[0]\n"
+            "try:\n    slack.send(None)\nexcept AttributeError:\n    pass",
         ],
         {"HUB_SLACK_WEBHOOK_SECRET_ARN": SLACK_SECRET_ARN},
     )

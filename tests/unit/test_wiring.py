@@ -13,6 +13,7 @@ from types import ModuleType
 import pytest
 
 from hub import config, wiring
+from hub.adapters.aws import reset_clients
 from hub.errors import ConfigurationError
 from hub.wiring import registry
 from tests.function_wiring import (
@@ -109,6 +110,29 @@ def test_a_function_requires_only_what_it_needs(clean: pytest.MonkeyPatch) -> No
         _module("worker").init()
 
 
+@pytest.mark.parametrize("function", wiring.FUNCTIONS)
+def test_a_function_builds_its_graph_from_its_own_settings_only(
+    clean: pytest.MonkeyPatch, function: str
+) -> None:
+    """One settings model validated per process (each model costs its schema at the cold start):
+    whatever a function keeps is built from its own settings, never the process-wide ones."""
+    for name, value in {**_stand_ins(function), "HUB_CERTIFICATE_KEY_ID": "alias/stand-in"}.items():
+        clean.setenv(name, value)
+    clean.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    module = _module(function)
+    kept = [
+        value for name, value in vars(module).items() if hasattr(value, "cache_clear") and name != "settings"
+    ]
+
+    try:
+        for builder in kept:
+            builder()
+        assert all(builder.cache_info().currsize == 1 for builder in kept)
+        assert config.settings.cache_info().currsize == 0
+    finally:
+        reset_clients()
+
+
 # --- reset ---------------------------------------------------------------------------------------------
 
 
@@ -117,7 +141,10 @@ def test_every_cache_of_the_wiring_is_one_reset_clears(name: str) -> None:
     module = _module(name)
     caches = {n: value for n, value in vars(module).items() if hasattr(value, "cache_clear")}
 
-    assert caches  # the module's builders, its settings (or the process-wide ones it imports)
+    if name in wiring.FUNCTIONS:
+        assert {"settings"} < set(caches)  # its settings and what it keeps
+    if name == "common":
+        assert caches == {}  # it builds; the functions keep
     assert [n for n, cache in caches.items() if cache not in registry.built()] == []
 
 
@@ -143,7 +170,7 @@ def test_reset_forgets_every_instance_built(clean: pytest.MonkeyPatch) -> None:
             clean.setenv(name, value)
     clean.setenv("AWS_DEFAULT_REGION", "us-east-1")
     ingest, admin = _module("ingest"), _module("admin")
-    throttle, guard, egress = ingest.tenant_throttle(), admin.failed_token_guard(), wiring.egress_policy()
+    throttle, guard, egress = ingest.tenant_throttle(), admin.failed_token_guard(), admin.egress_policy()
     for function in wiring.FUNCTIONS:
         _module(function).init()
 
@@ -152,7 +179,7 @@ def test_reset_forgets_every_instance_built(clean: pytest.MonkeyPatch) -> None:
     assert [cache for cache in registry.built() if cache.cache_info().currsize] == []
     assert ingest.tenant_throttle() is not throttle
     assert admin.failed_token_guard() is not guard
-    assert wiring.egress_policy() is not egress
+    assert admin.egress_policy() is not egress
 
 
 # --- the package's names --------------------------------------------------------------------------------

@@ -101,9 +101,6 @@ _EXPORTS = {
     "webhook_sender": "webhooks",
     "alert_notifier": "alerts",
     "cert_expiry_alerter": "cert_expiry",
-    **dict.fromkeys(
-        ("current_config", "egress_policy", "secret_values", "message_search", "audit_trail"), "common"
-    ),
 }
 
 

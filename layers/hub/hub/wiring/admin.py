@@ -2,8 +2,8 @@
 guard (tokens, their rate limit, refused-token windows), Idempotency-Key claims, operator
 actions and bulk jobs, search and erasure, the Health view, tenants, integrations, connections
 (with their certificates, control and test tool), API keys, admin tokens, subscriptions,
-callback tokens and the audit log. Search, the audit trail and the stored configuration are
-built as the worker's bulk runner builds them (hub.wiring.common)."""
+callback tokens and the audit log. Operator moves, search and the audit trail are built as the
+worker's bulk runner builds them (hub.wiring.common)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from hub.wiring.common import PipelineRetrySettings
 from hub.wiring.registry import once, settings_of
 
 if TYPE_CHECKING:
+    from hub.adapters.secrets import SecretValues
     from hub.adapters.webhook_queue import SqsWebhookQueue
     from hub.admin.api_keys import ApiKeyAdmin
-    from hub.admin.audit import AuditLog
+    from hub.admin.audit import Audit, AuditLog, AuditTrail
     from hub.admin.bulk import BulkJobs
     from hub.admin.callback_tokens import CallbackTokenAdmin
     from hub.admin.cards import IntegrationCards
@@ -30,14 +31,17 @@ if TYPE_CHECKING:
     from hub.admin.idempotency import AdminIdempotency
     from hub.admin.integrations import IntegrationAdmin
     from hub.admin.operations import Operations
+    from hub.admin.search import MessageSearch
     from hub.admin.subscriptions import SubscriptionAdmin
     from hub.admin.tenants import TenantAdmin
     from hub.admin.token_guard import FailedTokenGuard
     from hub.admin.token_throttle import AdminTokenThrottle
     from hub.admin.tokens import Authenticator, TokenAdmin
     from hub.certificates.service import CertificateService
+    from hub.delivery.egress import EgressPolicy
     from hub.delivery.port import Prober
     from hub.delivery.probe import ConnectorTester
+    from hub.ports import ConfigRepository
 
 
 class AdminSettings(PipelineRetrySettings):
@@ -95,7 +99,7 @@ def bootstrap_token_sha256() -> str:
     arn = settings().admin_token_secret_arn
     if not arn:
         return ""
-    value = common.secret_values().get(arn).strip().lower()
+    value = secret_values().get(arn).strip().lower()
     if not re.fullmatch(r"[0-9a-f]{64}", value):
         raise ConfigurationError("the bootstrap admin token secret is not a SHA-256 (64 hex digits)")
     return value
@@ -118,7 +122,7 @@ def admin_idempotency() -> AdminIdempotency:
     from hub.adapters.dynamo.admin_idempotency import DynamoAdminIdempotency
     from hub.admin.idempotency import AdminIdempotency
 
-    keys = common.data_keys()
+    keys = common.data_keys(settings())
     if keys is None:
         raise ConfigurationError("Idempotency-Key on the admin API needs HUB_CERTIFICATE_KEY_ID")
     return AdminIdempotency(DynamoAdminIdempotency(settings().table_name), keys)
@@ -132,12 +136,8 @@ def operations() -> Operations:
     from hub.admin.operations import Lane
 
     s = settings()
-    return common.operations(
-        s,
-        lanes={
-            "pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)
-        },
-    )
+    lanes = {"pipeline": Lane(work_queue_url=s.pipeline_queue_url, dead_letter_queue_url=s.pipeline_dlq_url)}
+    return common.operations(s, lanes, current_config(), audit_trail())
 
 
 @once
@@ -148,7 +148,7 @@ def bulk_jobs() -> BulkJobs:
     from hub.admin.bulk import BulkJobs
 
     s = settings()
-    return BulkJobs(DynamoBulkJobs(s.table_name), SqsStepQueue(s.pipeline_queue_url), audit=common.audit())
+    return BulkJobs(DynamoBulkJobs(s.table_name), SqsStepQueue(s.pipeline_queue_url), audit=_audit())
 
 
 @once
@@ -158,9 +158,7 @@ def erasure() -> Erasure:
     from hub.adapters.dynamo.erasure import DynamoErasure
     from hub.admin.erasure import Erasure
 
-    return Erasure(
-        DynamoErasure(settings().table_name), common.message_search(), common.current_config(), common.audit()
-    )
+    return Erasure(DynamoErasure(settings().table_name), message_search(), current_config(), _audit())
 
 
 @once
@@ -201,7 +199,7 @@ def tenant_admin() -> TenantAdmin:
     from hub.admin.tenants import TenantAdmin
 
     s = settings()
-    return TenantAdmin(DynamoTenants(s.table_name), audit=common.audit(), retention=s.retention)
+    return TenantAdmin(DynamoTenants(s.table_name), audit=_audit(), retention=s.retention)
 
 
 @once
@@ -209,7 +207,8 @@ def integration_admin() -> IntegrationAdmin:
     from hub.adapters.dynamo.integrations import DynamoIntegrations
     from hub.admin.integrations import IntegrationAdmin
 
-    return IntegrationAdmin(DynamoIntegrations(settings().table_name, common.data_keys()), common.audit())
+    s = settings()
+    return IntegrationAdmin(DynamoIntegrations(s.table_name, common.data_keys(s)), _audit())
 
 
 @once
@@ -230,11 +229,12 @@ def connection_admin() -> ConnectionAdmin:
     from hub.adapters.dynamo.connections import DynamoConnections
     from hub.admin.connections import ConnectionAdmin
 
+    s = settings()
     return ConnectionAdmin(
-        DynamoConnections(settings().table_name, common.data_keys()),
-        common.audit(),
+        DynamoConnections(s.table_name, common.data_keys(s)),
+        _audit(),
         tester=_connection_tester,
-        egress=common.egress_policy(),
+        egress=egress_policy(),
         # Built at the first save that carries a certificate (KMS and cryptography only then).
         certificates=certificate_service,
     )
@@ -249,10 +249,10 @@ def _connection_tester() -> ConnectorTester:
     certificates = LazyCertificateStore(lambda: common.certificate_store(s))
 
     def http() -> Prober:
-        return common.http_connector(certificates)
+        return common.http_connector(certificates, egress_policy())
 
     def soap() -> Prober:
-        return common.soap_connector(certificates)
+        return common.soap_connector(certificates, egress_policy())
 
     return ConnectorTester({DestinationProtocol.HTTP: http, DestinationProtocol.SOAP: soap})
 
@@ -267,7 +267,7 @@ def certificate_service() -> CertificateService:
     if not s.certificate_key_id:
         raise ConfigurationError("client certificates need HUB_CERTIFICATE_KEY_ID")
     return CertificateService(
-        DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id), audit=common.audit()
+        DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id), audit=_audit()
     )
 
 
@@ -284,7 +284,7 @@ def connection_control() -> ConnectionControl:
         DynamoConnections(s.table_name),
         DynamoConnectionStates(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
-        common.audit(),
+        _audit(),
     )
 
 
@@ -295,7 +295,7 @@ def callback_token_admin() -> CallbackTokenAdmin:
     from hub.admin.callback_tokens import CallbackTokenAdmin
 
     table = settings().table_name
-    return CallbackTokenAdmin(DynamoConnections(table), DynamoStatusCallbacks(table), common.audit())
+    return CallbackTokenAdmin(DynamoConnections(table), DynamoStatusCallbacks(table), _audit())
 
 
 @once
@@ -303,7 +303,7 @@ def api_key_admin() -> ApiKeyAdmin:
     from hub.adapters.dynamo.api_keys import DynamoApiKeys
     from hub.admin.api_keys import ApiKeyAdmin
 
-    return ApiKeyAdmin(DynamoApiKeys(settings().table_name), audit=common.audit())
+    return ApiKeyAdmin(DynamoApiKeys(settings().table_name), audit=_audit())
 
 
 @once
@@ -313,7 +313,7 @@ def token_admin() -> TokenAdmin:
     from hub.admin.tokens import TokenAdmin
 
     table = settings().table_name
-    return TokenAdmin(DynamoAdminTokens(table), DynamoTenants(table), common.audit())
+    return TokenAdmin(DynamoAdminTokens(table), DynamoTenants(table), _audit())
 
 
 @once
@@ -329,11 +329,11 @@ def subscription_admin() -> SubscriptionAdmin:
         return SqsWebhookQueue(s.webhooks_queue_url)
 
     return SubscriptionAdmin(
-        DynamoSubscriptions(s.table_name, common.data_keys()),
+        DynamoSubscriptions(s.table_name, common.data_keys(s)),
         DynamoWebhookFailures(s.table_name),
         queue,
-        common.audit(),
-        egress=common.egress_policy(),
+        _audit(),
+        egress=egress_policy(),
     )
 
 
@@ -342,4 +342,43 @@ def audit_log() -> AuditLog:
     from hub.adapters.dynamo.tenants import DynamoTenants
     from hub.admin.audit import AuditLog
 
-    return AuditLog(common.audit_trail(), DynamoTenants(settings().table_name))
+    return AuditLog(audit_trail(), DynamoTenants(settings().table_name))
+
+
+# --- kept once, built as other functions build them (hub.wiring.common) -------------------------------
+
+
+@once
+def current_config() -> ConfigRepository:
+    """The configuration as stored now, with no cache: what the admin API's views and operator
+    actions read (an operator's own save must show at once; admin reads are few). Sealed secrets
+    are not opened."""
+    return common.config_store(settings(), ())
+
+
+@once
+def message_search() -> MessageSearch:
+    """Search (issue 28), the search route's and erasure's."""
+    return common.message_search(settings())
+
+
+@once
+def audit_trail() -> AuditTrail:
+    return common.audit_trail(settings())
+
+
+def _audit() -> Audit:
+    return common.audit(audit_trail())
+
+
+@once
+def egress_policy() -> EgressPolicy:
+    """The one egress policy of this process (template EgressAllowedCidrs): URLs are checked
+    against it when they are saved, and a connection's test tool reaches out under it."""
+    return common.egress_policy(settings())
+
+
+@once
+def secret_values() -> SecretValues:
+    """The bootstrap admin token's secret, kept HUB_SECRETS_CACHE_SECONDS."""
+    return common.secret_values(settings())

@@ -11,7 +11,9 @@ from hub.wiring import common
 from hub.wiring.registry import once, settings_of
 
 if TYPE_CHECKING:
+    from hub.adapters.secrets import SecretValues
     from hub.alerts.notifier import AlertNotifier
+    from hub.delivery.egress import EgressPolicy
     from hub.ports import AlertChannel
 
 SETTINGS = Settings
@@ -34,7 +36,7 @@ def alert_notifier() -> AlertNotifier:
     from hub.alerts.notifier import AlertNotifier
 
     s = settings()
-    slack = common.slack(s)
+    slack = common.slack(s, secret_values, egress_policy())
     email: list[AlertChannel] = []
     if s.alert_email_to and s.alert_email_from:
         from hub.adapters.ses import SesEmailChannel
@@ -46,3 +48,15 @@ def alert_notifier() -> AlertNotifier:
         alarm_channels=slack,
         stage=s.stage,
     )
+
+
+@once
+def secret_values() -> SecretValues:
+    """Secrets Manager values (the alert notifier's Slack URL), kept HUB_SECRETS_CACHE_SECONDS."""
+    return common.secret_values(settings())
+
+
+@once
+def egress_policy() -> EgressPolicy:
+    """The one egress policy of this process (template EgressAllowedCidrs): Slack's."""
+    return common.egress_policy(settings())

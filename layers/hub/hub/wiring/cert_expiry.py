@@ -10,7 +10,9 @@ from hub.wiring import common
 from hub.wiring.registry import once, settings_of
 
 if TYPE_CHECKING:
+    from hub.adapters.secrets import SecretValues
     from hub.certificates.expiry import CertExpiryAlerter
+    from hub.delivery.egress import EgressPolicy
 
 SETTINGS = Settings
 settings = settings_of(SETTINGS, "the certificate expiry check")
@@ -33,6 +35,18 @@ def cert_expiry_alerter() -> CertExpiryAlerter:
     return CertExpiryAlerter(
         DynamoCertificateRepository(s.table_name),
         DynamoCertAlertClaims(s.table_name),
-        common.slack(s),
+        common.slack(s, secret_values, egress_policy()),
         EmfMetrics(),
     )
+
+
+@once
+def secret_values() -> SecretValues:
+    """Secrets Manager values (the expiry check's Slack URL), kept HUB_SECRETS_CACHE_SECONDS."""
+    return common.secret_values(settings())
+
+
+@once
+def egress_policy() -> EgressPolicy:
+    """The one egress policy of this process (template EgressAllowedCidrs): Slack's."""
+    return common.egress_policy(settings())

@@ -1,11 +1,13 @@
-"""What more than one function builds the same way: the stored configuration and its cached
+"""How more than one function builds the same things: the stored configuration and its cached
 views, envelope encryption's data keys, the egress policy, Secrets Manager values and the Slack
 channel, the delivery connectors and their certificate store, the retry scheduler of the
 pipeline queue, and the operator's side the admin API and the worker's bulk runner share
 (operations, search, the audit trail).
 
-Builders here read the process-wide `hub.config.settings()` (what every function has), or take
-the narrower settings of the function that calls them (`PipelineRetrySettings`).
+Nothing here is kept: each builder takes the settings of the function that calls it (and what
+else it needs), and that function's module keeps what must be one per process (`@once`). So a
+function's graph - what it keeps, from which settings - reads in its own module, and a process
+validates one settings model, its function's.
 """
 
 from __future__ import annotations
@@ -14,11 +16,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from hub.config import Settings, settings
-from hub.wiring.registry import once
+from hub.config import Settings
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from hub.adapters.kms import KmsDataKeys
     from hub.adapters.scheduler import EventBridgeRetryScheduler
@@ -49,60 +50,53 @@ class PipelineRetrySettings(Settings):
 # --- the configuration ---------------------------------------------------------------------------
 
 
-@once
-def current_config() -> ConfigRepository:
-    """The configuration as stored now, with no cache: what the admin API's views and operator
-    actions read (an operator's own save must show at once; admin reads are few). Sealed secrets
-    are not opened."""
-    return config_store(())
-
-
-def cached_config(opens: tuple[str, ...]) -> CachedConfig:
+def cached_config(s: Settings, opens: tuple[str, ...]) -> CachedConfig:
     """The stored configuration, remembered for HUB_CONFIG_CACHE_SECONDS."""
     from hub.config_cache import CachedConfig
 
-    return CachedConfig(config_store(opens), settings().config_cache_seconds)
+    return CachedConfig(config_store(s, opens), s.config_cache_seconds)
 
 
-def config_store(opens: tuple[str, ...]) -> ConfigRepository:
+def config_store(s: Settings, opens: tuple[str, ...]) -> ConfigRepository:
     """The stored configuration, opening the sealed secrets of the purposes `opens` names."""
     from hub.adapters.dynamo.tenancy import DynamoConfigRepository
     from hub.sealed_config import Sealer
 
-    return DynamoConfigRepository(settings().table_name, Sealer(data_keys(), opens))
+    return DynamoConfigRepository(s.table_name, Sealer(data_keys(s), opens))
 
 
-def data_keys() -> KmsDataKeys | None:
+def data_keys(s: Settings) -> KmsDataKeys | None:
     """Envelope encryption under the stack's key (HUB_CERTIFICATE_KEY_ID): client certificates,
     webhook secrets and destination credentials; None when the function has no key."""
     from hub.adapters.kms import KmsDataKeys
 
-    key_id = settings().certificate_key_id
-    return KmsDataKeys(key_id) if key_id else None
+    return KmsDataKeys(s.certificate_key_id) if s.certificate_key_id else None
 
 
 # --- outbound: egress, secrets, Slack --------------------------------------------------------------
 
 
-@once
-def egress_policy() -> EgressPolicy:
-    """The one egress policy of this process (template EgressAllowedCidrs): every outbound
-    client is built from it, and the admin API checks URLs against it when they are saved."""
+def egress_policy(s: Settings) -> EgressPolicy:
+    """The egress policy (template EgressAllowedCidrs): every outbound client is built from it,
+    and the admin API checks URLs against it when they are saved. One per process: a function
+    keeps it (`@once`)."""
     from hub.delivery.egress import EgressPolicy
 
-    return EgressPolicy.from_setting(settings().egress_allowed_cidrs)
+    return EgressPolicy.from_setting(s.egress_allowed_cidrs)
 
 
-@once
-def secret_values() -> SecretValues:
+def secret_values(s: Settings) -> SecretValues:
+    """Values read from Secrets Manager, each kept HUB_SECRETS_CACHE_SECONDS. One per process: a
+    function keeps it (`@once`)."""
     from hub.adapters.secrets import SecretValues
 
-    return SecretValues(settings().secrets_cache_seconds)
+    return SecretValues(s.secrets_cache_seconds)
 
 
-def slack(s: Settings) -> list[AlertChannel]:
+def slack(s: Settings, secrets: Callable[[], SecretValues], egress: EgressPolicy) -> list[AlertChannel]:
     """The Slack channel when a webhook URL secret is configured (httpx loads only then). The URL
-    is read from Secrets Manager at the first alert, and again once its cache age has passed."""
+    is read from Secrets Manager (`secrets`, the function's) at the first alert, and again once
+    its cache age has passed."""
     arn = s.slack_webhook_secret_arn
     if not arn:
         return []
@@ -110,7 +104,11 @@ def slack(s: Settings) -> list[AlertChannel]:
 
     from hub.adapters.slack import SlackWebhook
 
-    return [SlackWebhook(lambda: SecretStr(secret_values().get(arn).strip()), egress_policy())]
+    def url() -> SecretStr:
+        values: SecretValues = secrets()  # typed: the IAM scan follows `.get` to Secrets Manager
+        return SecretStr(values.get(arn).strip())
+
+    return [SlackWebhook(url, egress)]
 
 
 # --- delivery connectors ---------------------------------------------------------------------------
@@ -130,16 +128,16 @@ def certificate_store(s: Settings) -> CertificateStore:
     return KmsCertificateStore(DynamoCertificateRepository(s.table_name), KmsDataKeys(s.certificate_key_id))
 
 
-def http_connector(certificates: CertificateStore) -> HttpConnector:
+def http_connector(certificates: CertificateStore, egress: EgressPolicy) -> HttpConnector:
     from hub.delivery.http import HttpConnector
 
-    return HttpConnector(certificates, egress=egress_policy())
+    return HttpConnector(certificates, egress=egress)
 
 
-def soap_connector(certificates: CertificateStore) -> SoapConnector:
+def soap_connector(certificates: CertificateStore, egress: EgressPolicy) -> SoapConnector:
     from hub.delivery.soap import SoapConnector
 
-    return SoapConnector(certificates, egress=egress_policy())
+    return SoapConnector(certificates, egress=egress)
 
 
 # --- retries and the operator's moves ----------------------------------------------------------------
@@ -154,9 +152,12 @@ def retry_scheduler(s: PipelineRetrySettings) -> EventBridgeRetryScheduler:
     )
 
 
-def operations(s: PipelineRetrySettings, lanes: Mapping[str, Lane]) -> Operations:
+def operations(
+    s: PipelineRetrySettings, lanes: Mapping[str, Lane], config: ConfigRepository, trail: AuditTrail
+) -> Operations:
     """The operator's moves on messages: the admin API's (with the lanes it redrives) and the
-    worker's bulk runner's (none: the worker redrives nothing)."""
+    worker's bulk runner's (none: the worker redrives nothing). `config` is the configuration
+    as stored now (`config_store` opening nothing), `trail` the function's audit trail."""
     from hub.adapters.dynamo.callbacks import DynamoStatusCallbacks
     from hub.adapters.dynamo.connection_state import DynamoConnectionStates
     from hub.adapters.dynamo.executions import DynamoExecutions
@@ -170,36 +171,33 @@ def operations(s: PipelineRetrySettings, lanes: Mapping[str, Lane]) -> Operation
         DynamoStatusIndex(s.table_name),
         DynamoExecutions(s.table_name),
         SqsStepQueue(s.pipeline_queue_url),
-        config=current_config(),
+        config=config,
         scheduler=retry_scheduler(s),
         mover=SqsDeadLetterMover(),
         lanes=lanes,
-        audit=audit(),
+        audit=audit(trail),
         callbacks=DynamoStatusCallbacks(s.table_name),
         held=DynamoConnectionStates(s.table_name),
     )
 
 
-@once
-def message_search() -> MessageSearch:
+def message_search(s: Settings) -> MessageSearch:
     """Search (issue 28): the message table's keys and GSI3; the tenant's integrations as stored
     (their ids and duplicate-key fields name the claims and business keys; no secret opened)."""
     from hub.adapters.dynamo.integrations import DynamoIntegrations
     from hub.adapters.dynamo.search import DynamoMessageSearch
     from hub.admin.search import MessageSearch
 
-    s = settings()
     return MessageSearch(DynamoMessageSearch(s.table_name), DynamoIntegrations(s.table_name))
 
 
-@once
-def audit_trail() -> AuditTrail:
+def audit_trail(s: Settings) -> AuditTrail:
     from hub.adapters.dynamo.audit import DynamoAuditTrail
 
-    return DynamoAuditTrail(settings().table_name)
+    return DynamoAuditTrail(s.table_name)
 
 
-def audit() -> Audit:
+def audit(trail: AuditTrail) -> Audit:
     from hub.admin.audit import Audit
 
-    return Audit(audit_trail())
+    return Audit(trail)

@@ -83,7 +83,7 @@ def status_callbacks() -> StatusCallbacks:
 def config_repository() -> CachedConfig:
     """Tenants, integrations and API keys, remembered for HUB_CONFIG_CACHE_SECONDS; sealed
     secrets are not opened (stand-ins: receive-message and the admin API need none)."""
-    return common.cached_config(())
+    return common.cached_config(settings(), ())
 
 
 @once
@@ -92,4 +92,4 @@ def webhook_config() -> CachedConfig:
     per integration and cache period, then kept in memory as long as the configuration)."""
     from hub.sealed_config import WEBHOOK_SECRET
 
-    return common.cached_config((WEBHOOK_SECRET,))
+    return common.cached_config(settings(), (WEBHOOK_SECRET,))

@@ -13,6 +13,7 @@ from hub.wiring import common
 from hub.wiring.registry import once, settings_of
 
 if TYPE_CHECKING:
+    from hub.delivery.egress import EgressPolicy
     from hub.outbox.webhooks import WebhookSender
 
 
@@ -47,12 +48,18 @@ def webhook_sender() -> WebhookSender:
     from hub.outbox.webhooks import CachedSubscriptions, WebhookSender
 
     s = settings()
-    source = DynamoSubscriptions(s.table_name, common.data_keys(), opens=True)
+    source = DynamoSubscriptions(s.table_name, common.data_keys(s), opens=True)
     return WebhookSender(
         CachedSubscriptions(source, s.config_cache_seconds),
-        HttpWebhookPoster(common.egress_policy()),
+        HttpWebhookPoster(egress_policy()),
         EventBridgeRetryScheduler(
             s.schedule_group, s.webhooks_queue_arn, s.scheduler_role_arn, dead_letter_arn=s.schedules_dlq_arn
         ),
         DynamoWebhookFailures(s.table_name),
     )
+
+
+@once
+def egress_policy() -> EgressPolicy:
+    """The one egress policy of this process (template EgressAllowedCidrs): the posts'."""
+    return common.egress_policy(settings())

@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
     from hub.adapters.scheduler import EventBridgeRetryScheduler
+    from hub.admin.audit import AuditTrail
     from hub.admin.bulk import BulkRunner
+    from hub.admin.search import MessageSearch
     from hub.config_cache import CachedConfig
+    from hub.delivery.egress import EgressPolicy
     from hub.delivery.gate import ConnectionGate
     from hub.delivery.port import CertificateStore, Connector
     from hub.delivery.release import Releaser
@@ -151,8 +154,8 @@ def delivery_connectors(certificates: CertificateStore) -> Mapping[DestinationPr
 
     return LazyConnectors(
         {
-            DestinationProtocol.HTTP: lambda: common.http_connector(certificates),
-            DestinationProtocol.SOAP: lambda: common.soap_connector(certificates),
+            DestinationProtocol.HTTP: lambda: common.http_connector(certificates, egress_policy()),
+            DestinationProtocol.SOAP: lambda: common.soap_connector(certificates, egress_policy()),
         }
     )
 
@@ -163,7 +166,13 @@ def delivery_config() -> CachedConfig:
     the ingest API's `webhook_config`)."""
     from hub.sealed_config import DESTINATION_CREDENTIAL
 
-    return common.cached_config((DESTINATION_CREDENTIAL,))
+    return common.cached_config(settings(), (DESTINATION_CREDENTIAL,))
+
+
+@once
+def egress_policy() -> EgressPolicy:
+    """The one egress policy of this process (template EgressAllowedCidrs): the connectors'."""
+    return common.egress_policy(settings())
 
 
 @once
@@ -177,8 +186,20 @@ def bulk_runner() -> BulkRunner:
     s = settings()
     return BulkRunner(
         DynamoBulkJobs(s.table_name),
-        common.operations(s, lanes={}),
+        common.operations(s, {}, common.config_store(s, ()), audit_trail()),
         SqsStepQueue(s.pipeline_queue_url),
-        finder=common.message_search(),
+        finder=message_search(),
         rate_per_second=s.release_rate_per_second,
     )
+
+
+@once
+def message_search() -> MessageSearch:
+    """The bulk runner's finder: a search's messages, as the admin API searches them."""
+    return common.message_search(settings())
+
+
+@once
+def audit_trail() -> AuditTrail:
+    """Where the bulk runner's moves are audited, as the admin API's."""
+    return common.audit_trail(settings())
