@@ -8,23 +8,25 @@ module per function so that a function's graph reads in one place:
 - `hub.wiring.webhooks`     the webhook sender (WebhookSenderFunction)
 - `hub.wiring.alerts`       the alert notifier (AlertNotifierFunction)
 - `hub.wiring.cert_expiry`  the certificate expiry check (CertExpiryFunction)
-- `hub.wiring.common`       what several of them build the same way (configuration, data keys,
-                            egress policy, secrets and Slack, connectors, retries, the operator's
-                            moves, search, the audit trail)
+- `hub.wiring.common`       how several of them build the same things (configuration, data
+                            keys, egress policy, secrets and Slack, connectors, retries, the
+                            operator's moves, search, the audit trail); it keeps nothing
 - `hub.wiring.registry`     `once` (a builder's one instance per process) and `reset`
 
-Each function's module has its settings model (`SETTINGS`: `hub.config.Settings` or narrower)
-and `init()`, which its handler calls at import: a missing or malformed variable fails the cold
-start with an error naming it, not a 500 at first use. Every variable a model requires is in
-its function's template Environment (tests/unit/test_wiring.py).
+Each function's module has its settings model (`SETTINGS`: `hub.config.Settings` or narrower,
+`settings()` its one validated instance) and `init()`, which its handler calls at import: a
+missing or malformed variable fails the cold start with an error naming it, not a 500 at first
+use. Everything the function keeps is built from those settings (one model validated per
+process). Every variable a model requires is in its function's template Environment
+(tests/unit/test_wiring.py).
 
 Each builder imports what it builds, so a function loads only the adapters and libraries its
 own routes use (the ingest API never imports zeep, cryptography or httpx; the worker imports a
 connector's libraries at its first delivery over that protocol). Keep new imports of adapters
 and use cases inside the builder that needs them, never at the top of a module;
-`tests/unit/test_architecture.py` checks what each handler loads. A handler imports its own
-function's module (and `common`) only: the names below (`wiring.ingestor()`, as tests, the
-local stack and the benchmarks call them) resolve to their module at first use.
+`tests/unit/test_architecture.py` checks what each handler loads. A handler (and the hub's own
+code) imports its function's module; `wiring.<builder>()` (`_EXPORTS`, as tests and the
+benchmarks call them) finds the builder in its module, loaded at first use.
 
 The one thing done at import: the SnapStart hooks are registered with the Lambda runtime when it
 has them (`register_snapstart_hooks`, end of this module); after a restore everything built is
