@@ -3,7 +3,7 @@ integrations delivering through it (purchase orders, and signed partner webhooks
 and the curl commands that use them.
 
 Everything is created through the admin API's own use cases (TenantAdmin, ConnectionAdmin,
-IntegrationAdmin, ApiKeyAdmin), built by hub.wiring exactly as the AdminApiFunction builds them,
+IntegrationAdmin, ApiKeyAdmin), built by hub.wiring.admin exactly as the AdminApiFunction builds them,
 in the function's environment: the records are what an operator would get from the admin API or
 `hubctl apply` (validated, versioned, listed, secrets as the API stores them), and the audit log
 says who made them (`SEED_PRINCIPAL`). Seeding is idempotent: what exists is kept (a connection or
@@ -31,6 +31,7 @@ from hub.admin.api_keys import ApiKeyExists
 from hub.admin.connections import ConnectionExists, ConnectionSpec
 from hub.admin.integrations import IntegrationExists
 from hub.admin.tenants import TenantExists
+from hub.wiring import admin
 
 DEMO_TENANT_ID = "tnt_demo"
 DEMO_INTEGRATION_ID = "int_demo_erp"
@@ -122,12 +123,13 @@ def pointed_at(stack: StackInfo) -> Iterator[None]:
 
 @contextmanager
 def admin_wiring(stack: StackInfo) -> Iterator[None]:
-    """hub.wiring builds the admin use cases as the stack's AdminApiFunction does: in its
-    environment (table, KMS key, secrets' ARNs) and against this stack's moto. What it built is
-    forgotten afterwards."""
+    """hub.wiring.admin builds the admin use cases as the stack's AdminApiFunction does: in its
+    environment (table, KMS key, secrets' ARNs; validated as at its cold start) and against this
+    stack's moto. What it built is forgotten afterwards."""
     with _environment(stack.function_environment("AdminApiFunction")):
         wiring.reset()
         try:
+            admin.init()
             yield
         finally:
             wiring.reset()
@@ -174,21 +176,21 @@ def _write_demo_records(stack: StackInfo, api_key: str) -> None:
     actor = SEED_PRINCIPAL
     with admin_wiring(stack):
         with suppress(TenantExists):
-            wiring.tenant_admin().create(DEMO_TENANT_ID, "Demo Tenant", None, actor)
-        connections = wiring.connection_admin()
+            admin.tenant_admin().create(DEMO_TENANT_ID, "Demo Tenant", None, actor)
+        connections = admin.connection_admin()
         spec = demo_connection(stack.echo_url)
         try:
             connections.create(actor, DEMO_TENANT_ID, spec)
         except ConnectionExists:
             connections.update(actor, DEMO_TENANT_ID, DEMO_CONNECTION_ID, spec, None)
-        integrations = wiring.integration_admin()
+        integrations = admin.integration_admin()
         for body in demo_integrations():
             try:
                 integrations.create(actor, DEMO_TENANT_ID, body)
             except IntegrationExists:
                 integrations.replace(actor, DEMO_TENANT_ID, body["integration_id"], body, None)
         with suppress(ApiKeyExists):
-            wiring.api_key_admin().register(
+            admin.api_key_admin().register(
                 DEMO_TENANT_ID, api_key, DEMO_KEY_ID, "demo (local stack only)", actor
             )
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
 from devstack.cfn import load_template
+from hub import wiring
 from hub.api.openapi_document import generate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,8 +32,30 @@ def handler_module(logical_id: str) -> ModuleType:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # pydantic resolves the module's annotations through it
-    spec.loader.exec_module(module)
+    with _stand_in_settings():
+        spec.loader.exec_module(module)
     return module
+
+
+@contextmanager
+def _stand_in_settings() -> Iterator[None]:
+    """A handler validates its function's settings at import (hub.wiring.<function>.init); the
+    documents need none of them. While the module loads, each variable a function requires that
+    the environment lacks gets a stand-in; afterwards they are removed, and the settings built
+    from them forgotten (wiring.reset)."""
+    missing = {
+        name
+        for function in wiring.FUNCTIONS
+        for name in wiring.required_variables(function)
+        if name not in os.environ
+    }
+    os.environ.update(dict.fromkeys(missing, "openapi-stand-in"))
+    try:
+        yield
+    finally:
+        for name in missing:
+            os.environ.pop(name, None)
+        wiring.reset()
 
 
 def main(out_dir: Path) -> None:

@@ -552,6 +552,11 @@ class _Scanner:
         if module.name in self._imported:
             return
         self._imported.add(module.name)
+        # Importing a module runs its packages' own first (hub.wiring registers the SnapStart
+        # hooks when a handler imports hub.wiring.<function>).
+        package = module.name.rpartition(".")[0]
+        if package in self.p.modules:
+            self._module_body(self.p.modules[package])
         for node in module.tree.body:
             if isinstance(node, ast.Expr | ast.If | ast.Try | ast.With) and not _is_type_checking(node):
                 self._walk(Definition(f"{module.name}.<module>", module, node), node)

@@ -25,12 +25,15 @@ from hub.api.admin.guard import access_guard
 from hub.api.http import body_limit, install_error_handlers
 from hub.api.openapi import OBJECT, answers, serve
 from hub.api.static_site import StaticSite
-from hub.config import settings
 from hub.errors import PayloadTooLarge, RateLimited, StorageUnavailable, TooManyFailedTokens, Unauthorized
 from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
+from hub.wiring.admin import init, settings
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

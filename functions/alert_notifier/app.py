@@ -19,8 +19,11 @@ from hub.alerts.notifier import AlertOutcome
 from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import alert_notifier
+from hub.wiring.alerts import alert_notifier, init
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

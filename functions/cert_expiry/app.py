@@ -15,8 +15,11 @@ from hub.adapters.metrics import emits_dimensioned_metrics
 from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import cert_expiry_alerter
+from hub.wiring.cert_expiry import cert_expiry_alerter, init
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

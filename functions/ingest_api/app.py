@@ -29,7 +29,6 @@ from hub.api.http import (
 )
 from hub.api.openapi import answers, documented, serve
 from hub.api.views import CallbackAnswer, MessageStatus, ReceiveAnswer, ReceiveHeaders
-from hub.config import settings
 from hub.domain.delivery_status import StatusCallback
 from hub.domain.idempotency import sanitize_idempotency_key
 from hub.domain.media_type import JSON_ONLY
@@ -65,8 +64,11 @@ from hub.ingest.throttle import TenantRateLimited
 from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import ingestor, status_callbacks, webhook_receiver
+from hub.wiring.ingest import ingestor, init, settings, status_callbacks, webhook_receiver
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

@@ -15,8 +15,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
-from hub.wiring import outbox_publisher
+from hub.wiring.outbox import init, outbox_publisher
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

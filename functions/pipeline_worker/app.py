@@ -20,8 +20,11 @@ from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 from hub.pipeline.batch import QueuedRecord
-from hub.wiring import worker_batch
+from hub.wiring.worker import init, worker_batch
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

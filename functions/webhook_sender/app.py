@@ -18,8 +18,11 @@ from hub.logs import configure as configure_logging
 from hub.logs import new_logger
 from hub.observability import gc_after_first_invocation, traced
 from hub.outbox.webhooks import WebhookJob
-from hub.wiring import webhook_sender
+from hub.wiring.webhooks import init, webhook_sender
 
+# Cold start: this function's settings, validated now (a missing or malformed variable fails
+# the init, named, not the first request).
+init()
 logger = new_logger()
 configure_logging(logger)
 metrics = Metrics()

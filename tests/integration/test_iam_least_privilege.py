@@ -156,13 +156,15 @@ def test_the_scanner_sees_the_calls_each_function_is_known_for():
 
 
 def test_clearing_a_factory_s_cache_does_not_count_as_calling_it():
-    """Every handler registers hub.wiring.after_restore (SnapStart), which clears every factory's
-    cache (wiring.reset): that runs none of their code, so the ingest API still reaches no
-    factory but its own."""
+    """Every handler registers hub.wiring.after_restore (SnapStart) when it imports its
+    function's wiring module (the package loads first), and that clears every factory's cache
+    (wiring.reset): that runs none of their code, so the ingest API still reaches no factory but
+    its own."""
     ingest = usage("IngestApiFunction")
-    assert {"hub.wiring.after_restore", "hub.wiring.reset"} <= ingest.reachable
-    assert "hub.wiring.alert_notifier" not in ingest.reachable
-    assert "hub.wiring.ingestor" in ingest.reachable
+    assert {"hub.wiring.after_restore", "hub.wiring.registry.reset"} <= ingest.reachable
+    assert "hub.wiring.alerts.alert_notifier" not in ingest.reachable
+    assert not any(name.startswith("hub.wiring.admin.") for name in ingest.reachable)
+    assert "hub.wiring.ingest.ingestor" in ingest.reachable
 
 
 @pytest.mark.parametrize("function", functions())
@@ -269,7 +271,7 @@ def test_alert_email_is_sent_only_from_the_configured_sender():
     assert environment["HUB_ALERT_EMAIL_FROM"] == {"Ref": "AlertEmailFrom"}
     ses = program().definitions["hub.adapters.ses.SesEmailChannel.send"]
     assert "Source=self._sender" in ast_source(ses.node)
-    wiring = program().definitions["hub.wiring.alert_notifier"]
+    wiring = program().definitions["hub.wiring.alerts.alert_notifier"]
     assert "SesEmailChannel(s.alert_email_from, s.alert_email_to)" in ast_source(wiring.node)
 
 

@@ -23,6 +23,8 @@ from hub.api.openapi import error_codes
 from hub.domain.rate_limit import FailureWindow, Rate, TokenBuckets
 from hub.domain.tenancy import Tenant
 from hub.ingest.throttle import TenantThrottle
+from hub.wiring import admin as admin_wiring
+from hub.wiring import ingest as ingest_wiring
 from tests.aws import LambdaContext, load_handler
 from tests.events import admin_event, http_event
 from tests.integration.conftest import ADMIN_TOKEN, HttpAnswer
@@ -63,7 +65,8 @@ def aws_calls(*services: str) -> Iterator[list[str]]:
 
 
 def built(thing: Any) -> Any:
-    """A stand-in for a wiring factory: cached like one, so wiring.reset() can clear it."""
+    """A stand-in for a wiring factory (patched into its function's module, whose builders call
+    it): cached like one."""
     return lru_cache(maxsize=1)(lambda: thing)
 
 
@@ -75,7 +78,7 @@ def clock(stack, monkeypatch: pytest.MonkeyPatch) -> Clock:
     """The ingest function's buckets on a clock the test moves: 3 at once, then one per 2 s."""
     moved = Clock()
     throttle = TenantThrottle(Rate(per_second=0.5, burst=3), TokenBuckets(moved))
-    monkeypatch.setattr(wiring, "tenant_throttle", built(throttle))
+    monkeypatch.setattr(ingest_wiring, "tenant_throttle", built(throttle))
     wiring.reset()
     return moved
 
@@ -228,7 +231,7 @@ BAD_IP = "203.0.113.66"
 def admin_clock(stack, monkeypatch: pytest.MonkeyPatch) -> Clock:
     moved = Clock()
     guard = FailedTokenGuard(FailureWindow(limit=10, window_seconds=60, clock=moved))
-    monkeypatch.setattr(wiring, "failed_token_guard", built(guard))
+    monkeypatch.setattr(admin_wiring, "failed_token_guard", built(guard))
     return moved
 
 

@@ -74,7 +74,8 @@ OPENAPI_GENERATOR = ("hub.api.openapi_document", "aws_lambda_powertools.event_ha
 HEAVY = ("zeep", "lxml", "nfelib", "requests", "httpx", "cryptography", "aws_xray_sdk", *OPENAPI_GENERATOR)
 
 #: Runs in a fresh interpreter: imports the handler module as Lambda does, then runs each stage
-#: (Python statements, with `wiring`, `DestinationProtocol` and the `handler` module at hand) and
+#: (Python statements, with `wiring` and its function modules, `DestinationProtocol` and the
+#: `handler` module at hand) and
 #: reports which of the HEAVY libraries are loaded after each.
 _CHILD = """
 import importlib.util, json, sys
@@ -84,6 +85,7 @@ module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module
 spec.loader.exec_module(module)
 from hub import wiring
+from hub.wiring import admin, alerts, cert_expiry, common, ingest, worker
 from hub.domain.tenancy import DestinationProtocol
 
 class NoCertificates:
@@ -92,6 +94,12 @@ class NoCertificates:
 
 namespace = {
     "wiring": wiring,
+    "ingest": ingest,
+    "worker": worker,
+    "admin": admin,
+    "alerts": alerts,
+    "cert_expiry": cert_expiry,
+    "common": common,
     "DestinationProtocol": DestinationProtocol,
     "NoCertificates": NoCertificates,
     "handler": module,
@@ -118,6 +126,9 @@ _FUNCTION_ENV = {
     "HUB_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/scheduler",
     "HUB_SCHEDULES_DLQ_ARN": "arn:aws:sqs:us-east-1:123456789012:schedules-dlq",
     "HUB_CERTIFICATE_KEY_ID": "alias/hub-test-certificates",
+    "HUB_WEBHOOKS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks",
+    "HUB_WEBHOOKS_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks-dlq",
+    "HUB_OUTBOX_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/outbox-dlq",
 }
 
 
@@ -147,7 +158,7 @@ def loaded_by(logical_id: str, stages: list[str], env: dict[str, str] | None = N
 
 def test_the_ingest_api_loads_no_soap_tls_http_client_or_tracing_library() -> None:
     imported, built = loaded_by(
-        "IngestApiFunction", ["wiring.ingestor(); wiring.webhook_receiver(); wiring.status_callbacks()"]
+        "IngestApiFunction", ["ingest.ingestor(); ingest.webhook_receiver(); ingest.status_callbacks()"]
     )
     assert imported == set()
     assert built == set()
@@ -157,8 +168,8 @@ def test_the_worker_loads_a_protocols_libraries_at_its_first_delivery_only() -> 
     imported, built, rest, soap = loaded_by(
         "PipelineWorkerFunction",
         [
-            "wiring.pipeline_worker()",
-            "connectors = wiring.delivery_connectors(NoCertificates())\nconnectors[DestinationProtocol.HTTP]",
+            "worker.pipeline_worker()",
+            "connectors = worker.delivery_connectors(NoCertificates())\nconnectors[DestinationProtocol.HTTP]",
             "connectors[DestinationProtocol.SOAP]",
         ],
     )
@@ -173,8 +184,8 @@ def test_the_admin_api_loads_certificate_code_on_the_certificate_routes_only() -
     imported, operations, certificates, opened = loaded_by(
         "AdminApiFunction",
         [
-            "wiring.operations()",
-            "wiring.certificate_service()",
+            "admin.operations()",
+            "admin.certificate_service()",
             "from hub.certificates import envelope\ntry:\n    envelope.open_sealed(None, None, {})\n"
             "except AttributeError:\n    pass",
         ],
@@ -191,7 +202,7 @@ SLACK_SECRET_ARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:slack-A
 def test_the_admin_api_loads_connectors_only_when_a_connection_is_tested() -> None:
     imported, built, tester = loaded_by(
         "AdminApiFunction",
-        ["wiring.connection_admin()", "wiring._connection_tester()"],
+        ["admin.connection_admin()", "admin._connection_tester()"],
     )
     assert imported == set()
     assert built == set()  # saving a connection needs cryptography only for a CA bundle
@@ -199,13 +210,13 @@ def test_the_admin_api_loads_connectors_only_when_a_connection_is_tested() -> No
 
 
 def test_the_alert_notifier_loads_httpx_at_its_first_slack_alert_only() -> None:
-    _, without_slack = loaded_by("AlertNotifierFunction", ["wiring.alert_notifier()"])
+    _, without_slack = loaded_by("AlertNotifierFunction", ["alerts.alert_notifier()"])
     _, with_slack, sent = loaded_by(
         "AlertNotifierFunction",
         [
-            "wiring.alert_notifier()",
-            "slack = wiring._slack(wiring.settings())[0]\ntry:\n    slack.send(None)\n"
-            "except AttributeError:\n    pass",
+            "alerts.alert_notifier()",
+            "slack = common.slack(alerts.settings(), alerts.secret_values, alerts.egress_policy())[0]\n"
+            "try:\n    slack.send(None)\nexcept AttributeError:\n    pass",
         ],
         {"HUB_SLACK_WEBHOOK_SECRET_ARN": SLACK_SECRET_ARN},
     )
@@ -217,7 +228,7 @@ def test_the_alert_notifier_loads_httpx_at_its_first_slack_alert_only() -> None:
 def test_the_expiry_check_loads_no_soap_http_client_crypto_or_tracing_library() -> None:
     imported, built = loaded_by(
         "CertExpiryFunction",
-        ["wiring.cert_expiry_alerter()"],
+        ["cert_expiry.cert_expiry_alerter()"],
         {"HUB_SLACK_WEBHOOK_SECRET_ARN": SLACK_SECRET_ARN},
     )
     assert imported == set()
@@ -229,7 +240,7 @@ def test_an_api_loads_the_openapi_generator_for_its_openapi_route_only(logical_i
     imported, built, served = loaded_by(
         logical_id,
         [
-            "wiring.ingestor()" if logical_id == "IngestApiFunction" else "wiring.operations()",
+            "ingest.ingestor()" if logical_id == "IngestApiFunction" else "admin.operations()",
             "handler.openapi_document()",
         ],
     )

@@ -2,12 +2,18 @@
 
 Nothing here runs at import time: ``settings()`` builds and caches the model on first use,
 so tests set the environment and call ``settings.cache_clear()`` instead of reloading modules.
+
+``Settings`` is what every function takes (its required values come from the template's
+Globals). A function that needs more (a queue, a schedule group) narrows it in its own wiring
+module (``hub.wiring.<function>``) and validates that model at its cold start with
+``load_settings``: a missing or malformed variable fails the init, named, not the first request.
 """
 
 from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import TypeVar
 
 from pydantic import (
     ConfigDict,
@@ -212,17 +218,35 @@ _CROSS_FIELD = {
 }
 
 
+S = TypeVar("S", bound=Settings)
+
+
 @lru_cache(maxsize=1)
 def settings() -> Settings:
     """The settings of this process, validated once. Raises ConfigurationError naming the
     missing or invalid variables."""
+    return load_settings(Settings)
+
+
+def load_settings(model: type[S], of: str = "") -> S:
+    """`model` (Settings or a function's narrower one) validated from the environment. Raises
+    ConfigurationError naming the missing or invalid variables (and `of`, whose settings they
+    are), never their values."""
     raw = {field: os.environ[var] for field, var in _ENV.items() if var in os.environ}
     try:
-        return Settings.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         names = [
             _ENV[str(err["loc"][0])] if err["loc"] else _CROSS_FIELD.get(err["type"], "settings")
             for err in exc.errors()
         ]
+        whose = f" of {of}" if of else ""
         # Not chained: pydantic's error repeats the input.
-        raise ConfigurationError(f"invalid or missing settings: {', '.join(sorted(set(names)))}") from None
+        raise ConfigurationError(
+            f"invalid or missing settings{whose}: {', '.join(sorted(set(names)))}"
+        ) from None
+
+
+def variable(field: str) -> str:
+    """The environment variable a settings field is read from (e.g. HUB_TABLE_NAME)."""
+    return _ENV[field]

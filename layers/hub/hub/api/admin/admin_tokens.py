@@ -22,7 +22,7 @@ from hub.errors import (
     Unauthorized,
     ValidationFailed,
 )
-from hub.wiring import token_admin
+from hub.wiring.admin import token_admin
 
 router = Router()
 

@@ -18,7 +18,7 @@ from hub.api.openapi import OBJECT, answers, documented
 from hub.domain.model import HubModel
 from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS
 from hub.errors import ValidationFailed
-from hub.wiring import api_key_admin
+from hub.wiring.admin import api_key_admin
 
 router = Router()
 

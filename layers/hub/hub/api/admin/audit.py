@@ -10,7 +10,7 @@ from hub.api.admin.common import ADMIN, KeyListQuery, TenantQuery
 from hub.api.http import json_response, parse_query, validated
 from hub.api.openapi import OBJECT, answers, documented
 from hub.errors import ValidationFailed
-from hub.wiring import audit_log
+from hub.wiring.admin import audit_log
 
 router = Router()
 

@@ -20,7 +20,7 @@ from hub.api.openapi import OBJECT, answers, documented
 from hub.domain.clock import Rfc3339Time
 from hub.domain.model import HubModel
 from hub.errors import CursorMismatch, NotFound, QueueUnavailable, ValidationFailed
-from hub.wiring import bulk_jobs
+from hub.wiring.admin import bulk_jobs
 
 router = Router()
 

@@ -31,7 +31,7 @@ from hub.delivery.egress import DestinationNotAllowed
 from hub.domain.delivery_status import DEFAULT_CALLBACK_GRACE, MAX_CALLBACK_GRACE_HOURS
 from hub.domain.model import HubModel
 from hub.errors import Conflict, QueueUnavailable, SecretRequired, ValidationFailed
-from hub.wiring import callback_token_admin, certificate_service, connection_admin, connection_control
+from hub.wiring.admin import callback_token_admin, certificate_service, connection_admin, connection_control
 
 router = Router()
 

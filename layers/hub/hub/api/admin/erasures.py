@@ -14,7 +14,7 @@ from hub.api.admin.common import ADMIN, BODY, MESSAGE, ReprocessRequest, TenantQ
 from hub.api.admin.guard import principal as _principal
 from hub.api.http import json_response, parse_body, validated
 from hub.api.openapi import OBJECT, answers, documented
-from hub.wiring import erasure
+from hub.wiring.admin import erasure
 
 router = Router()
 

@@ -25,11 +25,11 @@ from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, 
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel
 
-from hub import wiring
 from hub.admin.access import Access, Principal, Scope, TenantFrom, declared
 from hub.api.http import admin_principal, bearer_token, parse_body, parse_query, validated
 from hub.api.openapi import documented_parts
 from hub.errors import ConfigurationError, Unauthorized
+from hub.wiring import admin as wiring
 
 logger = logging.getLogger(__name__)
 

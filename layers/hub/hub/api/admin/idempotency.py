@@ -26,7 +26,6 @@ from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, 
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import Field
 
-from hub import wiring
 from hub.admin.access import Principal
 from hub.admin.idempotency import Answer
 from hub.api.admin.guard import registered_routes
@@ -50,6 +49,7 @@ from hub.errors import (
     StorageUnavailable,
     ValidationFailed,
 )
+from hub.wiring import admin as wiring
 
 #: The answer headers a repeat gives again (besides its own Idempotent-Replayed); others (e.g.
 #: a 429's Retry-After) describe the moment, not the answer.

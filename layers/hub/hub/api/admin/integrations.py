@@ -20,7 +20,7 @@ from hub.domain.strict_json import parse_json
 from hub.domain.tenancy import MessageTypeConfig
 from hub.errors import SecretRequired, UnknownMessageType, ValidationFailed
 from hub.mapping import MappingTooLarge
-from hub.wiring import integration_admin, integration_cards
+from hub.wiring.admin import integration_admin, integration_cards
 
 router = Router()
 

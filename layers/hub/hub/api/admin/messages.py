@@ -36,7 +36,7 @@ from hub.domain.message import MessageRecord
 from hub.domain.model import HubModel
 from hub.errors import CursorMismatch, InvalidTransition, QueueUnavailable, ValidationFailed
 from hub.ports import QueueFilter
-from hub.wiring import operations
+from hub.wiring.admin import operations
 
 router = Router()
 

@@ -13,7 +13,7 @@ from hub.api.http import json_response, parse_query
 from hub.api.openapi import answers, documented
 from hub.domain.model import HubModel
 from hub.errors import ValidationFailed
-from hub.wiring import operations
+from hub.wiring.admin import operations
 
 router = Router()
 

@@ -13,7 +13,7 @@ from hub.api.http import json_response, parse_query
 from hub.api.openapi import OBJECT, answers, documented
 from hub.domain.model import HubModel
 from hub.errors import CursorMismatch, ValidationFailed
-from hub.wiring import message_search
+from hub.wiring.admin import message_search
 
 router = Router()
 

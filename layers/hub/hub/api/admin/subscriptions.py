@@ -21,7 +21,7 @@ from hub.domain.model import HubModel
 from hub.domain.tenancy import DEFAULT_ROTATION_GRACE, MAX_ROTATION_GRACE_HOURS
 from hub.errors import PreconditionFailed, QueueUnavailable, SecretRequired, ValidationFailed
 from hub.outbox.subscriptions import SubscriptionSpec, secret_key
-from hub.wiring import subscription_admin
+from hub.wiring.admin import subscription_admin
 
 router = Router()
 

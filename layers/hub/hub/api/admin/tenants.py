@@ -19,7 +19,7 @@ from hub.domain.rate_limit import Rate
 from hub.domain.retention import MAX_RETENTION_DAYS, MIN_RETENTION_DAYS
 from hub.domain.tenancy import IntegrationMode
 from hub.errors import ValidationFailed
-from hub.wiring import tenant_admin
+from hub.wiring.admin import tenant_admin
 
 router = Router()
 
