@@ -16,7 +16,8 @@ from hub.adapters.dynamo.integrations import DynamoIntegrations, DynamoReception
 from hub.adapters.dynamo.table import Table
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
-from hub.errors import Conflict, NotFound, PreconditionFailed
+from hub.errors import Conflict
+from hub.ports import VersionConflict
 from tests.contract.backends import Backend
 from tests.contract.scenario import NOW, new_message
 from tests.fakes.integrations import FakeIntegrations
@@ -69,13 +70,13 @@ def test_a_replace_moves_the_version_on_only_from_the_version_read(backend, stor
     store.create(integration(integration_id))
 
     second = store.replace(integration(integration_id, name="M"), 1)
-    with pytest.raises(PreconditionFailed) as stale:
+    with pytest.raises(VersionConflict) as stale:
         store.replace(integration(integration_id, name="Lost"), 1)
-    with pytest.raises(NotFound):
+    with pytest.raises(VersionConflict) as gone:
         store.replace(integration(fresh("int")), 1)
 
     assert second.version == 2
-    assert stale.value.details == {"current_version": 2}
+    assert (stale.value.current, gone.value.current) == (2, None)
     assert store.get("t1", integration_id) == second
 
 
@@ -120,15 +121,17 @@ def test_a_delete_needs_the_version_and_the_reception_read(backend, store):
 
     with pytest.raises(Conflict):
         store.delete(read)  # a message arrived since it was read
-    with pytest.raises(PreconditionFailed):
+    with pytest.raises(VersionConflict) as stale:
         store.delete(type(read)(read.integration, 7, NOW))
+    assert stale.value.current == 1
     reread = store.get("t1", integration_id)
     assert reread is not None
     store.delete(reread)
 
     assert store.get("t1", integration_id) is None
-    with pytest.raises(NotFound):
+    with pytest.raises(VersionConflict) as gone:
         store.delete(reread)
+    assert gone.value.current is None
 
 
 def test_a_tenants_integrations_are_listed_by_id_in_pages(backend, store):

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.integrations import stale, stored_from
+from hub.adapters.dynamo.integrations import lost_version, stored_from
 from hub.adapters.dynamo.table import format_ts
 from hub.adapters.dynamo.tenancy import integration_item, integration_version
 from hub.certificates.envelope import DataKeys
@@ -67,7 +67,7 @@ class FakeIntegrations:
         with self.table.lock:
             old = self.table.get(_key(integration.tenant_id, integration.integration_id))
             if old is None or integration_version(old) != expected_version:
-                raise stale(integration.integration_id, old)
+                raise lost_version(old)
             kept = {k: v for k, v in old.items() if k not in (*_GONE, "connection_id", "sealed")}
             self.table.put({**kept, **_item(integration, expected_version + 1, self._sealer, sealed)})
         return StoredIntegration(integration, expected_version + 1)
@@ -78,7 +78,7 @@ class FakeIntegrations:
         with self.table.lock:
             old = self.table.get(_key(tenant_id, integration_id))
             if old is None or integration_version(old) != current.version:
-                raise stale(integration_id, old)
+                raise lost_version(old)
             read = format_ts(current.last_received_at) if current.last_received_at else None
             if old.get("last_received_at") != read:
                 raise Conflict("a message was received meanwhile")
