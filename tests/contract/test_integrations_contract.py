@@ -2,7 +2,7 @@
 and the DynamoDB adapter on moto, so the admin use cases' unit tests rely on what the adapter
 does: ids taken once, versioned conditional writes, what a replace keeps and clears, deletes
 refused by a changed version or a reception meanwhile, listing by id, waiting messages found by
-their listed status, and the item the pipeline reads."""
+their listed status, and the integration the pipeline reads."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import pytest
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.integrations import DynamoIntegrations, DynamoReceptions
 from hub.adapters.dynamo.table import Table
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
+from hub.domain.tenancy import Connection, Destination, Integration, IntegrationMode, MessageTypeConfig
 from hub.errors import Conflict
 from hub.ports import VersionConflict
 from tests.contract.backends import Backend
@@ -35,9 +36,7 @@ def integration(integration_id: str, tenant_id: str = "t1", **changes) -> Integr
 
 @pytest.fixture
 def store(backend: Backend) -> FakeIntegrations | DynamoIntegrations:
-    if backend.name == "fake":
-        return FakeIntegrations(backend.messages.table)  # type: ignore[union-attr]
-    return DynamoIntegrations(backend.config._table.name)  # type: ignore[union-attr]
+    return backend.integrations
 
 
 def mark(backend: Backend, store, integration_id: str, at) -> None:
@@ -93,10 +92,21 @@ def test_a_replace_clears_the_gone_flag_and_keeps_the_reception(backend, store):
     assert stored.integration.connection_gone_at is None
     assert stored.integration.connection_id is None
     assert stored.last_received_at == NOW
-    item = backend.raw(keys.integration_key("t1", integration_id))
+    assert backend.config.get_integration("t1", integration_id) == stored.integration
+
+
+def test_the_adapter_drops_the_gone_status_and_the_reference_attribute(dynamo_table):
+    """What a replace leaves of the item beside the configuration (the fake has no items)."""
+    store, config = DynamoIntegrations(dynamo_table), DynamoConfigRepository(dynamo_table)
+    integration_id = fresh("int")
+    store.create(integration(integration_id, connection_id="con_1"))
+    config.flag_connection_gone(config.get_integration("t1", integration_id), NOW, "410")
+
+    store.replace(integration(integration_id), 1)
+
+    item = Table(dynamo_table).get(keys.integration_key("t1", integration_id))
     assert item is not None
-    assert "connection_gone_status" not in item
-    assert "connection_id" not in item
+    assert not {"connection_gone_at", "connection_gone_status", "connection_id"} & set(item)
 
 
 def test_a_reception_never_moves_back_nor_creates_an_item(backend, store):
@@ -175,23 +185,25 @@ def test_waiting_messages_are_those_in_a_listed_status(backend, store, status, w
 
 def test_a_connections_tenant(backend, store):
     connection_id = fresh("con")
-    key = keys.connection_key("t1", connection_id)
-    if backend.name == "fake":
-        store.table.put({**key, "tenant_id": "t1"})
-    else:
-        Table(backend.config._table.name).put({**key, "tenant_id": "t1"})
+    backend.connections.create(
+        Connection(connection_id=connection_id, tenant_id="t1", destination=Destination(url="https://e.x/in"))
+    )
 
     assert store.connection_exists("t1", connection_id) is True
     assert store.connection_exists("t2", connection_id) is False
     assert store.connection_exists("t1", fresh("con")) is False
 
 
-def test_the_same_integration_item_from_both(both):
+def test_the_same_integration_from_both(both):
     fake, dynamo = both
     integration_id = fresh("int")
     config = integration(integration_id, message_types={"po": MessageTypeConfig(duplicate_key_fields=("a",))})
-    FakeIntegrations(fake.messages.table).create(config)
-    DynamoIntegrations(dynamo.config._table.name).create(config)
+    for side in both:
+        side.integrations.create(config)
+        side.integrations.replace(config.model_copy(update={"name": "again"}), 1)
+        mark(side, side.integrations, integration_id, NOW)
 
-    key = keys.integration_key("t1", integration_id)
-    assert fake.raw(key) == dynamo.raw(key)
+    assert fake.integrations.get("t1", integration_id) == dynamo.integrations.get("t1", integration_id)
+    assert fake.config.get_integration("t1", integration_id) == dynamo.config.get_integration(
+        "t1", integration_id
+    )

@@ -19,6 +19,7 @@ integration still embeds) never stay in `config_json`.
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -26,6 +27,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys
+from hub.domain.tenancy import Connection, Destination, Integration
 from hub.errors import ConfigurationError, SecretUndecryptable
 from hub.sealing import SealedFields, open_fields, put_fields, same_values, seal_fields, take_fields
 
@@ -202,3 +204,66 @@ class Sealer:
                 )
             values.update(opened)
         return put_fields(data, values) if values else dict(data)
+
+
+# --- the two sealed configurations: an integration's, a connection's destination ---------------
+
+
+def seal_integration(
+    sealer: Sealer, integration: Integration, kept: Mapping[str, SealedFields] | None = None
+) -> tuple[dict[str, Any], dict[str, SealedFields]]:
+    """(the integration's configuration as stored, its sealed secrets by field): without the
+    hub's own `connection_gone_at` (kept beside it) nor its secrets (sealed by `sealer`; a
+    stand-in keeps what `kept` holds at its field)."""
+    return sealer.seal(
+        integration.model_dump(mode="json", exclude={"connection_gone_at"}),
+        INTEGRATION_PATHS,
+        integration.tenant_id,
+        integration_owner(integration.integration_id),
+        kept or {},
+    )
+
+
+def open_integration(
+    sealer: Sealer,
+    config: Mapping[str, Any],
+    tenant_id: str,
+    integration_id: str,
+    blobs: Mapping[str, SealedFields],
+) -> Integration:
+    """A stored integration configuration with its sealed secrets opened where `sealer` opens
+    their purpose (stand-ins elsewhere); one saved before sealing holds them in clear."""
+    opened = sealer.reveal(config, INTEGRATION_PATHS, tenant_id, integration_owner(integration_id), blobs)
+    return Integration.model_validate_json(json.dumps(opened))
+
+
+def seal_connection(sealer: Sealer, connection: Connection) -> tuple[dict[str, Any], dict[str, SealedFields]]:
+    """(the connection's destination as stored, its sealed credentials by field): sealed by
+    `sealer`; a stand-in keeps what `connection.sealed` holds at its field."""
+    return sealer.seal(
+        connection.destination.model_dump(mode="json"),
+        DESTINATION_PATHS,
+        connection.tenant_id,
+        connection_owner(connection.connection_id),
+        connection.sealed,
+    )
+
+
+def open_destination(
+    sealer: Sealer,
+    config: Mapping[str, Any],
+    tenant_id: str,
+    connection_id: str,
+    blobs: Mapping[str, SealedFields],
+) -> Destination:
+    """A stored connection's destination with its credentials opened where `sealer` opens
+    destination credentials (stand-ins otherwise); one saved before sealing holds them in clear."""
+    opened = sealer.reveal(config, DESTINATION_PATHS, tenant_id, connection_owner(connection_id), blobs)
+    return Destination.model_validate_json(json.dumps(opened))
+
+
+def opened_destination(connection: Connection, sealer: Sealer) -> Destination:
+    """`connection`'s destination with its sealed credentials opened by `sealer` (the connection
+    test and the worker call the destination as a delivery does)."""
+    config = connection.destination.model_dump(mode="json")
+    return open_destination(sealer, config, connection.tenant_id, connection.connection_id, connection.sealed)
