@@ -11,7 +11,7 @@ import pytest
 
 from hub.adapters.dynamo.api_keys import DynamoApiKeys
 from hub.domain.tenancy import ApiKey, hash_api_key
-from hub.errors import Conflict
+from hub.errors import Conflict, ValidationFailed
 from tests.contract.backends import BACKENDS
 from tests.fakes.api_keys import FakeApiKeys
 
@@ -41,3 +41,29 @@ def test_a_key_is_stored_once_and_never_over_a_key_of_the_same_hash(store):
     assert found is not None
     assert found.label == "first"
     assert store.find("t1", second_id) is None
+
+
+def test_a_tenants_keys_are_listed_newest_first_and_another_tenants_cursor_is_refused(store):
+    tenant_id, other = (f"t-{uuid.uuid4().hex[:10]}" for _ in range(2))
+    prefix = f"key_{uuid.uuid4().hex[:8]}"
+    for n in range(3):
+        for owner in (tenant_id, other):
+            store.create(
+                ApiKey(
+                    key_id=f"{prefix}{owner}{n}", tenant_id=owner, key_hash=hash_api_key(f"raw-{owner}-{n}")
+                )
+            )
+
+    seen, cursor = [], None
+    while True:
+        page = store.list_keys(tenant_id, 2, cursor)
+        seen += [k.key_id for k in page.keys]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    foreign = store.list_keys(other, 1, None).next_cursor
+    assert foreign is not None
+
+    assert seen == [f"{prefix}{tenant_id}{n}" for n in (2, 1, 0)]
+    with pytest.raises(ValidationFailed):
+        store.list_keys(tenant_id, 1, foreign)

@@ -179,8 +179,8 @@ def test_the_listing_pages_a_tenants_connections_by_id(side):
     assert seen == [f"{tenant}-a", f"{tenant}-b", f"{tenant}-c"]
 
 
-def test_a_cursor_of_another_listing_is_refused_by_the_adapter(dynamo_table):
-    store = DynamoConnections(dynamo_table)
+def test_a_cursor_of_another_listing_is_refused(side):
+    store = side.store
     tenant, other = fresh("t"), fresh("t")
     for n in range(3):
         store.create(connection(f"{other}-{n}", other))

@@ -17,7 +17,7 @@ from hub.adapters.dynamo.table import Table
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import Connection, Destination, Integration, IntegrationMode, MessageTypeConfig
-from hub.errors import Conflict
+from hub.errors import Conflict, ValidationFailed
 from hub.ports import VersionConflict
 from tests.contract.backends import Backend
 from tests.contract.scenario import NOW, new_message
@@ -159,6 +159,17 @@ def test_a_tenants_integrations_are_listed_by_id_in_pages(backend, store):
     ]
     assert [s.integration.integration_id for s in rest.integrations] == [f"int_c-{tenant_id}"]
     assert rest.next_cursor is None
+
+
+def test_a_cursor_of_another_tenants_listing_is_refused(store):
+    tenant_id, other = fresh("t"), fresh("t")
+    for n in range(3):
+        store.create(integration(f"int-{n}", tenant_id=other))
+    foreign = store.list_integrations(other, 1, None).next_cursor
+    assert foreign is not None
+
+    with pytest.raises(ValidationFailed):
+        store.list_integrations(tenant_id, 1, foreign)
 
 
 @pytest.mark.parametrize(

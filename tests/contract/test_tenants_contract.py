@@ -11,7 +11,7 @@ import pytest
 
 from hub.adapters.dynamo.tenants import DynamoTenants
 from hub.domain.tenancy import IntegrationMode, Tenant
-from hub.errors import Conflict, NotFound
+from hub.errors import Conflict, NotFound, ValidationFailed
 from tests.contract.backends import BACKENDS, Backend
 from tests.fakes.tenants import FakeTenants
 
@@ -82,6 +82,11 @@ def test_the_listing_pages_by_tenant_id(store):
 
     assert seen == sorted(set(seen))
     assert [t for t in seen if t.startswith(prefix)] == sorted(mine)
+
+
+def test_a_cursor_the_listing_did_not_give_out_is_refused(store):
+    with pytest.raises(ValidationFailed):
+        store.list_tenants(2, "bm90IGEgY3Vyc29y")
 
 
 def test_the_configuration_repository_reads_a_disabled_tenant(backend: Backend):

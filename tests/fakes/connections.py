@@ -15,6 +15,7 @@ from hub.ports import ConnectionPage, VersionConflict
 from hub.sealed_config import DESTINATION_CREDENTIAL, Sealer, opened_destination
 from tests.fakes.config import ConfigState, saved_connection
 from tests.fakes.data_keys import SHARED_KEYS
+from tests.fakes.pages import page
 
 
 class FakeConnections:
@@ -43,11 +44,10 @@ class FakeConnections:
 
     def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
         with self.state.lock:
-            ids = sorted(
-                c for (t, c) in self.state.connections if t == tenant_id and (cursor is None or c > cursor)
-            )
-        page = [c for c in (self.get(tenant_id, i) for i in ids[:limit]) if c is not None]
-        return ConnectionPage(connections=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
+            mine = [c for (t, c) in self.state.connections if t == tenant_id]
+        ids, next_cursor = page(mine, limit, cursor, f"connections:{tenant_id}")
+        found = [c for c in (self.get(tenant_id, i) for i in ids) if c is not None]
+        return ConnectionPage(connections=found, next_cursor=next_cursor)
 
     def replace(self, connection: Connection, expected_version: int) -> None:
         with self.state.lock:

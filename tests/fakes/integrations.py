@@ -19,6 +19,7 @@ from hub.ports import IntegrationPage, StoredIntegration, VersionConflict
 from hub.sealed_config import Sealer
 from tests.fakes.config import ConfigState, SavedIntegration, saved_integration
 from tests.fakes.data_keys import SHARED_KEYS
+from tests.fakes.pages import page
 
 
 def _no_messages() -> Iterable[MessageRecord]:
@@ -79,11 +80,10 @@ class FakeIntegrations:
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
         with self.state.lock:
-            ids = sorted(
-                i for (t, i) in self.state.integrations if t == tenant_id and (cursor is None or i > cursor)
-            )
-        page = [stored for i in ids[:limit] if (stored := self.get(tenant_id, i)) is not None]
-        return IntegrationPage(integrations=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
+            mine = [i for (t, i) in self.state.integrations if t == tenant_id]
+        ids, next_cursor = page(mine, limit, cursor, f"integrations:{tenant_id}")
+        found = [stored for i in ids if (stored := self.get(tenant_id, i)) is not None]
+        return IntegrationPage(integrations=found, next_cursor=next_cursor)
 
     def has_waiting_messages(self, tenant_id: str, integration_id: str) -> bool:
         return any(
