@@ -55,7 +55,7 @@ def fake_backend() -> Backend:
         executions=FakeExecutions(table),
         config=FakeConfig(state),
         raw=lambda key: table.get((key["PK"], key["SK"])),
-        status_index=FakeStatusIndex(table),
+        status_index=FakeStatusIndex(messages.records),
         put_item=table.put,
         integrations=FakeIntegrations(state, messages=messages.records),
         connections=FakeConnections(state),

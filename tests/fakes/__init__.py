@@ -53,4 +53,4 @@ class FakeHub:
         self.config = FakeConfig(self.configuration)
         self.messages = FakeMessages(self.table, self.configuration)
         self.executions = FakeExecutions(self.table)
-        self.status_index = FakeStatusIndex(self.table)
+        self.status_index = FakeStatusIndex(self.messages.records)
