@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+import pytest
 
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.connections import DynamoConnections
@@ -22,6 +24,16 @@ from tests.fakes.connections import FakeConnections
 from tests.fakes.integrations import FakeIntegrations
 
 BACKENDS = ("fake", "dynamo")
+F = TypeVar("F")
+D = TypeVar("D")
+
+
+def either(request: pytest.FixtureRequest, fake: Callable[[], F], dynamo: Callable[[str], D]) -> F | D:
+    """The implementation a fixture parametrized by BACKENDS stands for: the fake, or the
+    adapter over the module's table."""
+    if request.param == "fake":
+        return fake()
+    return dynamo(request.getfixturevalue("dynamo_table"))
 
 
 @dataclass

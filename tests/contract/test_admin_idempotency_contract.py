@@ -6,7 +6,6 @@ for the same request once its run's lease ends."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +13,8 @@ import pytest
 from hub.adapters.dynamo.admin_idempotency import DynamoAdminIdempotency
 from hub.domain.admin_idempotency import ClaimState, StoredClaim
 from hub.sealing import SealedBytes
-from tests.contract.backends import BACKENDS
+from tests.contract.backends import BACKENDS, either
+from tests.contract.scenario import fresh
 from tests.fakes.admin_idempotency import FakeClaims
 
 #: Whole seconds: the table keeps the lease and the expiry as epoch seconds.
@@ -26,13 +26,7 @@ ANSWER = SealedBytes(key_id="k1", encrypted_data_key=b"edk", nonce=b"n" * 12, ci
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest) -> FakeClaims | DynamoAdminIdempotency:
-    if request.param == "fake":
-        return FakeClaims()
-    return DynamoAdminIdempotency(request.getfixturevalue("dynamo_table"))
-
-
-def fresh(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+    return either(request, FakeClaims, DynamoAdminIdempotency)
 
 
 def claim(store, token: str, key: str, request: str, run: str, now: datetime = NOW):

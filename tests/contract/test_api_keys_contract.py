@@ -11,8 +11,9 @@ import pytest
 
 from hub.adapters.dynamo.api_keys import DynamoApiKeys
 from hub.domain.tenancy import ApiKey, hash_api_key
-from hub.errors import Conflict, ValidationFailed
-from tests.contract.backends import BACKENDS
+from hub.errors import Conflict
+from tests.contract.backends import BACKENDS, either
+from tests.contract.scenario import all_pages, fresh, refuses_foreign_cursor
 from tests.fakes.api_keys import FakeApiKeys
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -20,9 +21,7 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest) -> FakeApiKeys | DynamoApiKeys:
-    if request.param == "fake":
-        return FakeApiKeys(tenants={"t1"})
-    return DynamoApiKeys(request.getfixturevalue("dynamo_table"))
+    return either(request, lambda: FakeApiKeys(tenants={"t1"}), DynamoApiKeys)
 
 
 def key(raw: str, key_id: str, label: str) -> ApiKey:
@@ -44,8 +43,7 @@ def test_a_key_is_stored_once_and_never_over_a_key_of_the_same_hash(store):
 
 
 def test_a_tenants_keys_are_listed_newest_first_and_another_tenants_cursor_is_refused(store):
-    tenant_id, other = (f"t-{uuid.uuid4().hex[:10]}" for _ in range(2))
-    prefix = f"key_{uuid.uuid4().hex[:8]}"
+    tenant_id, other, prefix = fresh("t"), fresh("t"), fresh("key")
     for n in range(3):
         for owner in (tenant_id, other):
             store.create(
@@ -54,16 +52,7 @@ def test_a_tenants_keys_are_listed_newest_first_and_another_tenants_cursor_is_re
                 )
             )
 
-    seen, cursor = [], None
-    while True:
-        page = store.list_keys(tenant_id, 2, cursor)
-        seen += [k.key_id for k in page.keys]
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
-    foreign = store.list_keys(other, 1, None).next_cursor
-    assert foreign is not None
+    seen = all_pages(lambda cursor: store.list_keys(tenant_id, 2, cursor), "keys", 2)
 
-    assert seen == [f"{prefix}{tenant_id}{n}" for n in (2, 1, 0)]
-    with pytest.raises(ValidationFailed):
-        store.list_keys(tenant_id, 1, foreign)
+    assert [k.key_id for k in seen] == [f"{prefix}{tenant_id}{n}" for n in (2, 1, 0)]
+    refuses_foreign_cursor(lambda owner, cursor: store.list_keys(owner, 1, cursor), tenant_id, other)

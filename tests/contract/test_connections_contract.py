@@ -4,7 +4,6 @@ repositories resolving an integration's `connection_id` from the items the store
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,8 +14,10 @@ from hub.adapters.dynamo.connections import DynamoConnections
 from hub.adapters.dynamo.table import Table
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import AuthKind, Connection, Destination, HttpAuth, Integration, Tenant
-from hub.errors import Conflict, ValidationFailed
+from hub.errors import Conflict
 from hub.ports import VersionConflict
+from tests.contract import scenario
+from tests.contract.scenario import all_pages, refuses_foreign_cursor
 from tests.fakes import ConfigState, FakeConfig
 from tests.fakes.connections import FakeConnections
 
@@ -101,7 +102,7 @@ def side(request: pytest.FixtureRequest) -> Side:
 
 
 def fresh(prefix: str = "c") -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+    return scenario.fresh(prefix)
 
 
 def connection(connection_id: str, tenant_id: str, version: int = 1, **destination: Any) -> Connection:
@@ -166,17 +167,9 @@ def test_the_listing_pages_a_tenants_connections_by_id(side):
         side.store.create(connection(f"{tenant}-{name}", tenant))
     side.store.create(connection(f"{other}-a", other))
 
-    seen: list[str] = []
-    cursor = None
-    while True:
-        page = side.store.list_connections(tenant, 2, cursor)
-        assert len(page.connections) <= 2
-        seen += [c.connection_id for c in page.connections]
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
+    seen = all_pages(lambda cursor: side.store.list_connections(tenant, 2, cursor), "connections", 2)
 
-    assert seen == [f"{tenant}-a", f"{tenant}-b", f"{tenant}-c"]
+    assert [c.connection_id for c in seen] == [f"{tenant}-a", f"{tenant}-b", f"{tenant}-c"]
 
 
 def test_a_cursor_of_another_listing_is_refused(side):
@@ -184,11 +177,8 @@ def test_a_cursor_of_another_listing_is_refused(side):
     tenant, other = fresh("t"), fresh("t")
     for n in range(3):
         store.create(connection(f"{other}-{n}", other))
-    foreign_cursor = store.list_connections(other, 1, None).next_cursor
-    assert foreign_cursor is not None
 
-    with pytest.raises(ValidationFailed):
-        store.list_connections(tenant, 1, foreign_cursor)
+    refuses_foreign_cursor(lambda owner, cursor: store.list_connections(owner, 1, cursor), tenant, other)
 
 
 def test_users_of_a_connection_are_the_tenants_integrations_naming_it(side):

@@ -14,14 +14,15 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol, TypeVar
 
 from hub.domain.tenancy import ApiKey, Connection, Integration, Tenant
-from hub.ports import StoredIntegration
+from hub.ports import StoredIntegration, VersionConflict
 from hub.sealed_config import (
+    DESTINATION_CONFIG,
+    INTEGRATION_CONFIG,
     PURPOSES,
     Sealer,
-    open_destination,
-    open_integration,
     opened_destination,
     seal_connection,
     seal_integration,
@@ -87,20 +88,40 @@ class ConfigState:
             self.writes += 1
 
 
+class _Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+V = TypeVar("V", bound=_Versioned)
+
+
+def at_version(found: V | None, expected: int) -> V:
+    """`found` when it is at version `expected`: else VersionConflict naming its version (None:
+    there is none), as a conditional write of the adapters."""
+    if found is None or found.version != expected:
+        raise VersionConflict(found.version if found is not None else None)
+    return found
+
+
 def saved_integration(
     integration: Integration, sealer: Sealer, kept: Mapping[str, SealedFields] | None = None
 ) -> tuple[Integration, dict[str, SealedFields]]:
     """`integration` as `sealer` saves it (a stand-in keeps the seal `kept` holds at its field),
     read back with stand-ins; and its seals."""
     config, blobs = seal_integration(sealer, integration, kept)
-    return open_integration(_READER, config, integration.tenant_id, integration.integration_id, blobs), blobs
+    return INTEGRATION_CONFIG.open(
+        _READER, config, integration.tenant_id, integration.integration_id, blobs
+    ), blobs
 
 
 def saved_connection(connection: Connection, sealer: Sealer) -> Connection:
     """`connection` as `sealer` saves it (a stand-in keeps the seal `connection.sealed` holds),
     read back with stand-ins and its seals; its destination names it."""
     config, blobs = seal_connection(sealer, connection)
-    destination = open_destination(_READER, config, connection.tenant_id, connection.connection_id, blobs)
+    destination = DESTINATION_CONFIG.open(
+        _READER, config, connection.tenant_id, connection.connection_id, blobs
+    )
     destination = destination.model_copy(update={"connection_id": connection.connection_id})
     return connection.model_copy(update={"destination": destination, "sealed": blobs})
 
@@ -109,7 +130,9 @@ def opened_integration(saved: SavedIntegration, sealer: Sealer) -> Integration:
     """The integration with the secrets `sealer` opens in clear (stand-ins elsewhere)."""
     integration = saved.integration
     config = integration.model_dump(mode="json")
-    opened = open_integration(sealer, config, integration.tenant_id, integration.integration_id, saved.sealed)
+    opened = INTEGRATION_CONFIG.open(
+        sealer, config, integration.tenant_id, integration.integration_id, saved.sealed
+    )
     if saved.connection_gone_at is not None:
         opened = opened.model_copy(update={"connection_gone_at": saved.connection_gone_at})
     return opened

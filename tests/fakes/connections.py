@@ -11,9 +11,9 @@ from collections.abc import Collection
 from hub.certificates.envelope import DataKeys
 from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict
-from hub.ports import ConnectionPage, VersionConflict
+from hub.ports import ConnectionPage
 from hub.sealed_config import DESTINATION_CREDENTIAL, Sealer, opened_destination
-from tests.fakes.config import ConfigState, saved_connection
+from tests.fakes.config import ConfigState, at_version, saved_connection
 from tests.fakes.data_keys import SHARED_KEYS
 from tests.fakes.pages import page
 
@@ -51,12 +51,12 @@ class FakeConnections:
 
     def replace(self, connection: Connection, expected_version: int) -> None:
         with self.state.lock:
-            self._at(connection.tenant_id, connection.connection_id, expected_version)
+            at_version(self.get(connection.tenant_id, connection.connection_id), expected_version)
             self.state.save_connection(saved_connection(connection, self._sealer))
 
     def delete(self, tenant_id: str, connection_id: str, expected_version: int) -> None:
         with self.state.lock:
-            self._at(tenant_id, connection_id, expected_version)
+            at_version(self.get(tenant_id, connection_id), expected_version)
             del self.state.connections[(tenant_id, connection_id)]
             self.state.writes += 1
 
@@ -78,10 +78,3 @@ class FakeConnections:
                 if saved is not None and saved.integration.connection_id == connection_id:
                     saved.connection_gone_at = None
                     self.state.writes += 1
-
-    def _at(self, tenant_id: str, connection_id: str, version: int) -> Connection:
-        """The stored connection, at `version`: else VersionConflict naming the stored one."""
-        old = self.state.connections.get((tenant_id, connection_id))
-        if old is None or old.version != version:
-            raise VersionConflict(old.version if old is not None else None)
-        return old

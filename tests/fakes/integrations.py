@@ -15,9 +15,9 @@ from hub.certificates.envelope import DataKeys
 from hub.domain.message import MessageRecord
 from hub.domain.tenancy import Integration, Tenant
 from hub.errors import Conflict
-from hub.ports import IntegrationPage, StoredIntegration, VersionConflict
+from hub.ports import IntegrationPage, StoredIntegration
 from hub.sealed_config import Sealer
-from tests.fakes.config import ConfigState, SavedIntegration, saved_integration
+from tests.fakes.config import ConfigState, SavedIntegration, at_version, saved_integration
 from tests.fakes.data_keys import SHARED_KEYS
 from tests.fakes.pages import page
 
@@ -47,8 +47,11 @@ class FakeIntegrations:
         return (tenant_id, connection_id) in self.state.connections
 
     def get(self, tenant_id: str, integration_id: str) -> StoredIntegration | None:
-        saved = self.state.integrations.get((tenant_id, integration_id))
+        saved = self.get_saved(tenant_id, integration_id)
         return saved.stored() if saved is not None else None
+
+    def get_saved(self, tenant_id: str, integration_id: str) -> SavedIntegration | None:
+        return self.state.integrations.get((tenant_id, integration_id))
 
     def create(self, integration: Integration) -> StoredIntegration:
         with self.state.lock:
@@ -63,7 +66,9 @@ class FakeIntegrations:
     ) -> StoredIntegration:
         """At the next version; the gone flag cleared, the reception kept."""
         with self.state.lock:
-            old = self._at(integration.tenant_id, integration.integration_id, expected_version)
+            old = at_version(
+                self.get_saved(integration.tenant_id, integration.integration_id), expected_version
+            )
             shown, blobs = saved_integration(integration, self._sealer, sealed)
             kept = old.last_received_at
             self.state.save_integration(SavedIntegration(shown, expected_version + 1, blobs, kept))
@@ -72,7 +77,7 @@ class FakeIntegrations:
     def delete(self, current: StoredIntegration) -> None:
         tenant_id, integration_id = current.integration.tenant_id, current.integration.integration_id
         with self.state.lock:
-            old = self._at(tenant_id, integration_id, current.version)
+            old = at_version(self.get_saved(tenant_id, integration_id), current.version)
             if old.last_received_at != current.last_received_at:
                 raise Conflict("a message was received meanwhile")
             del self.state.integrations[(tenant_id, integration_id)]
@@ -101,10 +106,3 @@ class FakeIntegrations:
                 return
             saved.last_received_at = at
             self.state.writes += 1
-
-    def _at(self, tenant_id: str, integration_id: str, version: int) -> SavedIntegration:
-        """The stored integration, at `version`: else VersionConflict naming the stored one."""
-        old = self.state.integrations.get((tenant_id, integration_id))
-        if old is None or old.version != version:
-            raise VersionConflict(old.version if old is not None else None)
-        return old

@@ -412,23 +412,10 @@ class IntegrationAdmin:
             )
         return integration
 
-    def _record(
-        self,
-        principal: Principal,
-        action: str,
-        stored: StoredIntegration,
-        *,
-        before: dict[str, Any] | None = None,
-        after: dict[str, Any] | None = None,
-    ) -> None:
+    def _record(self, principal: Principal, action: str, stored: StoredIntegration, **views: Any) -> None:
+        """The audit entry of `action` (`before` / `after`: the views), its log line naming the version."""
         integration = stored.integration
+        at, version = self._clock(), stored.version
         self._versions.record(
-            principal,
-            action,
-            integration.tenant_id,
-            integration.integration_id,
-            self._clock(),
-            before=before,
-            after=after,
-            version=stored.version,
+            principal, action, integration.tenant_id, integration.integration_id, at, version=version, **views
         )

@@ -24,11 +24,11 @@ from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict, StorageUnavailable
 from hub.ports import ConnectionPage, VersionConflict
 from hub.sealed_config import (
+    DESTINATION_CONFIG,
     DESTINATION_CREDENTIAL,
     Sealer,
     blobs_from,
     blobs_item,
-    open_destination,
     opened_destination,
     parse_config,
     seal_connection,
@@ -81,7 +81,9 @@ def destination_of(item: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Destin
     before sealing holds them in clear in `config_json`: read as they are."""
     config = parse_config(item["config_json"])
     connection_id = str(item["connection_id"])
-    destination = open_destination(sealer, config, str(item["tenant_id"]), connection_id, blobs_from(item))
+    destination = DESTINATION_CONFIG.open(
+        sealer, config, str(item["tenant_id"]), connection_id, blobs_from(item)
+    )
     if destination.connection_id != connection_id:
         destination = destination.model_copy(update={"connection_id": connection_id})
     return destination

@@ -16,7 +16,14 @@ from hub.domain.ids import new_id
 from hub.domain.rate_limit import Rate
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
 from hub.outbox.events import EventType, OutboxEvent
-from hub.sealed_config import Sealer, blobs_from, blobs_item, open_integration, parse_config, seal_integration
+from hub.sealed_config import (
+    INTEGRATION_CONFIG,
+    Sealer,
+    blobs_from,
+    blobs_item,
+    parse_config,
+    seal_integration,
+)
 
 
 def api_key_from(data: Mapping[str, Any]) -> ApiKey:
@@ -133,7 +140,7 @@ def integration_from(data: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Inte
     config = parse_config(data["config_json"])
     tenant_id = str(config.get("tenant_id") or data.get("tenant_id"))
     integration_id = str(config.get("integration_id") or data.get("integration_id"))
-    integration = open_integration(sealer, config, tenant_id, integration_id, blobs_from(data))
+    integration = INTEGRATION_CONFIG.open(sealer, config, tenant_id, integration_id, blobs_from(data))
     changes: dict[str, Any] = {}
     gone_at = data.get("connection_gone_at")
     if gone_at:
