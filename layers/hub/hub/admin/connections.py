@@ -54,7 +54,7 @@ from hub.domain.tenancy import (
     SoapSettings,
 )
 from hub.errors import Conflict, HubError, NotFound, ValidationFailed
-from hub.ports import ConnectionStore, VersionConflict
+from hub.ports import ConnectionStore
 from hub.sealed_config import DESTINATION_PATHS, in_clear, recognize
 
 logger = logging.getLogger(__name__)
@@ -340,10 +340,8 @@ class ConnectionAdmin:
                 "updated_at": now,
             }
         )
-        try:
+        with self._versions.writing(connection_id):
             self._store.replace(changed, stored.version)
-        except VersionConflict as lost:
-            raise self._versions.stale(connection_id, lost.current) from lost
         using = self._store.integrations_using(tenant_id, connection_id)
         self._store.clear_connection_gone(tenant_id, using, connection_id)
         after = connection_view(changed)
@@ -365,10 +363,8 @@ class ConnectionAdmin:
                 "integrations deliver through this connection: point them elsewhere first",
                 details={"integration_ids": using},
             )
-        try:
+        with self._versions.writing(connection_id):
             self._store.delete(tenant_id, connection_id, stored.version)
-        except VersionConflict as lost:
-            raise self._versions.stale(connection_id, lost.current) from lost
         self._versions.record(
             principal,
             "connection.deleted",

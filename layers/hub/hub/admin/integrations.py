@@ -49,7 +49,7 @@ from hub.ingest.receptions import MARK_EVERY
 from hub.mapping import MappingError, MappingTooLarge
 from hub.mapping.engine import apply_mapping, looks_like_xml, passthrough, read_payload
 from hub.pipeline.rules import LONGEST_IN_FLIGHT
-from hub.ports import IntegrationStore, StoredIntegration, VersionConflict
+from hub.ports import IntegrationStore, StoredIntegration
 from hub.sealed_config import INTEGRATION_PATHS, in_clear, recognize
 
 if TYPE_CHECKING:
@@ -330,10 +330,8 @@ class IntegrationAdmin:
             and not in_clear(_config(current), INTEGRATION_PATHS)
         ):
             return integration_view(current)
-        try:
+        with self._versions.writing(integration_id):
             stored = self._store.replace(integration, current.version, current.sealed)
-        except VersionConflict as lost:
-            raise self._versions.stale(integration_id, lost.current) from lost
         stored = StoredIntegration(stored.integration, stored.version, current.last_received_at)
         before, after = integration_view(current), integration_view(stored)
         self._record(principal, "integration.updated", stored, before=before, after=after)
@@ -364,9 +362,8 @@ class IntegrationAdmin:
                 details={"integration_id": integration_id, "reason": "waiting"},
             )
         try:
-            self._store.delete(current)
-        except VersionConflict as lost:
-            raise self._versions.stale(integration_id, lost.current) from lost
+            with self._versions.writing(integration_id):
+                self._store.delete(current)
         except Conflict as received_meanwhile:
             raise IntegrationInUse(
                 "this integration received a message while it was being deleted",

@@ -43,7 +43,6 @@ from hub.outbox.subscriptions import (
     new_secret,
 )
 from hub.outbox.webhooks import FailedWebhook, FailurePage, WebhookJob, WebhookQueue, disabled_event
-from hub.ports import VersionConflict
 
 logger = logging.getLogger(__name__)
 
@@ -337,10 +336,8 @@ class SubscriptionAdmin:
     ) -> None:
         stored = self._stored(tenant_id, subscription_id)
         self._versions.check(subscription_id, stored.version, if_match)
-        try:
+        with self._versions.writing(subscription_id):
             self._store.delete(tenant_id, subscription_id, stored.version)
-        except VersionConflict as lost:
-            raise self._versions.stale(subscription_id, lost.current) from lost
         self._versions.record(
             principal,
             "subscription.deleted",
@@ -414,10 +411,8 @@ class SubscriptionAdmin:
         event = None
         if stored.enabled and not changed.enabled:
             event = disabled_event(stored, "operator", now)
-        try:
+        with self._versions.writing(stored.subscription_id):
             self._store.replace(changed, stored.version, event)
-        except VersionConflict as lost:
-            raise self._versions.stale(stored.subscription_id, lost.current) from lost
         before, after = subscription_view(stored), subscription_view(changed)
         self._versions.record(
             principal, action, stored.tenant_id, stored.subscription_id, now, before=before, after=after

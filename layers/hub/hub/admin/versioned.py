@@ -14,11 +14,13 @@ with one log line per change.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hub.errors import HubError, NotFound, PreconditionFailed
+from hub.ports import VersionConflict
 
 if TYPE_CHECKING:
     from hub.admin.access import Principal
@@ -51,6 +53,14 @@ class Versioned:
         """412 when the caller's `If-Match` names another version than the stored `version`."""
         if if_match is not None and if_match != version:
             raise self.stale(resource_id, version)
+
+    @contextmanager
+    def writing(self, resource_id: str) -> Iterator[None]:
+        """Around a write at the version read: the store's VersionConflict raised as `stale`."""
+        try:
+            yield
+        except VersionConflict as lost:
+            raise self.stale(resource_id, lost.current) from lost
 
     def stale(self, resource_id: str, current: int | None) -> HubError:
         """What a lost versioned write means: the stored version is `current` (412), or the
