@@ -289,8 +289,7 @@ class FakeMessages:
             _acted(old, bulk_job, failed)
             if (
                 old
-                and old.get("tenant_id") == record.tenant_id
-                and old.get("pipeline_status") == record.pipeline_status.value
+                and _unmoved(record, old)
                 and old.get("lease_owner")
                 and int(old.get("lease_until", 0)) >= epoch(now)
             ):
@@ -332,15 +331,19 @@ class FakeMessages:
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
-            old = failed.old
-            _acted(old, bulk_job, failed)
-            if (
-                old
-                and old.get("tenant_id") == record.tenant_id
-                and old.get("pipeline_status") == record.pipeline_status.value
-            ):
-                return None
-            raise moved(record, PipelineStatus.RECEIVED, old) from failed
+            _acted(failed.old, bulk_job, failed)
+            if _unmoved(record, failed.old):
+                return None  # another execution is alive
+            raise moved(record, PipelineStatus.RECEIVED, failed.old) from failed
+
+
+def _unmoved(record: MessageRecord, old: Item | None) -> bool:
+    """Whether the item is still `record`'s tenant's, in `record`'s status."""
+    return (
+        old is not None
+        and old.get("tenant_id") == record.tenant_id
+        and old.get("pipeline_status") == record.pipeline_status.value
+    )
 
 
 def _mark(change: Change, bulk_job: str | None) -> None:
