@@ -1,13 +1,19 @@
-"""Building blocks of the contract tests: a message to create, its first step, fixed times."""
+"""Building blocks of the contract tests: a message to create, its first step, fixed times, fresh
+ids, and a listing read page by page."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from hub.domain.ids import new_id
 from hub.domain.message import MessageRecord, PayloadFormat, PipelineStep, StepMessage
 from hub.domain.status import PipelineStatus
+from hub.errors import ValidationFailed
 from hub.pipeline import rules
 from hub.pipeline.ports import Outcome, Taken
 from hub.ports import NewMessage
@@ -16,6 +22,35 @@ from tests.contract.backends import Backend
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LEASE = rules.LOCK_LEASE
 DAY = timedelta(hours=24)
+
+
+def fresh(prefix: str) -> str:
+    """An id no other test uses (the DynamoDB side shares one table per module)."""
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def all_pages(list_page: Callable[[str | None], Any], field: str, limit: int) -> list[Any]:
+    """Every item of a listing (`list_page(cursor)`, its items in `field`), page by page, each
+    page at most `limit`, until it gives no cursor."""
+    seen: list[Any] = []
+    cursor = None
+    while True:
+        page = list_page(cursor)
+        items = getattr(page, field)
+        assert len(items) <= limit
+        seen += items
+        if page.next_cursor is None:
+            return seen
+        cursor = page.next_cursor
+
+
+def refuses_foreign_cursor(list_page: Callable[[Any, str | None], Any], mine: str | None, other: str) -> None:
+    """A cursor `other`'s listing gave out (`list_page(owner, cursor)`, a page of one) is
+    ValidationFailed in `mine`'s (`other` must hold more than one item)."""
+    foreign = list_page(other, None).next_cursor
+    assert foreign is not None
+    with pytest.raises(ValidationFailed):
+        list_page(mine, foreign)
 
 
 def new_message(

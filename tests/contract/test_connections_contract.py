@@ -4,7 +4,6 @@ repositories resolving an integration's `connection_id` from the items the store
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,35 +14,95 @@ from hub.adapters.dynamo.connections import DynamoConnections
 from hub.adapters.dynamo.table import Table
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.tenancy import AuthKind, Connection, Destination, HttpAuth, Integration, Tenant
-from hub.errors import Conflict, ValidationFailed
+from hub.errors import Conflict
 from hub.ports import VersionConflict
-from tests.fakes import FakeConfig, FakeTable
+from tests.contract import scenario
+from tests.contract.scenario import all_pages, refuses_foreign_cursor
+from tests.fakes import ConfigState, FakeConfig
 from tests.fakes.connections import FakeConnections
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 class Side:
-    """One implementation: the store, the configuration repository over the same items, and a
-    raw put (what the integrations admin and the certificate upload write)."""
+    """One implementation: the store, the configuration repository over the same storage, and
+    what the integrations admin and the certificate upload store beside them."""
 
-    def __init__(self, store: Any, config: Any, put: Any) -> None:
+    def __init__(self, store: Any, config: Any) -> None:
         self.store = store
         self.config = config
-        self.put = put
+
+    def put_integration(
+        self, integration_id: str, tenant_id: str, reference: str | None, **extra: Any
+    ) -> None:
+        """An integration naming connection `reference` (None: none)."""
+        raise NotImplementedError
+
+    def upload_certificate(self, tenant_id: str, connection_id: str) -> None:
+        raise NotImplementedError
+
+
+class FakeSide(Side):
+    def __init__(self) -> None:
+        self.state = ConfigState()
+        super().__init__(FakeConnections(self.state), FakeConfig(self.state))
+
+    def put_integration(
+        self, integration_id: str, tenant_id: str, reference: str | None, **extra: Any
+    ) -> None:
+        extra.setdefault("connection_id", reference)
+        self.config.put_integration(
+            Integration(integration_id=integration_id, tenant_id=tenant_id, name="i", **extra)
+        )
+
+    def upload_certificate(self, tenant_id: str, connection_id: str) -> None:
+        self.state.certificates.add((tenant_id, connection_id))
+
+
+class DynamoSide(Side):
+    def __init__(self, table_name: str) -> None:
+        self.table = Table(table_name)
+        super().__init__(DynamoConnections(table_name), DynamoConfigRepository(table_name))
+
+    def put_integration(
+        self, integration_id: str, tenant_id: str, reference: str | None, **extra: Any
+    ) -> None:
+        """`reference` is the top-level `connection_id` attribute; `extra` goes into config_json
+        (an item written before the reference moved into the configuration has only the
+        attribute)."""
+        config = Integration(integration_id=integration_id, tenant_id=tenant_id, name="i", **extra)
+        self.table.put(
+            {
+                **keys.integration_key(tenant_id, integration_id),
+                "GSI1PK": keys.tenant_integrations_partition(tenant_id),
+                "GSI1SK": integration_id,
+                "item_type": "integration",
+                "tenant_id": tenant_id,
+                "version": 1,
+                **({"connection_id": reference} if reference else {}),
+                "config_json": config.model_dump_json(),
+            }
+        )
+
+    def upload_certificate(self, tenant_id: str, connection_id: str) -> None:
+        self.table.put(
+            {
+                **keys.certificate_key(tenant_id, connection_id),
+                "tenant_id": tenant_id,
+                "connection_id": connection_id,
+            }
+        )
 
 
 @pytest.fixture(params=("fake", "dynamo"))
 def side(request: pytest.FixtureRequest) -> Side:
     if request.param == "fake":
-        table = FakeTable()
-        return Side(FakeConnections(table), FakeConfig(table), table.put)
-    name = request.getfixturevalue("dynamo_table")
-    return Side(DynamoConnections(name), DynamoConfigRepository(name), Table(name).put)
+        return FakeSide()
+    return DynamoSide(request.getfixturevalue("dynamo_table"))
 
 
 def fresh(prefix: str = "c") -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+    return scenario.fresh(prefix)
 
 
 def connection(connection_id: str, tenant_id: str, version: int = 1, **destination: Any) -> Connection:
@@ -59,25 +118,6 @@ def connection(connection_id: str, tenant_id: str, version: int = 1, **destinati
         ),
         created_at=NOW,
         updated_at=NOW,
-    )
-
-
-def put_integration(
-    side: Side, integration_id: str, tenant_id: str, reference: str | None, **extra: Any
-) -> None:
-    """`reference` is the top-level `connection_id` attribute; `extra` goes into config_json."""
-    config = Integration(integration_id=integration_id, tenant_id=tenant_id, name="i", **extra)
-    side.put(
-        {
-            **keys.integration_key(tenant_id, integration_id),
-            "GSI1PK": keys.tenant_integrations_partition(tenant_id),
-            "GSI1SK": integration_id,
-            "item_type": "integration",
-            "tenant_id": tenant_id,
-            "version": 1,
-            **({"connection_id": reference} if reference else {}),
-            "config_json": config.model_dump_json(),
-        }
     )
 
 
@@ -127,37 +167,26 @@ def test_the_listing_pages_a_tenants_connections_by_id(side):
         side.store.create(connection(f"{tenant}-{name}", tenant))
     side.store.create(connection(f"{other}-a", other))
 
-    seen: list[str] = []
-    cursor = None
-    while True:
-        page = side.store.list_connections(tenant, 2, cursor)
-        assert len(page.connections) <= 2
-        seen += [c.connection_id for c in page.connections]
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
+    seen = all_pages(lambda cursor: side.store.list_connections(tenant, 2, cursor), "connections", 2)
 
-    assert seen == [f"{tenant}-a", f"{tenant}-b", f"{tenant}-c"]
+    assert [c.connection_id for c in seen] == [f"{tenant}-a", f"{tenant}-b", f"{tenant}-c"]
 
 
-def test_a_cursor_of_another_listing_is_refused_by_the_adapter(dynamo_table):
-    store = DynamoConnections(dynamo_table)
+def test_a_cursor_of_another_listing_is_refused(side):
+    store = side.store
     tenant, other = fresh("t"), fresh("t")
     for n in range(3):
         store.create(connection(f"{other}-{n}", other))
-    foreign_cursor = store.list_connections(other, 1, None).next_cursor
-    assert foreign_cursor is not None
 
-    with pytest.raises(ValidationFailed):
-        store.list_connections(tenant, 1, foreign_cursor)
+    refuses_foreign_cursor(lambda owner, cursor: store.list_connections(owner, 1, cursor), tenant, other)
 
 
 def test_users_of_a_connection_are_the_tenants_integrations_naming_it(side):
     tenant, connection_id = fresh("t"), fresh()
-    put_integration(side, f"{tenant}-1", tenant, connection_id)
-    put_integration(side, f"{tenant}-2", tenant, "elsewhere")
-    put_integration(side, f"{tenant}-3", tenant, None)
-    put_integration(side, fresh("int"), fresh("t"), connection_id)
+    side.put_integration(f"{tenant}-1", tenant, connection_id)
+    side.put_integration(f"{tenant}-2", tenant, "elsewhere")
+    side.put_integration(f"{tenant}-3", tenant, None)
+    side.put_integration(fresh("int"), fresh("t"), connection_id)
 
     assert side.store.integrations_using(tenant, connection_id) == [f"{tenant}-1"]
     assert side.store.integrations_using(tenant, fresh()) == []
@@ -165,8 +194,8 @@ def test_users_of_a_connection_are_the_tenants_integrations_naming_it(side):
 
 def test_clearing_the_gone_flag_only_touches_integrations_still_using_the_connection(side):
     tenant, connection_id = fresh("t"), fresh()
-    put_integration(side, f"{tenant}-1", tenant, connection_id)
-    put_integration(side, f"{tenant}-2", tenant, "elsewhere")
+    side.put_integration(f"{tenant}-1", tenant, connection_id)
+    side.put_integration(f"{tenant}-2", tenant, "elsewhere")
     for integration_id in (f"{tenant}-1", f"{tenant}-2"):
         side.config.flag_connection_gone(side.config.get_integration(tenant, integration_id), NOW, "410")
 
@@ -182,9 +211,7 @@ def test_tenant_and_certificate_lookups(side):
     assert side.store.tenant_exists(tenant) is False
     assert side.store.has_certificate(tenant, connection_id) is False
     side.config.put_tenant(Tenant(tenant_id=tenant, name="T"))
-    side.put(
-        {**keys.certificate_key(tenant, connection_id), "tenant_id": tenant, "connection_id": connection_id}
-    )
+    side.upload_certificate(tenant, connection_id)
 
     assert side.store.tenant_exists(tenant) is True
     assert side.store.has_certificate(tenant, connection_id) is True
@@ -195,7 +222,7 @@ class TestResolution:
     def test_connection_id_resolves_into_the_destination(self, side):
         tenant, connection_id = fresh("t"), fresh()
         side.store.create(connection(connection_id, tenant, auth=HttpAuth(kind=AuthKind.BEARER, token="tok")))
-        put_integration(side, f"{tenant}-i", tenant, connection_id, connection_id=connection_id)
+        side.put_integration(f"{tenant}-i", tenant, connection_id, connection_id=connection_id)
 
         resolved = side.config.get_integration(tenant, f"{tenant}-i")
 
@@ -205,7 +232,7 @@ class TestResolution:
     def test_the_top_level_attribute_alone_is_enough(self, side):
         tenant, connection_id = fresh("t"), fresh()
         side.store.create(connection(connection_id, tenant))
-        put_integration(side, f"{tenant}-i", tenant, connection_id)
+        side.put_integration(f"{tenant}-i", tenant, connection_id)
 
         resolved = side.config.get_integration(tenant, f"{tenant}-i")
 
@@ -214,8 +241,8 @@ class TestResolution:
     def test_a_missing_or_another_tenants_connection_is_no_destination(self, side):
         tenant, theirs = fresh("t"), fresh()
         side.store.create(connection(theirs, fresh("t")))
-        put_integration(side, f"{tenant}-foreign", tenant, theirs)
-        put_integration(side, f"{tenant}-missing", tenant, fresh())
+        side.put_integration(f"{tenant}-foreign", tenant, theirs)
+        side.put_integration(f"{tenant}-missing", tenant, fresh())
 
         for integration_id in (f"{tenant}-foreign", f"{tenant}-missing"):
             resolved = side.config.get_integration(tenant, integration_id)
@@ -226,6 +253,6 @@ class TestResolution:
         tenant, connection_id = fresh("t"), fresh()
         side.store.create(connection(connection_id, tenant))
         embedded = Destination(url="https://legacy.example.com/in")
-        put_integration(side, f"{tenant}-i", tenant, connection_id, destination=embedded)
+        side.put_integration(f"{tenant}-i", tenant, connection_id, destination=embedded)
 
         assert side.config.get_integration(tenant, f"{tenant}-i").destination == embedded

@@ -2,11 +2,10 @@
 and the DynamoDB adapter on moto, so the admin use cases' unit tests rely on what the adapter
 does: ids taken once, versioned conditional writes, what a replace keeps and clears, deletes
 refused by a changed version or a reception meanwhile, listing by id, waiting messages found by
-their listed status, and the item the pipeline reads."""
+their listed status, and the integration the pipeline reads."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -14,16 +13,14 @@ import pytest
 from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.integrations import DynamoIntegrations, DynamoReceptions
 from hub.adapters.dynamo.table import Table
+from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import Integration, IntegrationMode, MessageTypeConfig
-from hub.errors import Conflict, NotFound, PreconditionFailed
+from hub.domain.tenancy import Connection, Destination, Integration, IntegrationMode, MessageTypeConfig
+from hub.errors import Conflict
+from hub.ports import VersionConflict
 from tests.contract.backends import Backend
-from tests.contract.scenario import NOW, new_message
+from tests.contract.scenario import NOW, fresh, new_message, refuses_foreign_cursor
 from tests.fakes.integrations import FakeIntegrations
-
-
-def fresh(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
 def integration(integration_id: str, tenant_id: str = "t1", **changes) -> Integration:
@@ -34,9 +31,7 @@ def integration(integration_id: str, tenant_id: str = "t1", **changes) -> Integr
 
 @pytest.fixture
 def store(backend: Backend) -> FakeIntegrations | DynamoIntegrations:
-    if backend.name == "fake":
-        return FakeIntegrations(backend.messages.table)  # type: ignore[union-attr]
-    return DynamoIntegrations(backend.config._table.name)  # type: ignore[union-attr]
+    return backend.integrations
 
 
 def mark(backend: Backend, store, integration_id: str, at) -> None:
@@ -69,13 +64,13 @@ def test_a_replace_moves_the_version_on_only_from_the_version_read(backend, stor
     store.create(integration(integration_id))
 
     second = store.replace(integration(integration_id, name="M"), 1)
-    with pytest.raises(PreconditionFailed) as stale:
+    with pytest.raises(VersionConflict) as stale:
         store.replace(integration(integration_id, name="Lost"), 1)
-    with pytest.raises(NotFound):
+    with pytest.raises(VersionConflict) as gone:
         store.replace(integration(fresh("int")), 1)
 
     assert second.version == 2
-    assert stale.value.details == {"current_version": 2}
+    assert (stale.value.current, gone.value.current) == (2, None)
     assert store.get("t1", integration_id) == second
 
 
@@ -92,10 +87,21 @@ def test_a_replace_clears_the_gone_flag_and_keeps_the_reception(backend, store):
     assert stored.integration.connection_gone_at is None
     assert stored.integration.connection_id is None
     assert stored.last_received_at == NOW
-    item = backend.raw(keys.integration_key("t1", integration_id))
+    assert backend.config.get_integration("t1", integration_id) == stored.integration
+
+
+def test_the_adapter_drops_the_gone_status_and_the_reference_attribute(dynamo_table):
+    """What a replace leaves of the item beside the configuration (the fake has no items)."""
+    store, config = DynamoIntegrations(dynamo_table), DynamoConfigRepository(dynamo_table)
+    integration_id = fresh("int")
+    store.create(integration(integration_id, connection_id="con_1"))
+    config.flag_connection_gone(config.get_integration("t1", integration_id), NOW, "410")
+
+    store.replace(integration(integration_id), 1)
+
+    item = Table(dynamo_table).get(keys.integration_key("t1", integration_id))
     assert item is not None
-    assert "connection_gone_status" not in item
-    assert "connection_id" not in item
+    assert not {"connection_gone_at", "connection_gone_status", "connection_id"} & set(item)
 
 
 def test_a_reception_never_moves_back_nor_creates_an_item(backend, store):
@@ -120,15 +126,17 @@ def test_a_delete_needs_the_version_and_the_reception_read(backend, store):
 
     with pytest.raises(Conflict):
         store.delete(read)  # a message arrived since it was read
-    with pytest.raises(PreconditionFailed):
+    with pytest.raises(VersionConflict) as stale:
         store.delete(type(read)(read.integration, 7, NOW))
+    assert stale.value.current == 1
     reread = store.get("t1", integration_id)
     assert reread is not None
     store.delete(reread)
 
     assert store.get("t1", integration_id) is None
-    with pytest.raises(NotFound):
+    with pytest.raises(VersionConflict) as gone:
         store.delete(reread)
+    assert gone.value.current is None
 
 
 def test_a_tenants_integrations_are_listed_by_id_in_pages(backend, store):
@@ -146,6 +154,14 @@ def test_a_tenants_integrations_are_listed_by_id_in_pages(backend, store):
     ]
     assert [s.integration.integration_id for s in rest.integrations] == [f"int_c-{tenant_id}"]
     assert rest.next_cursor is None
+
+
+def test_a_cursor_of_another_tenants_listing_is_refused(store):
+    other = fresh("t")
+    for n in range(3):
+        store.create(integration(f"int-{n}", tenant_id=other))
+
+    refuses_foreign_cursor(lambda owner, cursor: store.list_integrations(owner, 1, cursor), fresh("t"), other)
 
 
 @pytest.mark.parametrize(
@@ -172,23 +188,25 @@ def test_waiting_messages_are_those_in_a_listed_status(backend, store, status, w
 
 def test_a_connections_tenant(backend, store):
     connection_id = fresh("con")
-    key = keys.connection_key("t1", connection_id)
-    if backend.name == "fake":
-        store.table.put({**key, "tenant_id": "t1"})
-    else:
-        Table(backend.config._table.name).put({**key, "tenant_id": "t1"})
+    backend.connections.create(
+        Connection(connection_id=connection_id, tenant_id="t1", destination=Destination(url="https://e.x/in"))
+    )
 
     assert store.connection_exists("t1", connection_id) is True
     assert store.connection_exists("t2", connection_id) is False
     assert store.connection_exists("t1", fresh("con")) is False
 
 
-def test_the_same_integration_item_from_both(both):
+def test_the_same_integration_from_both(both):
     fake, dynamo = both
     integration_id = fresh("int")
     config = integration(integration_id, message_types={"po": MessageTypeConfig(duplicate_key_fields=("a",))})
-    FakeIntegrations(fake.messages.table).create(config)
-    DynamoIntegrations(dynamo.config._table.name).create(config)
+    for side in both:
+        side.integrations.create(config)
+        side.integrations.replace(config.model_copy(update={"name": "again"}), 1)
+        mark(side, side.integrations, integration_id, NOW)
 
-    key = keys.integration_key("t1", integration_id)
-    assert fake.raw(key) == dynamo.raw(key)
+    assert fake.integrations.get("t1", integration_id) == dynamo.integrations.get("t1", integration_id)
+    assert fake.config.get_integration("t1", integration_id) == dynamo.config.get_integration(
+        "t1", integration_id
+    )

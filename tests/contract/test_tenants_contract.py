@@ -4,15 +4,16 @@ the configuration repositories' tenant read, which ingest uses to refuse a disab
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from hub.adapters.dynamo.tenants import DynamoTenants
 from hub.domain.tenancy import IntegrationMode, Tenant
-from hub.errors import Conflict, NotFound
-from tests.contract.backends import BACKENDS, Backend
+from hub.errors import Conflict, NotFound, ValidationFailed
+from tests.contract import scenario
+from tests.contract.backends import BACKENDS, Backend, either
+from tests.contract.scenario import all_pages
 from tests.fakes.tenants import FakeTenants
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -20,13 +21,11 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest) -> FakeTenants | DynamoTenants:
-    if request.param == "fake":
-        return FakeTenants()
-    return DynamoTenants(request.getfixturevalue("dynamo_table"))
+    return either(request, FakeTenants, DynamoTenants)
 
 
 def fresh(prefix: str = "t") -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+    return scenario.fresh(prefix)
 
 
 def tenant(tenant_id: str, **changes) -> Tenant:
@@ -70,18 +69,15 @@ def test_the_listing_pages_by_tenant_id(store):
     for tenant_id in mine:
         store.create(tenant(tenant_id))
 
-    seen: list[str] = []
-    cursor = None
-    while True:
-        page = store.list_tenants(2, cursor)
-        assert len(page.tenants) <= 2
-        seen += [t.tenant_id for t in page.tenants]
-        if page.next_cursor is None:
-            break
-        cursor = page.next_cursor
+    seen = [t.tenant_id for t in all_pages(lambda cursor: store.list_tenants(2, cursor), "tenants", 2)]
 
     assert seen == sorted(set(seen))
     assert [t for t in seen if t.startswith(prefix)] == sorted(mine)
+
+
+def test_a_cursor_the_listing_did_not_give_out_is_refused(store):
+    with pytest.raises(ValidationFailed):
+        store.list_tenants(2, "bm90IGEgY3Vyc29y")
 
 
 def test_the_configuration_repository_reads_a_disabled_tenant(backend: Backend):

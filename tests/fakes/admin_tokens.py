@@ -8,6 +8,7 @@ from datetime import datetime
 
 from hub.admin.tokens import AdminToken, AdminTokenPage
 from hub.errors import Conflict, NotFound
+from tests.fakes.pages import page
 
 
 class FakeAdminTokens:
@@ -26,10 +27,9 @@ class FakeAdminTokens:
         return self.by_id.get(token_id)
 
     def list_tokens(self, tenant_id: str | None, limit: int, cursor: str | None) -> AdminTokenPage:
-        ids = sorted((i for i, t in self.by_id.items() if t.tenant_id == tenant_id), reverse=True)
-        after = [i for i in ids if cursor is None or i < cursor]
-        page = [self.by_id[i] for i in after[:limit]]
-        return AdminTokenPage(tokens=page, next_cursor=page[-1].token_id if len(after) > limit else None)
+        mine = [i for i, t in self.by_id.items() if t.tenant_id == tenant_id]
+        ids, next_cursor = page(mine, limit, cursor, f"admin_tokens:{tenant_id}", newest_first=True)
+        return AdminTokenPage(tokens=[self.by_id[i] for i in ids], next_cursor=next_cursor)
 
     def revoke(self, token: AdminToken, now: datetime) -> AdminToken:
         stored = self.by_id.get(token.token_id)

@@ -10,6 +10,7 @@ from datetime import datetime
 from hub.domain.tenancy import ApiKey
 from hub.errors import Conflict
 from hub.ports import ApiKeyPage
+from tests.fakes.pages import page
 
 
 class FakeApiKeys:
@@ -37,10 +38,9 @@ class FakeApiKeys:
         return key if key is not None and key.tenant_id == tenant_id else None
 
     def list_keys(self, tenant_id: str, limit: int, cursor: str | None) -> ApiKeyPage:
-        mine = sorted((k for k in self.keys.values() if k.tenant_id == tenant_id), key=lambda k: k.key_id)
-        newest = [k for k in reversed(mine) if cursor is None or k.key_id < cursor]
-        page = newest[:limit]
-        return ApiKeyPage(keys=page, next_cursor=page[-1].key_id if len(newest) > limit else None)
+        mine = {k.key_id: k for k in self.keys.values() if k.tenant_id == tenant_id}
+        ids, next_cursor = page(mine, limit, cursor, f"api_keys:{tenant_id}", newest_first=True)
+        return ApiKeyPage(keys=[mine[i] for i in ids], next_cursor=next_cursor)
 
     def revoke(self, key: ApiKey, now: datetime) -> ApiKey:
         stored = self.keys[key.key_id]

@@ -1,34 +1,26 @@
-"""An in-memory `hub.ports.ConnectionStore` over the fakes' shared table, storing the items the
-DynamoDB adapter stores (its codec), so FakeConfig resolves an integration's connection from
-them; conditions (unique ids, versions, tenants) are implemented here independently."""
+"""An in-memory `hub.ports.ConnectionStore` over the fakes' `ConfigState` (so FakeConfig resolves
+an integration's connection from what it stores), with the DynamoDB adapter's contract
+(tests/contract/test_connections_contract.py): ids taken once per tenant, writes at the version
+read (VersionConflict), listing by id, credentials sealed (opened only by `with_credentials`),
+the integrations using a connection found by their `connection_id`."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
-from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.connections import connection_from, connection_item, opened_destination
 from hub.certificates.envelope import DataKeys
 from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict
-from hub.ports import ConnectionPage, VersionConflict
-from hub.sealed_config import DESTINATION_CREDENTIAL, Sealer
+from hub.ports import ConnectionPage
+from hub.sealed_config import DESTINATION_CREDENTIAL, Sealer, opened_destination
+from tests.fakes.config import ConfigState, at_version, saved_connection
 from tests.fakes.data_keys import SHARED_KEYS
-from tests.fakes.table import Change, ConditionFailed, FakeTable
-
-
-def _key(key: dict[str, str]) -> tuple[str, str]:
-    return (key["PK"], key["SK"])
-
-
-def _stored(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in item.items() if v is not None}
+from tests.fakes.pages import page
 
 
 class FakeConnections:
-    def __init__(self, table: FakeTable | None = None, keys: DataKeys | None = SHARED_KEYS) -> None:
-        self.table = table or FakeTable()
+    def __init__(self, state: ConfigState | None = None, keys: DataKeys | None = SHARED_KEYS) -> None:
+        self.state = state or ConfigState()
         self._sealer = Sealer(keys)
         self._opener = Sealer(keys, opens=(DESTINATION_CREDENTIAL,))
 
@@ -36,74 +28,53 @@ class FakeConnections:
         return opened_destination(connection, self._opener)
 
     def tenant_exists(self, tenant_id: str) -> bool:
-        return self.table.get(_key(keys.tenant_key(tenant_id))) is not None
+        return tenant_id in self.state.tenants
 
     def has_certificate(self, tenant_id: str, connection_id: str) -> bool:
-        return self.table.get(_key(keys.certificate_key(tenant_id, connection_id))) is not None
+        return (tenant_id, connection_id) in self.state.certificates
 
     def create(self, connection: Connection) -> None:
-        item = _stored(connection_item(connection, self._sealer))
-        with self.table.lock:
-            if self.table.get((item["PK"], item["SK"])) is not None:
+        with self.state.lock:
+            if (connection.tenant_id, connection.connection_id) in self.state.connections:
                 raise Conflict("connection exists", details={"connection_id": connection.connection_id})
-            self.table.put(item)
+            self.state.save_connection(saved_connection(connection, self._sealer))
 
     def get(self, tenant_id: str, connection_id: str) -> Connection | None:
-        item = self.table.get(_key(keys.connection_key(tenant_id, connection_id)))
-        return connection_from(item) if item else None
+        return self.state.connections.get((tenant_id, connection_id))
 
     def list_connections(self, tenant_id: str, limit: int, cursor: str | None) -> ConnectionPage:
-        partition = keys.connection_partition(tenant_id)
-        with self.table.lock:
-            ids = sorted(
-                item["GSI1SK"]
-                for item in self.table.items.values()
-                if item.get("GSI1PK") == partition and (cursor is None or item["GSI1SK"] > cursor)
-            )
-        page = [c for c in (self.get(tenant_id, i) for i in ids[:limit]) if c is not None]
-        return ConnectionPage(connections=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
+        with self.state.lock:
+            mine = [c for (t, c) in self.state.connections if t == tenant_id]
+        ids, next_cursor = page(mine, limit, cursor, f"connections:{tenant_id}")
+        found = [c for c in (self.get(tenant_id, i) for i in ids) if c is not None]
+        return ConnectionPage(connections=found, next_cursor=next_cursor)
 
     def replace(self, connection: Connection, expected_version: int) -> None:
-        item = _stored(connection_item(connection, self._sealer))
-        with self.table.lock:
-            old = self.table.get((item["PK"], item["SK"]))
-            if (
-                old is None
-                or old.get("version") != expected_version
-                or old["tenant_id"] != connection.tenant_id
-            ):
-                raise VersionConflict(int(old["version"]) if old else None)
-            self.table.put(item)
+        with self.state.lock:
+            at_version(self.get(connection.tenant_id, connection.connection_id), expected_version)
+            self.state.save_connection(saved_connection(connection, self._sealer))
 
     def delete(self, tenant_id: str, connection_id: str, expected_version: int) -> None:
-        key = _key(keys.connection_key(tenant_id, connection_id))
-        with self.table.lock:
-            old = self.table.get(key)
-            if old is None or old.get("version") != expected_version:
-                raise VersionConflict(int(old["version"]) if old else None)
-            self.table.delete(key)
-            self.table.delete(
-                _key(keys.callback_credential_key(tenant_id, connection_id))
-            )  # as the adapter does
+        with self.state.lock:
+            at_version(self.get(tenant_id, connection_id), expected_version)
+            del self.state.connections[(tenant_id, connection_id)]
+            self.state.writes += 1
 
     def integrations_using(self, tenant_id: str, connection_id: str) -> list[str]:
-        partition = keys.tenant_integrations_partition(tenant_id)
-        with self.table.lock:
+        with self.state.lock:
             return sorted(
-                item["GSI1SK"]
-                for item in self.table.items.values()
-                if item.get("GSI1PK") == partition
-                and item.get("tenant_id") == tenant_id
-                and item.get("connection_id") == connection_id
+                integration_id
+                for (t, integration_id), saved in self.state.integrations.items()
+                if t == tenant_id and saved.integration.connection_id == connection_id
             )
 
     def clear_connection_gone(
         self, tenant_id: str, integration_ids: Collection[str], connection_id: str
     ) -> None:
-        for integration_id in integration_ids:
-            change = Change().remove("connection_gone_at", "connection_gone_status")
-            change.where(lambda item: item is not None and item.get("connection_id") == connection_id)
-            try:
-                self.table.update(_key(keys.integration_key(tenant_id, integration_id)), change)
-            except ConditionFailed:
-                continue
+        """Only on the integrations that still name the connection."""
+        with self.state.lock:
+            for integration_id in integration_ids:
+                saved = self.state.integrations.get((tenant_id, integration_id))
+                if saved is not None and saved.integration.connection_id == connection_id:
+                    saved.connection_gone_at = None
+                    self.state.writes += 1

@@ -1,111 +1,108 @@
-"""An in-memory `hub.ports.IntegrationStore` (and `hub.ingest.receptions.ReceptionStore`) with
-the DynamoDB adapter's contract, over the fakes' shared table: the same item as the adapter
-writes, versioned conditional writes, listing by id, waiting messages found by their listed
-status (tests/contract/test_integrations_contract.py)."""
+"""An in-memory `hub.ports.IntegrationStore` (and `hub.ingest.receptions.ReceptionStore`) over
+the fakes' `ConfigState`, with the DynamoDB adapter's contract (tests/contract/
+test_integrations_contract.py): ids taken once per tenant, writes at the version read
+(VersionConflict), a replace that clears the gone flag and keeps the reception, a delete refused
+by a reception meanwhile, listing by id, waiting messages found by their status."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.integrations import stale, stored_from
-from hub.adapters.dynamo.table import format_ts
-from hub.adapters.dynamo.tenancy import integration_item, integration_version
+from hub.adapters.dynamo.keys import LISTED_STATUSES
 from hub.certificates.envelope import DataKeys
+from hub.domain.message import MessageRecord
 from hub.domain.tenancy import Integration, Tenant
 from hub.errors import Conflict
 from hub.ports import IntegrationPage, StoredIntegration
 from hub.sealed_config import Sealer
-from tests.fakes.config import FakeConfig
+from tests.fakes.config import ConfigState, SavedIntegration, at_version, saved_integration
 from tests.fakes.data_keys import SHARED_KEYS
-from tests.fakes.table import FakeTable
-
-_GONE = ("connection_gone_at", "connection_gone_status")
+from tests.fakes.pages import page
 
 
-def _key(tenant_id: str, integration_id: str) -> tuple[str, str]:
-    key = keys.integration_key(tenant_id, integration_id)
-    return (key["PK"], key["SK"])
-
-
-def _item(
-    integration: Integration, version: int, sealer: Sealer, sealed: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    return {k: v for k, v in integration_item(integration, version, sealer, sealed).items() if v is not None}
+def _no_messages() -> Iterable[MessageRecord]:
+    return ()
 
 
 class FakeIntegrations:
-    def __init__(self, table: FakeTable | None = None, keys: DataKeys | None = SHARED_KEYS) -> None:
-        self.table = table or FakeTable()
-        self._config = FakeConfig(self.table)
+    """`messages` lists the stored messages (FakeMessages.records): what waits is read there."""
+
+    def __init__(
+        self,
+        state: ConfigState | None = None,
+        keys: DataKeys | None = SHARED_KEYS,
+        messages: Callable[[], Iterable[MessageRecord]] = _no_messages,
+    ) -> None:
+        self.state = state or ConfigState()
         #: Seals what it is given; never opens (the admin API's reads show stand-ins).
         self._sealer = Sealer(keys)
+        self._messages = messages
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
-        return self._config.get_tenant(tenant_id)
+        return self.state.tenants.get(tenant_id)
 
     def connection_exists(self, tenant_id: str, connection_id: str) -> bool:
-        key = keys.connection_key(tenant_id, connection_id)
-        return self.table.get((key["PK"], key["SK"])) is not None
+        return (tenant_id, connection_id) in self.state.connections
 
     def get(self, tenant_id: str, integration_id: str) -> StoredIntegration | None:
-        item = self.table.get(_key(tenant_id, integration_id))
-        return stored_from(item) if item else None
+        saved = self.get_saved(tenant_id, integration_id)
+        return saved.stored() if saved is not None else None
+
+    def get_saved(self, tenant_id: str, integration_id: str) -> SavedIntegration | None:
+        return self.state.integrations.get((tenant_id, integration_id))
 
     def create(self, integration: Integration) -> StoredIntegration:
-        with self.table.lock:
-            if self.table.get(_key(integration.tenant_id, integration.integration_id)) is not None:
+        with self.state.lock:
+            if (integration.tenant_id, integration.integration_id) in self.state.integrations:
                 raise Conflict("integration exists")
-            self.table.put(_item(integration, 1, self._sealer))
+            shown, blobs = saved_integration(integration, self._sealer)
+            self.state.save_integration(SavedIntegration(shown, 1, blobs))
         return StoredIntegration(integration, 1)
 
     def replace(
         self, integration: Integration, expected_version: int, sealed: Mapping[str, Any] | None = None
     ) -> StoredIntegration:
-        with self.table.lock:
-            old = self.table.get(_key(integration.tenant_id, integration.integration_id))
-            if old is None or integration_version(old) != expected_version:
-                raise stale(integration.integration_id, old)
-            kept = {k: v for k, v in old.items() if k not in (*_GONE, "connection_id", "sealed")}
-            self.table.put({**kept, **_item(integration, expected_version + 1, self._sealer, sealed)})
+        """At the next version; the gone flag cleared, the reception kept."""
+        with self.state.lock:
+            old = at_version(
+                self.get_saved(integration.tenant_id, integration.integration_id), expected_version
+            )
+            shown, blobs = saved_integration(integration, self._sealer, sealed)
+            kept = old.last_received_at
+            self.state.save_integration(SavedIntegration(shown, expected_version + 1, blobs, kept))
         return StoredIntegration(integration, expected_version + 1)
 
     def delete(self, current: StoredIntegration) -> None:
-        integration_id = current.integration.integration_id
-        tenant_id = current.integration.tenant_id
-        with self.table.lock:
-            old = self.table.get(_key(tenant_id, integration_id))
-            if old is None or integration_version(old) != current.version:
-                raise stale(integration_id, old)
-            read = format_ts(current.last_received_at) if current.last_received_at else None
-            if old.get("last_received_at") != read:
+        tenant_id, integration_id = current.integration.tenant_id, current.integration.integration_id
+        with self.state.lock:
+            old = at_version(self.get_saved(tenant_id, integration_id), current.version)
+            if old.last_received_at != current.last_received_at:
                 raise Conflict("a message was received meanwhile")
-            self.table.delete(_key(tenant_id, integration_id))
+            del self.state.integrations[(tenant_id, integration_id)]
+            self.state.writes += 1
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
-        partition = keys.integration_partition(tenant_id)
-        with self.table.lock:
-            ids = sorted(
-                item["GSI1SK"]
-                for item in self.table.items.values()
-                if item.get("GSI1PK") == partition and (cursor is None or item["GSI1SK"] > cursor)
-            )
-        page = [stored for i in ids[:limit] if (stored := self.get(tenant_id, i)) is not None]
-        return IntegrationPage(integrations=page, next_cursor=ids[limit - 1] if len(ids) > limit else None)
+        with self.state.lock:
+            mine = [i for (t, i) in self.state.integrations if t == tenant_id]
+        ids, next_cursor = page(mine, limit, cursor, f"integrations:{tenant_id}")
+        found = [stored for i in ids if (stored := self.get(tenant_id, i)) is not None]
+        return IntegrationPage(integrations=found, next_cursor=next_cursor)
 
     def has_waiting_messages(self, tenant_id: str, integration_id: str) -> bool:
-        partitions = {keys.status_partition(tenant_id, s.value) for s in keys.LISTED_STATUSES}
-        with self.table.lock:
-            return any(
-                item.get("GSI1PK") in partitions and item.get("integration_id") == integration_id
-                for item in self.table.items.values()
-            )
+        return any(
+            record.tenant_id == tenant_id
+            and record.integration_id == integration_id
+            and record.pipeline_status in LISTED_STATUSES
+            for record in self._messages()
+        )
 
     def mark_received(self, tenant_id: str, integration_id: str, at: datetime) -> None:
-        with self.table.lock:
-            item = self.table.get(_key(tenant_id, integration_id))
-            if item is None or (item.get("last_received_at") or "") >= format_ts(at):
+        """Never creates an integration, never moves the reception back."""
+        with self.state.lock:
+            saved = self.state.integrations.get((tenant_id, integration_id))
+            if saved is None or (saved.last_received_at is not None and saved.last_received_at >= at):
                 return
-            self.table.put({**item, "last_received_at": format_ts(at)})
+            saved.last_received_at = at
+            self.state.writes += 1

@@ -36,7 +36,7 @@ from hub.errors import (
     TransitionNotAllowed,
 )
 from hub.ports import Claim, NewMessage
-from tests.fakes.config import api_key_of
+from tests.fakes.config import ConfigState
 from tests.fakes.table import Change, ConditionFailed, FakeTable, Item, Key, TransactionCancelled
 
 
@@ -136,12 +136,15 @@ def claim_free(item: Item | None, now: datetime) -> bool:
 class FakeMessages:
     """`hub.ports.MessageRepository` plus the operator moves, in memory.
 
+    `config` holds the API keys `get_for_key` reads (in DynamoDB, items of the same table).
+
     Test knobs: `fail_create` (a claim's write raises StorageUnavailable), `fail_store` (the
     message item's write does) and `fail_create_after_commit` (the message item is written, then
     StorageUnavailable: the answer was lost)."""
 
-    def __init__(self, table: FakeTable) -> None:
+    def __init__(self, table: FakeTable, config: ConfigState | None = None) -> None:
         self.table = table
+        self.config = config or ConfigState()
         self.fail_create = False
         self.fail_store = False
         self.fail_create_after_commit = False
@@ -214,8 +217,17 @@ class FakeMessages:
         return record_of(item) if item else None
 
     def get_for_key(self, key_hash: str, message_id: str) -> tuple[ApiKey | None, MessageRecord | None]:
-        api_item = self.table.get(key_of(keys.api_key_key(key_hash)))
-        return (api_key_of(api_item) if api_item else None, self.get(message_id))
+        return (self.config.api_keys.get(key_hash), self.get(message_id))
+
+    def records(self) -> list[MessageRecord]:
+        """Every stored message (tests, and the integration store's "do messages wait")."""
+        with self.table.lock:
+            items = [
+                item
+                for (pk, sk), item in self.table.items.items()
+                if pk.startswith(keys.MESSAGE_PREFIX) and sk == keys.MESSAGE_SK
+            ]
+        return [record_of(item) for item in items]
 
     def get_payload(self, message_id: str, now: datetime | None = None) -> str | None:
         item = self.item(message_id)
@@ -277,8 +289,7 @@ class FakeMessages:
             _acted(old, bulk_job, failed)
             if (
                 old
-                and old.get("tenant_id") == record.tenant_id
-                and old.get("pipeline_status") == record.pipeline_status.value
+                and _unmoved(record, old)
                 and old.get("lease_owner")
                 and int(old.get("lease_until", 0)) >= epoch(now)
             ):
@@ -320,15 +331,19 @@ class FakeMessages:
         try:
             return record_of(self.table.update(message_key(record.message_id), change))
         except ConditionFailed as failed:
-            old = failed.old
-            _acted(old, bulk_job, failed)
-            if (
-                old
-                and old.get("tenant_id") == record.tenant_id
-                and old.get("pipeline_status") == record.pipeline_status.value
-            ):
-                return None
-            raise moved(record, PipelineStatus.RECEIVED, old) from failed
+            _acted(failed.old, bulk_job, failed)
+            if _unmoved(record, failed.old):
+                return None  # another execution is alive
+            raise moved(record, PipelineStatus.RECEIVED, failed.old) from failed
+
+
+def _unmoved(record: MessageRecord, old: Item | None) -> bool:
+    """Whether the item is still `record`'s tenant's, in `record`'s status."""
+    return (
+        old is not None
+        and old.get("tenant_id") == record.tenant_id
+        and old.get("pipeline_status") == record.pipeline_status.value
+    )
 
 
 def _mark(change: Change, bulk_job: str | None) -> None:

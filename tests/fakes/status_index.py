@@ -1,28 +1,35 @@
-"""The admin queue tabs over the fakes' table (hub.adapters.dynamo.status_index's contract):
-a status tab lists the items carrying that tab's GSI1 keys, `all` every item carrying the
-tenant's GSI2 keys, newest first by the index's sort key; `since` / `until` narrow the sort key,
-`integration_id` filters after `limit` items are read (a page may come back short, with a
-cursor); cursors are the adapter's (its encoder and checks), bound to their filters."""
+"""The admin queue tabs over the fakes' messages (hub.adapters.dynamo.status_index's contract,
+tests/contract/test_status_index_contract.py), read from the stored records
+(FakeMessages.records), not from index keys: a status tab lists the tenant's messages in that
+status (the listed ones: error, retry_pending, dead_letter), newest change first; `all` every
+message of the tenant, newest received first (equal times: the larger message id first).
+`since` / `until` narrow those times (`until` excluded); `integration_id` filters after `limit`
+messages are read (a page may come back short, with a cursor); a cursor is taken back only by
+its own listing (ValidationFailed) under the same filters (CursorMismatch)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
-from hub.adapters.dynamo import keys
 from hub.adapters.dynamo.cursors import SCOPE, decode_cursor, encode_cursor
-from hub.adapters.dynamo.status_index import COUNT_READ_FACTOR, QUEUE_ROW_FIELDS, queue_row, record_row
+from hub.adapters.dynamo.keys import LISTED_STATUSES
+from hub.adapters.dynamo.status_index import COUNT_READ_FACTOR, record_row
 from hub.adapters.dynamo.table import format_ts
 from hub.domain.message import MessageRecord
 from hub.domain.status import PipelineStatus
 from hub.ports import QueueFilter, QueuePage, StatusCount
-from tests.fakes.table import FakeTable
+
+#: Where a message stands in a listing: its time there, then its id.
+Place = tuple[str, str]
+_SHAPE = frozenset({"listing", "at", "id"})
 
 
 class FakeStatusIndex:
-    def __init__(self, table: FakeTable) -> None:
-        self.table = table
-        #: Index items each listing read (what DynamoDB would bill), newest call last.
+    def __init__(self, records: Callable[[], Iterable[MessageRecord]]) -> None:
+        self._records = records
+        #: Messages each listing read (what DynamoDB would bill), newest call last.
         self.read: list[int] = []
 
     def row(self, record: MessageRecord) -> dict[str, Any]:
@@ -36,84 +43,71 @@ class FakeStatusIndex:
         cursor: str | None,
         filters: QueueFilter | None = None,
     ) -> QueuePage:
-        filters = filters or QueueFilter()
-        high = format_ts(filters.until) if filters.until else None
-        partition = keys.status_partition(tenant_id, status.value)
-        return self._page("GSI1PK", "GSI1SK", partition, high, limit, cursor, filters)
+        listing = f"status:{tenant_id}:{status.value}"
+        return self._page(
+            listing, self._in_status(tenant_id, status), limit, cursor, filters or QueueFilter()
+        )
 
     def list_received(
         self, tenant_id: str, limit: int, cursor: str | None, filters: QueueFilter | None = None
     ) -> QueuePage:
-        filters = filters or QueueFilter()
-        high = format_ts(filters.until - timedelta(microseconds=1)) if filters.until else None
-        partition = keys.messages_partition(tenant_id)
-        return self._page("GSI2PK", keys.RECEIVED_SORT_KEY, partition, high, limit, cursor, filters)
+        mine = {(_at(r.received_at), r.message_id): r for r in self._records() if r.tenant_id == tenant_id}
+        return self._page(f"received:{tenant_id}", mine, limit, cursor, filters or QueueFilter())
 
     def count_by_status(
         self, tenant_id: str, status: PipelineStatus, cap: int, integration_id: str | None = None
     ) -> StatusCount:
-        """The adapter's bounds: `cap` rows read without a filter, COUNT_READ_FACTOR x `cap`
-        with one, in the index's order (oldest change first)."""
-        partition = keys.status_partition(tenant_id, status.value)
-        with self.table.lock:
-            items = sorted(
-                (dict(item) for item in self.table.items.values() if item.get("GSI1PK") == partition),
-                key=lambda item: (item["GSI1SK"], item["PK"], item["SK"]),
-            )
+        """The adapter's bounds: `cap` messages read without a filter, COUNT_READ_FACTOR x `cap`
+        with one, oldest change first."""
+        listed = self._in_status(tenant_id, status)
         budget = cap * COUNT_READ_FACTOR if integration_id else cap
-        read = items[:budget]
+        read = [listed[place] for place in sorted(listed)[:budget]]
         self.read.append(len(read))
-        counted = sum(
-            1 for item in read if not integration_id or item.get("integration_id") == integration_id
-        )
+        counted = sum(1 for r in read if not integration_id or r.integration_id == integration_id)
         if counted >= cap:
             return StatusCount(count=cap, at_least=True)
-        return StatusCount(count=counted, at_least=len(items) > budget)
+        return StatusCount(count=counted, at_least=len(listed) > budget)
+
+    def _in_status(self, tenant_id: str, status: PipelineStatus) -> dict[Place, MessageRecord]:
+        if status not in LISTED_STATUSES:
+            return {}
+        return {
+            (_at(r.updated_at), r.message_id): r
+            for r in self._records()
+            if r.tenant_id == tenant_id and r.pipeline_status is status
+        }
 
     def _page(
         self,
-        pk: str,
-        sk: str,
-        partition: str,
-        high: str | None,
+        listing: str,
+        listed: dict[Place, MessageRecord],
         limit: int,
         cursor: str | None,
         filters: QueueFilter,
     ) -> QueuePage:
         scope = filters.fingerprint()
-        low = format_ts(filters.since) if filters.since else None
-        with self.table.lock:
-            items = [
-                dict(item)
-                for item in self.table.items.values()
-                if item.get(pk) == partition
-                and (low is None or item[sk] >= low)
-                and (high is None or item[sk] <= high)
-            ]
-        # DynamoDB orders equal sort keys by the table key; sort keys here end in the message id.
-        items.sort(key=lambda item: (item[sk], item["PK"], item["SK"]), reverse=True)
+        low = _at(filters.since) if filters.since else None
+        high = _at(filters.until) if filters.until else None
+        places = sorted(
+            (p for p in listed if (low is None or p[0] >= low) and (high is None or p[0] < high)),
+            reverse=True,
+        )
         if cursor:
-            shape = frozenset({"PK", "SK", pk, sk})
-            start = decode_cursor(
-                cursor,
-                lambda key: key[pk] == partition and key["PK"].startswith(keys.MESSAGE_PREFIX),
-                shape,
-                scope=scope,
-            )
-            after = (start[sk], start["PK"], start["SK"])
-            items = [item for item in items if (item[sk], item["PK"], item["SK"]) < after]
-        read, more = items[:limit], len(items) > limit
+            start = decode_cursor(cursor, lambda key: key["listing"] == listing, _SHAPE, scope=scope)
+            places = [p for p in places if p < (start["at"], start["id"])]
+        read, more = places[:limit], len(places) > limit
         self.read.append(len(read))
         next_cursor = None
         if more and read:
-            last = read[-1]
-            next_cursor = encode_cursor({name: last[name] for name in ("PK", "SK", pk, sk)} | {SCOPE: scope})
+            at, message_id = read[-1]
+            next_cursor = encode_cursor({"listing": listing, "at": at, "id": message_id, SCOPE: scope})
         kept = [
-            item
-            for item in read
-            if not filters.integration_id or item["integration_id"] == filters.integration_id
+            listed[p]
+            for p in read
+            if not filters.integration_id or listed[p].integration_id == filters.integration_id
         ]
-        return QueuePage(
-            rows=[queue_row({name: item.get(name) for name in QUEUE_ROW_FIELDS}) for item in kept],
-            next_cursor=next_cursor,
-        )
+        return QueuePage(rows=[record_row(r) for r in kept], next_cursor=next_cursor)
+
+
+def _at(moment: datetime) -> str:
+    return format_ts(moment)

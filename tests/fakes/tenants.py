@@ -10,6 +10,7 @@ from typing import Any
 from hub.domain.tenancy import Tenant
 from hub.errors import Conflict, NotFound
 from hub.ports import TenantPage
+from tests.fakes.pages import page
 
 
 class FakeTenants:
@@ -25,9 +26,8 @@ class FakeTenants:
         return self.tenants.get(tenant_id)
 
     def list_tenants(self, limit: int, cursor: str | None) -> TenantPage:
-        after = sorted(t for t in self.tenants if cursor is None or t > cursor)
-        page = [self.tenants[t] for t in after[:limit]]
-        return TenantPage(tenants=page, next_cursor=page[-1].tenant_id if len(after) > limit else None)
+        ids, next_cursor = page(self.tenants, limit, cursor, "tenants")
+        return TenantPage(tenants=[self.tenants[t] for t in ids], next_cursor=next_cursor)
 
     def update(self, tenant_id: str, changes: Mapping[str, Any], now: datetime) -> Tenant:
         if tenant_id not in self.tenants:

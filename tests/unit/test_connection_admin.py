@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from hub.adapters.dynamo import keys
 from hub.admin.access import BOOTSTRAP
 from hub.admin.audit import Audit
 from hub.admin.connections import (
@@ -24,7 +23,7 @@ from hub.admin.connections import (
 from hub.config_cache import CachedConfig
 from hub.domain.tenancy import AuthKind, Integration, IntegrationMode, Tenant
 from hub.errors import NotFound, PreconditionFailed, ValidationFailed
-from tests.fakes import FakeConfig, FakeTable
+from tests.fakes import ConfigState, FakeConfig
 from tests.fakes.audit import FakeAuditTrail
 from tests.fakes.connections import FakeConnections
 from tests.pki import build_pki, make_ca
@@ -35,9 +34,9 @@ WSDL = "nfelib:nfe/wsdl/v4_0/nfestatusservico4.wsdl"
 
 class World:
     def __init__(self) -> None:
-        self.table = FakeTable()
-        self.store = FakeConnections(self.table)
-        self.config = FakeConfig(self.table)
+        self.state = ConfigState()
+        self.store = FakeConnections(self.state)
+        self.config = FakeConfig(self.state)
         self.audit = FakeAuditTrail()
         self.probed: list[tuple[Any, str]] = []
         self.admin = ConnectionAdmin(self.store, Audit(self.audit), tester=lambda: self, clock=lambda: NOW)
@@ -49,18 +48,12 @@ class World:
         return {"ok": True, "error_class": None, "dest_status": "200", "detail": "fine"}
 
     def upload_certificate(self, connection_id: str, tenant_id: str = "t1") -> None:
-        self.table.put(
-            {
-                **keys.certificate_key(tenant_id, connection_id),
-                "tenant_id": tenant_id,
-                "connection_id": connection_id,
-            }
-        )
+        self.state.certificates.add((tenant_id, connection_id))
 
     def integration(
-        self, integration_id: str, connection_id: str, tenant_id: str = "t1", **item: Any
+        self, integration_id: str, connection_id: str, tenant_id: str = "t1", *, gone: bool = False
     ) -> None:
-        """An integration item as the integrations admin writes it (top-level connection_id, GSI1)."""
+        """An integration naming the connection; `gone`: its destination answered 410."""
         config = Integration(
             integration_id=integration_id,
             tenant_id=tenant_id,
@@ -68,19 +61,9 @@ class World:
             mode=IntegrationMode.ORCHESTRATION,
             connection_id=connection_id,
         )
-        self.table.put(
-            {
-                **keys.integration_key(tenant_id, integration_id),
-                "GSI1PK": keys.tenant_integrations_partition(tenant_id),
-                "GSI1SK": integration_id,
-                "item_type": "integration",
-                "tenant_id": tenant_id,
-                "connection_id": connection_id,
-                "version": 1,
-                "config_json": config.model_dump_json(),
-                **item,
-            }
-        )
+        self.config.put_integration(config)
+        if gone:
+            self.config.flag_connection_gone(config, NOW, "410")
 
 
 @pytest.fixture
@@ -292,12 +275,12 @@ class TestVersions:
         world.admin.create(
             BOOTSTRAP, "t1", spec(connection_id="c", name="ERP", auth={"kind": "bearer", "token": "t"})
         )
-        writes = world.table.writes
+        writes = world.state.writes
 
         view = world.admin.update(BOOTSTRAP, "t1", "c", spec(name="ERP", auth={"kind": "bearer"}), 1)
 
         assert view["version"] == 1
-        assert world.table.writes == writes
+        assert world.state.writes == writes
         assert len(world.audit.entries) == 1
 
     def test_a_stale_if_match_is_412_with_the_current_version(self, world):
@@ -327,9 +310,8 @@ class TestVersions:
 
     def test_a_save_clears_connection_gone_at_on_the_integrations_using_it(self, world):
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c"))
-        gone = {"connection_gone_at": "2026-11-30T10:00:00.000000Z", "connection_gone_status": "410"}
-        world.integration("int_a", "c", **gone)
-        world.integration("int_b", "other", **gone)
+        world.integration("int_a", "c", gone=True)
+        world.integration("int_b", "other", gone=True)
 
         world.admin.update(BOOTSTRAP, "t1", "c", spec(url="https://erp.example.com/moved"), None)
 
@@ -420,13 +402,13 @@ def _expired_ca_pem() -> str:
 class TestTestTool:
     def test_it_probes_the_stored_destination_and_writes_only_its_audit_entry(self, world):
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c", auth={"kind": "bearer", "token": "tok"}))
-        writes, entries = world.table.writes, len(world.audit.entries)
+        writes, entries = world.state.writes, len(world.audit.entries)
 
         assert world.admin.test(BOOTSTRAP, "t1", "c")["ok"] is True
 
         [(destination, tenant_id)] = world.probed
         assert (destination.connection_id, destination.auth.token, tenant_id) == ("c", "tok", "t1")
-        assert world.table.writes == writes
+        assert world.state.writes == writes
         assert len(world.audit.entries) == entries + 1
         tested = world.audit.entries[-1]
         assert (tested.action, dict(tested.target), tested.actor_token_id) == (

@@ -10,7 +10,6 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from hub.adapters.dynamo import keys
 from hub.admin.access import BOOTSTRAP
 from hub.admin.audit import Audit
 from hub.admin.integrations import (
@@ -24,13 +23,14 @@ from hub.admin.integrations import (
 )
 from hub.domain.retry import RetryPolicy
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import IntegrationMode, MessageTypeConfig, Tenant
+from hub.domain.tenancy import Connection, Destination, IntegrationMode, MessageTypeConfig, Tenant
 from hub.errors import NotFound, PreconditionFailed, UnknownMessageType, ValidationFailed
 from hub.ingest.receptions import MARK_EVERY, Receptions
 from hub.mapping import MappingTooLarge
 from tests.contract.scenario import new_message
-from tests.fakes import FakeClock, FakeConfig, FakeMessages, FakeTable
+from tests.fakes import ConfigState, FakeClock, FakeConfig, FakeMessages, FakeTable
 from tests.fakes.audit import FakeAuditTrail
+from tests.fakes.connections import FakeConnections
 from tests.fakes.integrations import FakeIntegrations
 from tests.mapping_bomb import BOMB, BOMB_TYPE, SMALL_PAYLOAD
 
@@ -42,18 +42,29 @@ PO = {
 
 
 @pytest.fixture
-def table() -> FakeTable:
-    table = FakeTable()
-    config = FakeConfig(table)
+def state() -> ConfigState:
+    state = ConfigState()
+    config = FakeConfig(state)
     config.put_tenant(Tenant(tenant_id="t1", name="T1"))
     orchestrating = IntegrationMode.ORCHESTRATION
     config.put_tenant(Tenant(tenant_id="t2", name="T2", default_mode=orchestrating, active=False))
-    return table
+    return state
 
 
 @pytest.fixture
-def store(table: FakeTable) -> FakeIntegrations:
-    return FakeIntegrations(table)
+def messages(state: ConfigState) -> FakeMessages:
+    return FakeMessages(FakeTable(), state)
+
+
+@pytest.fixture
+def store(state: ConfigState, messages: FakeMessages) -> FakeIntegrations:
+    return FakeIntegrations(state, messages=messages.records)
+
+
+def connection(tenant_id: str, connection_id: str) -> Connection:
+    return Connection(
+        connection_id=connection_id, tenant_id=tenant_id, destination=Destination(url="https://e.x/in")
+    )
 
 
 @pytest.fixture
@@ -101,7 +112,7 @@ class TestCreate:
         assert WHSEC not in json.dumps(first.after)
         assert second.scope == "t2"
         # Sealed: what ingest opens (the admin store reads stand-ins).
-        assert FakeConfig(store.table).get_integration(
+        assert FakeConfig(store.state).get_integration(
             "t1", "int_po"
         ).inbound_webhook.verification.secrets == (WHSEC,)
 
@@ -112,10 +123,10 @@ class TestCreate:
             admin.create(BOOTSTRAP, "t1", body())
         with pytest.raises(NotFound):
             admin.create(BOOTSTRAP, "nobody", body(integration_id="int_x"))
-        store.table.put({**keys.connection_key("t2", "con_t2"), "tenant_id": "t2"})
+        FakeConnections(store.state).create(connection("t2", "con_t2"))
         with pytest.raises(UnknownConnection) as unknown:
             admin.create(BOOTSTRAP, "t1", body(integration_id="int_y", connection_id="con_t2"))
-        store.table.put({**keys.connection_key("t1", "con_t1"), "tenant_id": "t1"})
+        FakeConnections(store.state).create(connection("t1", "con_t1"))
         same_tenant = admin.create(BOOTSTRAP, "t1", body(integration_id="int_z", connection_id="con_t1"))
         assert same_tenant["connection_id"] == "con_t1"
 
@@ -178,7 +189,7 @@ class TestReplace:
         saved = admin.replace(BOOTSTRAP, "t1", "int_po", body(name="N", inbound_webhook=webhook(sent)), None)
 
         # Sealed: what ingest opens (the admin store reads stand-ins).
-        assert FakeConfig(store.table).get_integration(
+        assert FakeConfig(store.state).get_integration(
             "t1", "int_po"
         ).inbound_webhook.verification.secrets == (WHSEC,)
         assert saved["version"] == 2
@@ -213,10 +224,9 @@ class TestDelete:
         assert audit.entries[-1].action == "integration.deleted"
         assert audit.entries[-1].after is None
 
-    def test_refused_while_a_message_waits(self, admin, store, table):
+    def test_refused_while_a_message_waits(self, admin, store, messages):
         admin.create(BOOTSTRAP, "t1", body())
         new = new_message(tenant_id="t1", integration_id="int_po")
-        messages = FakeMessages(table)
         messages.create(new, new.record.received_at)
         messages.transition(new.record, PipelineStatus.DEAD_LETTER, new.record.received_at)
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from hub.adapters.dynamo import keys
 from hub.adapters.kms import KeyServiceUnavailable
 from hub.admin.access import BOOTSTRAP
 from hub.admin.audit import Audit
@@ -21,6 +20,7 @@ from hub.certificates.envelope import DataKey
 from hub.config_cache import CachedConfig
 from hub.domain.tenancy import Integration, Tenant
 from hub.errors import ConfigurationError
+from hub.ports import StoredIntegration
 from hub.sealed_config import (
     DESTINATION_CREDENTIAL,
     INTEGRATION_PATHS,
@@ -29,10 +29,9 @@ from hub.sealed_config import (
     WEBHOOK_SECRET,
     Sealer,
     SecretUndecryptable,
-    blobs_from,
     integration_owner,
 )
-from tests.fakes import FakeConfig, FakeTable
+from tests.fakes import ConfigState, FakeConfig
 from tests.fakes.audit import FakeAuditTrail
 from tests.fakes.connections import FakeConnections
 from tests.fakes.data_keys import FakeDataKeys
@@ -57,14 +56,14 @@ class CountingKeys(FakeDataKeys):
 class World:
     def __init__(self) -> None:
         self.keys = CountingKeys()
-        self.table = FakeTable()
+        self.state = ConfigState()
         self.audit = FakeAuditTrail()
-        self.integrations = FakeIntegrations(self.table, self.keys)
-        self.connections = FakeConnections(self.table, self.keys)
+        self.integrations = FakeIntegrations(self.state, self.keys)
+        self.connections = FakeConnections(self.state, self.keys)
         self.admin = IntegrationAdmin(self.integrations, Audit(self.audit))
         self.connection_admin = ConnectionAdmin(self.connections, Audit(self.audit), tester=lambda: self)
         self.probed: list[Any] = []
-        FakeConfig(self.table).put_tenant(Tenant(tenant_id="t1", name="T1"))
+        FakeConfig(self.state).put_tenant(Tenant(tenant_id="t1", name="T1"))
 
     def probe(self, destination: Any, tenant_id: str) -> dict[str, Any]:
         self.probed.append(destination)
@@ -72,12 +71,16 @@ class World:
 
     def reader(self, *purposes: str) -> FakeConfig:
         """The configuration as a function opening `purposes` reads it."""
-        return FakeConfig(self.table, Sealer(self.keys, purposes))
+        return FakeConfig(self.state, Sealer(self.keys, purposes))
 
-    def item(self, pk: dict[str, str]) -> dict[str, Any]:
-        found = self.table.get((pk["PK"], pk["SK"]))
+    def saved(self, integration_id: str = "int_po") -> StoredIntegration:
+        """The integration as stored: stand-ins at its sealed secrets, the seals beside it."""
+        found = self.integrations.get("t1", integration_id)
         assert found is not None
         return found
+
+    def stored_config(self, integration_id: str = "int_po") -> str:
+        return self.saved(integration_id).integration.model_dump_json()
 
 
 @pytest.fixture
@@ -102,10 +105,8 @@ class TestIntegrations:
     def test_webhook_secrets_are_sealed_on_save_and_only_ingest_opens_them(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
 
-        item = world.item(keys.integration_key("t1", "int_po"))
-        assert WHSEC not in item["config_json"]
-        assert "secrets" not in json.loads(item["config_json"])["inbound_webhook"]["verification"]
-        assert set(item["sealed"]) == {SECRET_PATH}
+        assert WHSEC not in world.stored_config()
+        assert set(world.saved().sealed) == {SECRET_PATH}
         opened = world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po")
         assert opened.inbound_webhook.verification.secrets == (WHSEC,)
         # The worker (destination credentials only) and the admin store see a stand-in.
@@ -119,12 +120,12 @@ class TestIntegrations:
     @pytest.mark.parametrize("sent", [None, "***", ["***"]])
     def test_a_put_that_leaves_the_secret_out_keeps_its_seal_without_opening_it(self, world, sent):
         world.admin.create(BOOTSTRAP, "t1", body())
-        sealed = world.item(keys.integration_key("t1", "int_po"))["sealed"]
+        sealed = world.saved().sealed
 
         saved = world.admin.replace(BOOTSTRAP, "t1", "int_po", body(sent, name="renamed"), None)
 
         assert saved["version"] == 2
-        assert world.item(keys.integration_key("t1", "int_po"))["sealed"] == sealed
+        assert world.saved().sealed == sealed
         assert (world.keys.generated, world.keys.decrypts) == (1, 0)
         assert world.reader(WEBHOOK_SECRET).get_integration(
             "t1", "int_po"
@@ -132,13 +133,13 @@ class TestIntegrations:
 
     def test_the_same_secret_again_changes_nothing(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
-        sealed = world.item(keys.integration_key("t1", "int_po"))["sealed"]
+        sealed = world.saved().sealed
 
         again = world.admin.replace(BOOTSTRAP, "t1", "int_po", body(), None)
 
         assert again["version"] == 1
         assert len(world.audit.entries) == 1  # the creation only
-        assert world.item(keys.integration_key("t1", "int_po"))["sealed"] == sealed
+        assert world.saved().sealed == sealed
         assert (world.keys.generated, world.keys.decrypts) == (1, 0)
 
     def test_a_new_secret_is_sealed_anew(self, world):
@@ -150,16 +151,10 @@ class TestIntegrations:
         opened = world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po")
         assert opened.inbound_webhook.verification.secrets == (WHSEC, ROTATED)
 
-    def test_an_item_written_before_sealing_is_read_and_sealed_at_its_next_save(self, world):
+    def test_an_integration_saved_before_sealing_is_read_and_sealed_at_its_next_save(self, world):
         legacy = Integration.model_validate({**body(), "tenant_id": "t1"})
-        world.table.put(
-            {
-                **keys.integration_key("t1", "int_po"),
-                **keys.integration_index_keys("t1", "int_po"),
-                "tenant_id": "t1",
-                "config_json": legacy.model_dump_json(),
-            }
-        )
+        FakeConfig(world.state, Sealer(None)).put_integration(legacy)  # no key: saved in clear
+        assert WHSEC in world.stored_config()
         assert (
             world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po").inbound_webhook
             == legacy.inbound_webhook
@@ -168,10 +163,9 @@ class TestIntegrations:
         # Even the same content again: the save is what seals it.
         saved = world.admin.replace(BOOTSTRAP, "t1", "int_po", body(None), None)
 
-        item = world.item(keys.integration_key("t1", "int_po"))
         assert saved["version"] == 2
-        assert WHSEC not in item["config_json"]
-        assert set(item["sealed"]) == {SECRET_PATH}
+        assert WHSEC not in world.stored_config()
+        assert set(world.saved().sealed) == {SECRET_PATH}
         assert (
             world.reader(WEBHOOK_SECRET).get_integration("t1", "int_po").inbound_webhook
             == legacy.inbound_webhook
@@ -196,9 +190,10 @@ class TestConnections:
                 {"connection_id": "c", "url": "https://e.x/o", "auth": {"kind": "bearer", "token": TOKEN}}
             ),
         )
-        item = world.item(keys.connection_key("t1", "c"))
-        assert TOKEN not in item["config_json"]
-        assert set(item["sealed"]) == {"auth.token"}
+        stored = world.connections.get("t1", "c")
+        assert stored is not None
+        assert TOKEN not in stored.destination.model_dump_json()
+        assert set(stored.sealed) == {"auth.token"}
         assert world.connections.get("t1", "c").destination.auth.token == STAND_IN
 
         def update(auth: dict[str, Any]) -> dict[str, Any]:
@@ -235,19 +230,18 @@ class TestConnections:
 class TestSealer:
     def test_a_seal_opens_only_for_its_own_item(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
-        item = world.item(keys.integration_key("t1", "int_po"))
-        config = json.loads(item["config_json"])
+        config = json.loads(world.stored_config())
+        blobs = world.saved().sealed
         sealer = Sealer(world.keys, PURPOSES)
 
         with pytest.raises(SecretUndecryptable):
-            sealer.reveal(config, INTEGRATION_PATHS, "t1", integration_owner("int_other"), blobs_from(item))
+            sealer.reveal(config, INTEGRATION_PATHS, "t1", integration_owner("int_other"), blobs)
         with pytest.raises(SecretUndecryptable):
-            sealer.reveal(config, INTEGRATION_PATHS, "t2", integration_owner("int_po"), blobs_from(item))
+            sealer.reveal(config, INTEGRATION_PATHS, "t2", integration_owner("int_po"), blobs)
 
     def test_a_seal_moved_to_another_field_is_refused(self, world):
         world.admin.create(BOOTSTRAP, "t1", body())
-        item = world.item(keys.integration_key("t1", "int_po"))
-        moved = {"destination.auth.token": blobs_from(item)[SECRET_PATH]}
+        moved = {"destination.auth.token": world.saved().sealed[SECRET_PATH]}
 
         with pytest.raises(SecretUndecryptable):
             Sealer(world.keys, PURPOSES).reveal(

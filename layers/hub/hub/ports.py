@@ -403,15 +403,15 @@ class IntegrationStore(Protocol):
         self, integration: Integration, expected_version: int, sealed: Mapping[str, Any] | None = None
     ) -> StoredIntegration:
         """Replaces the configuration (clearing `connection_gone_at`) at the next version, only
-        while the stored version is `expected_version`: else PreconditionFailed naming the
-        current one (NotFound when gone). Keeps the hub's other attributes of the item. Secrets
+        while the stored version is `expected_version`: else VersionConflict naming the current
+        one (None when gone). Keeps the hub's other attributes of the item. Secrets
         are sealed; a stand-in keeps the seal `sealed` (the version read) holds at its field."""
         ...
 
     def delete(self, current: StoredIntegration) -> None:
         """Deletes the integration while it is as read in `current`: the same version
-        (PreconditionFailed otherwise; NotFound when gone) and no reception recorded since
-        (Conflict otherwise)."""
+        (VersionConflict otherwise, naming the current one; None when gone) and no reception
+        recorded since (Conflict otherwise)."""
         ...
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:

@@ -19,13 +19,16 @@ integration still embeds) never stay in `config_json`.
 from __future__ import annotations
 
 import base64
+import json
 import os
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from hub.certificates.envelope import CertificateUndecryptable, DataKeys
+from hub.domain.tenancy import Connection, Destination, Integration
 from hub.errors import ConfigurationError, SecretUndecryptable
 from hub.sealing import SealedFields, open_fields, put_fields, same_values, seal_fields, take_fields
 
@@ -202,3 +205,68 @@ class Sealer:
                 )
             values.update(opened)
         return put_fields(data, values) if values else dict(data)
+
+
+# --- the two sealed configurations: an integration's, a connection's destination ---------------
+
+#: A stored configuration (its secret fields taken out, or stand-ins there).
+Config = Mapping[str, Any]
+#: Its sealed fields, by path.
+Blobs = Mapping[str, SealedFields]
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class SealedConfig(Generic[M]):
+    """One kind of sealed configuration: its model, its secret fields (by purpose) and the owner
+    its seals name (the encryption context)."""
+
+    model: type[M]
+    paths: Mapping[str, str]
+    owner: Callable[[str], str]
+
+    def seal(
+        self, sealer: Sealer, data: Config, tenant_id: str, resource_id: str, kept: Blobs | None = None
+    ) -> tuple[dict[str, Any], dict[str, SealedFields]]:
+        """(`data` as stored, its sealed fields by path): see `Sealer.seal` (a stand-in keeps
+        what `kept` holds at its field)."""
+        return sealer.seal(data, self.paths, tenant_id, self.owner(resource_id), kept or {})
+
+    def open(self, sealer: Sealer, data: Config, tenant_id: str, resource_id: str, blobs: Blobs) -> M:
+        """The stored `data` as the model, each sealed field opened where `sealer` opens its
+        purpose (a stand-in elsewhere); one saved before sealing holds its secrets in clear."""
+        opened = sealer.reveal(data, self.paths, tenant_id, self.owner(resource_id), blobs)
+        return self.model.model_validate_json(json.dumps(opened))
+
+
+#: An integration's `config_json`: its webhook secrets, and an embedded destination's credentials.
+INTEGRATION_CONFIG = SealedConfig(Integration, INTEGRATION_PATHS, integration_owner)
+#: A connection's destination: its credentials.
+DESTINATION_CONFIG = SealedConfig(Destination, DESTINATION_PATHS, connection_owner)
+
+
+def seal_integration(
+    sealer: Sealer, integration: Integration, kept: Blobs | None = None
+) -> tuple[dict[str, Any], dict[str, SealedFields]]:
+    """The integration's configuration as stored (without the hub's own `connection_gone_at`,
+    kept beside it), its secrets sealed."""
+    data = integration.model_dump(mode="json", exclude={"connection_gone_at"})
+    return INTEGRATION_CONFIG.seal(sealer, data, integration.tenant_id, integration.integration_id, kept)
+
+
+def seal_connection(sealer: Sealer, connection: Connection) -> tuple[dict[str, Any], dict[str, SealedFields]]:
+    """The connection's destination as stored, its credentials sealed (a stand-in keeps what
+    `connection.sealed` holds)."""
+    data = connection.destination.model_dump(mode="json")
+    return DESTINATION_CONFIG.seal(
+        sealer, data, connection.tenant_id, connection.connection_id, connection.sealed
+    )
+
+
+def opened_destination(connection: Connection, sealer: Sealer) -> Destination:
+    """`connection`'s destination with its sealed credentials opened by `sealer` (the connection
+    test and the worker call the destination as a delivery does)."""
+    data = connection.destination.model_dump(mode="json")
+    return DESTINATION_CONFIG.open(
+        sealer, data, connection.tenant_id, connection.connection_id, connection.sealed
+    )

@@ -47,29 +47,67 @@ class SealedFields:
 
     def to_item(self) -> dict[str, Any]:
         """The stored attribute (a map; binary values as bytes)."""
-        return {
-            "key_id": self.key_id,
-            "encrypted_data_key": self.encrypted_data_key,
-            "nonce": self.nonce,
-            "ciphertext": self.ciphertext,
-            "paths": list(self.paths),
-            "salt": self.salt,
-            "digest": self.digest,
-            "algorithm": self.algorithm,
-        }
+        return {**_envelope_item(self), "paths": list(self.paths), "salt": self.salt, "digest": self.digest}
 
     @classmethod
     def from_item(cls, data: Mapping[str, Any]) -> SealedFields:
         return cls(
-            key_id=str(data["key_id"]),
-            encrypted_data_key=bytes(data["encrypted_data_key"]),
-            nonce=bytes(data["nonce"]),
-            ciphertext=bytes(data["ciphertext"]),
+            **_envelope_of(data),
             paths=tuple(data["paths"]),
             salt=bytes(data["salt"]),
             digest=bytes(data["digest"]),
-            algorithm=str(data.get("algorithm", ALGORITHM)),
         )
+
+
+def _envelope_item(sealed: SealedFields | SealedBytes) -> dict[str, Any]:
+    """What every sealed value stores: its data key (id, encrypted), nonce, ciphertext, algorithm."""
+    return {
+        "key_id": sealed.key_id,
+        "encrypted_data_key": sealed.encrypted_data_key,
+        "nonce": sealed.nonce,
+        "ciphertext": sealed.ciphertext,
+        "algorithm": sealed.algorithm,
+    }
+
+
+def _envelope_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The envelope's fields of a stored sealed value (`_envelope_item` read back)."""
+    return {
+        "key_id": str(data["key_id"]),
+        "encrypted_data_key": bytes(data["encrypted_data_key"]),
+        "nonce": bytes(data["nonce"]),
+        "ciphertext": bytes(data["ciphertext"]),
+        "algorithm": str(data.get("algorithm", ALGORITHM)),
+    }
+
+
+def _encrypted(data_key: DataKey, context: Mapping[str, str], plaintext: bytes) -> dict[str, Any]:
+    """The envelope's fields of `plaintext` sealed with AES-256-GCM under `data_key`, `context`
+    as the associated data."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415 - loaded on use
+
+    nonce = os.urandom(_NONCE_BYTES)
+    return {
+        "key_id": data_key.key_id,
+        "encrypted_data_key": data_key.encrypted,
+        "nonce": nonce,
+        "ciphertext": AESGCM(data_key.plaintext).encrypt(nonce, plaintext, _aad(context)),
+    }
+
+
+def _decrypted(
+    keys: DataKeys, sealed: SealedFields | SealedBytes, context: Mapping[str, str], refusal: str
+) -> bytes:
+    """The sealed plaintext, opened under `context` (what the reader expects, not what the item
+    claims); CertificateUndecryptable(`refusal`) when it does not open under it."""
+    from cryptography.exceptions import InvalidTag  # noqa: PLC0415 - loaded on use
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415
+
+    aes = AESGCM(keys.decrypt(sealed.encrypted_data_key, dict(context)))
+    try:
+        return aes.decrypt(sealed.nonce, sealed.ciphertext, _aad(context))
+    except InvalidTag:
+        raise CertificateUndecryptable(refusal) from None
 
 
 def _canonical(values: Mapping[str, Any]) -> bytes:
@@ -86,15 +124,10 @@ def _digest(salt: bytes, values: Mapping[str, Any]) -> bytes:
 
 def seal_fields(keys: DataKeys, context: Mapping[str, str], values: Mapping[str, Any]) -> SealedFields:
     """`values` ({path: JSON value}) sealed under a new data key bound to `context`."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415 - loaded on use
-
     data_key = keys.generate(dict(context))
-    nonce, salt = os.urandom(_NONCE_BYTES), os.urandom(_SALT_BYTES)
+    salt = os.urandom(_SALT_BYTES)
     return SealedFields(
-        key_id=data_key.key_id,
-        encrypted_data_key=data_key.encrypted,
-        nonce=nonce,
-        ciphertext=AESGCM(data_key.plaintext).encrypt(nonce, _canonical(values), _aad(context)),
+        **_encrypted(data_key, context, _canonical(values)),
         paths=tuple(sorted(values)),
         salt=salt,
         digest=_digest(salt, values),
@@ -104,15 +137,7 @@ def seal_fields(keys: DataKeys, context: Mapping[str, str], values: Mapping[str,
 def open_fields(keys: DataKeys, sealed: SealedFields, context: Mapping[str, str]) -> dict[str, Any]:
     """The sealed values. `context` is what the reader expects (the item's own tenant and id),
     not what the item claims: values moved to another item do not open."""
-    from cryptography.exceptions import InvalidTag  # noqa: PLC0415 - loaded on use
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415
-
-    aes = AESGCM(keys.decrypt(sealed.encrypted_data_key, dict(context)))
-    try:
-        plain = aes.decrypt(sealed.nonce, sealed.ciphertext, _aad(context))
-    except InvalidTag:
-        raise CertificateUndecryptable("stored secrets do not decrypt") from None
-    values = json.loads(plain)
+    values = json.loads(_decrypted(keys, sealed, context, "stored secrets do not decrypt"))
     if not isinstance(values, dict):
         raise CertificateUndecryptable("stored secrets are not a field map")
     return values
@@ -167,48 +192,21 @@ class SealedBytes:
     algorithm: str = ALGORITHM
 
     def to_item(self) -> dict[str, Any]:
-        return {
-            "key_id": self.key_id,
-            "encrypted_data_key": self.encrypted_data_key,
-            "nonce": self.nonce,
-            "ciphertext": self.ciphertext,
-            "algorithm": self.algorithm,
-        }
+        return _envelope_item(self)
 
     @classmethod
     def from_item(cls, data: Mapping[str, Any]) -> SealedBytes:
-        return cls(
-            key_id=str(data["key_id"]),
-            encrypted_data_key=bytes(data["encrypted_data_key"]),
-            nonce=bytes(data["nonce"]),
-            ciphertext=bytes(data["ciphertext"]),
-            algorithm=str(data.get("algorithm", ALGORITHM)),
-        )
+        return cls(**_envelope_of(data))
 
 
 def seal_bytes(data_key: DataKey, context: Mapping[str, str], plaintext: bytes) -> SealedBytes:
     """`plaintext` sealed with AES-256-GCM under `data_key` (generated for `context`, which is
     also the associated data). The caller generates the key first (`DataKeys.generate`), so a key
     service that does not answer fails before the work whose result is sealed."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415 - loaded on use
-
-    nonce = os.urandom(_NONCE_BYTES)
-    return SealedBytes(
-        key_id=data_key.key_id,
-        encrypted_data_key=data_key.encrypted,
-        nonce=nonce,
-        ciphertext=AESGCM(data_key.plaintext).encrypt(nonce, plaintext, _aad(context)),
-    )
+    return SealedBytes(**_encrypted(data_key, context, plaintext))
 
 
 def open_bytes(keys: DataKeys, sealed: SealedBytes, context: Mapping[str, str]) -> bytes:
     """The sealed value. `context` is what the reader expects (from the item's own key), not what
     the item claims: a value moved to another item does not open (CertificateUndecryptable)."""
-    from cryptography.exceptions import InvalidTag  # noqa: PLC0415 - loaded on use
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # noqa: PLC0415
-
-    aes = AESGCM(keys.decrypt(sealed.encrypted_data_key, dict(context)))
-    try:
-        return aes.decrypt(sealed.nonce, sealed.ciphertext, _aad(context))
-    except InvalidTag:
-        raise CertificateUndecryptable("a sealed value does not decrypt") from None
+    return _decrypted(keys, sealed, context, "a sealed value does not decrypt")

@@ -16,11 +16,11 @@ from typing import Any, Protocol
 
 from hub.admin.access import Principal, Role
 from hub.admin.audit import Audit
+from hub.admin.versioned import Versioned
 from hub.delivery.breaker import Circuit, ConnectionState
 from hub.delivery.gate import ConnectionJob, JobKind
 from hub.domain.clock import utcnow
 from hub.domain.tenancy import Connection
-from hub.errors import NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class ConnectionControl:
         self._connections = connections
         self._states = states
         self._jobs = jobs
-        self._audit = audit
+        self._versions = Versioned("connection", audit, logger)
         self._clock = clock
 
     def state(self, principal: Principal, tenant_id: str, connection_id: str) -> dict[str, Any]:
@@ -101,22 +101,14 @@ class ConnectionControl:
                 )
             )
         action = "connection.paused" if paused else "connection.resumed"
-        self._audit.record(
+        self._versions.record(
             principal,
-            connection.tenant_id,
             action,
-            {"connection_id": connection_id},
+            connection.tenant_id,
+            connection_id,
             now,
             before={"paused": before.paused},
             after={"paused": after.paused},
-        )
-        logger.info(
-            action.replace(".", " "),
-            extra={
-                "tenant_id": connection.tenant_id,
-                "connection_id": connection_id,
-                "actor": principal.token_id,
-            },
         )
         return state_view(connection, after)
 
@@ -126,5 +118,5 @@ class ConnectionControl:
         principal.require(role, tenant_id, what="connection")
         connection = self._connections.get(tenant_id, connection_id)
         if connection is None:
-            raise NotFound("connection not found", details={"connection_id": connection_id})
+            raise self._versions.missing(connection_id)
         return connection

@@ -36,6 +36,7 @@ from pydantic import ConfigDict, Field, SecretStr, ValidationError, model_valida
 
 from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
+from hub.admin.versioned import Versioned
 from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
 from hub.domain.delivery_limits import DeliveryLimits
@@ -52,8 +53,8 @@ from hub.domain.tenancy import (
     Platform,
     SoapSettings,
 )
-from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, ValidationFailed
-from hub.ports import ConnectionStore, VersionConflict
+from hub.errors import Conflict, HubError, NotFound, ValidationFailed
+from hub.ports import ConnectionStore
 from hub.sealed_config import DESTINATION_PATHS, in_clear, recognize
 
 logger = logging.getLogger(__name__)
@@ -257,6 +258,7 @@ class ConnectionAdmin:
     ) -> None:
         self._store = store
         self._audit = audit
+        self._versions = Versioned("connection", audit, logger)
         self._tester = tester
         self._clock = clock
         self._certificates = certificates
@@ -298,7 +300,7 @@ class ConnectionAdmin:
                 "a connection with this id exists", details={"connection_id": connection_id}
             ) from taken
         view = connection_view(connection)
-        self._record(principal, "connection.created", connection, before=None, after=view, at=now)
+        self._versions.record(principal, "connection.created", tenant_id, connection_id, now, after=view)
         return view
 
     def update(
@@ -315,7 +317,7 @@ class ConnectionAdmin:
         if spec.connection_id not in (None, connection_id):
             raise _invalid("connection_id", "differs from the connection in the path")
         stored = self._stored(tenant_id, connection_id)
-        self._check_version(stored, if_match)
+        self._versions.check(connection_id, stored.version, if_match)
         destination = _recognized(
             self._destination(tenant_id, connection_id, spec, stored.destination), stored
         )
@@ -338,14 +340,14 @@ class ConnectionAdmin:
                 "updated_at": now,
             }
         )
-        try:
+        with self._versions.writing(connection_id):
             self._store.replace(changed, stored.version)
-        except VersionConflict as lost:
-            raise _stale(connection_id, lost.current) from lost
         using = self._store.integrations_using(tenant_id, connection_id)
         self._store.clear_connection_gone(tenant_id, using, connection_id)
         after = connection_view(changed)
-        self._record(principal, "connection.updated", changed, before=before, after=after, at=now)
+        self._versions.record(
+            principal, "connection.updated", tenant_id, connection_id, now, before=before, after=after
+        )
         return after
 
     def delete(self, principal: Principal, tenant_id: str, connection_id: str, if_match: int | None) -> None:
@@ -354,24 +356,22 @@ class ConnectionAdmin:
         under the same id needs the certificate uploaded again (it was bound to the old one's
         destination)."""
         stored = self._stored(tenant_id, connection_id)
-        self._check_version(stored, if_match)
+        self._versions.check(connection_id, stored.version, if_match)
         using = self._store.integrations_using(tenant_id, connection_id)
         if using:
             raise ConnectionInUse(
                 "integrations deliver through this connection: point them elsewhere first",
                 details={"integration_ids": using},
             )
-        try:
+        with self._versions.writing(connection_id):
             self._store.delete(tenant_id, connection_id, stored.version)
-        except VersionConflict as lost:
-            raise _stale(connection_id, lost.current) from lost
-        self._record(
+        self._versions.record(
             principal,
             "connection.deleted",
-            stored,
+            tenant_id,
+            connection_id,
+            self._clock(),
             before=connection_view(stored),
-            after=None,
-            at=self._clock(),
         )
 
     # --- the test tool ------------------------------------------------------------------------
@@ -407,16 +407,8 @@ class ConnectionAdmin:
     # --- helpers ------------------------------------------------------------------------------
 
     def _stored(self, tenant_id: str, connection_id: str) -> Connection:
-        stored = self._store.get(tenant_id, connection_id)
-        # Another tenant's connection is exactly as missing as one that does not exist.
-        if stored is None or stored.tenant_id != tenant_id:
-            raise NotFound("connection not found", details={"connection_id": connection_id})
-        return stored
-
-    @staticmethod
-    def _check_version(stored: Connection, if_match: int | None) -> None:
-        if if_match is not None and if_match != stored.version:
-            raise _stale(stored.connection_id, stored.version)
+        found = self._store.get(tenant_id, connection_id)
+        return self._versions.owned(found, lambda c: c.tenant_id, tenant_id, connection_id)
 
     def _destination(
         self, tenant_id: str, connection_id: str, spec: ConnectionSpec, stored: Destination | None
@@ -515,34 +507,6 @@ class ConnectionAdmin:
         except ValueError as bad:
             raise _invalid("trusted_ca_pem", str(bad), "ca_bundle") from None
 
-    def _record(
-        self,
-        principal: Principal,
-        action: str,
-        connection: Connection,
-        *,
-        before: Mapping[str, Any] | None,
-        after: Mapping[str, Any] | None,
-        at: datetime,
-    ) -> None:
-        self._audit.record(
-            principal,
-            connection.tenant_id,
-            action,
-            {"connection_id": connection.connection_id},
-            at,
-            before=before,
-            after=after,
-        )
-        logger.info(
-            action.replace(".", " "),
-            extra={
-                "tenant_id": connection.tenant_id,
-                "connection_id": connection.connection_id,
-                "actor": principal.token_id,
-            },
-        )
-
 
 def _sent(spec: ConnectionSpec) -> set[str]:
     """The credentials the request itself carries (a secret left out or masked is not sent)."""
@@ -594,11 +558,3 @@ def _recognized(destination: Destination, stored: Connection) -> Destination:
         return destination
     data = recognize(destination.model_dump(mode="json"), DESTINATION_PATHS, stored.sealed)
     return Destination.model_validate(data)
-
-
-def _stale(connection_id: str, current: int | None) -> HubError:
-    if current is None:
-        return NotFound("connection not found", details={"connection_id": connection_id})
-    return PreconditionFailed(
-        "the connection changed since it was read: read it again", details={"current_version": current}
-    )

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict
 
 from hub.admin.audit import Audit
+from hub.admin.versioned import Versioned
 from hub.api.http import validated
 from hub.domain import idempotency
 from hub.domain.clock import utcnow
@@ -41,7 +42,6 @@ from hub.errors import (
     Conflict,
     HubError,
     NotFound,
-    PreconditionFailed,
     UnknownMessageType,
     ValidationFailed,
 )
@@ -233,7 +233,7 @@ class IntegrationAdmin:
 
     def __init__(self, store: IntegrationStore, audit: Audit, clock: Callable[[], datetime] = utcnow) -> None:
         self._store = store
-        self._audit = audit
+        self._versions = Versioned("integration", audit, logger)
         self._clock = clock
 
     # --- reads -----------------------------------------------------------------------------
@@ -313,7 +313,7 @@ class IntegrationAdmin:
         left out are kept). PreconditionFailed when `if_match` (or, without it, the version read
         here) is no longer the stored version."""
         current = self._owned(tenant_id, integration_id)
-        self._check_version(current, if_match)
+        self._versions.check(integration_id, current.version, if_match)
         data = {k: v for k, v in body.items() if k != "integration_id"}
         if body.get("integration_id") not in (None, integration_id):
             raise ValidationFailed(
@@ -330,7 +330,8 @@ class IntegrationAdmin:
             and not in_clear(_config(current), INTEGRATION_PATHS)
         ):
             return integration_view(current)
-        stored = self._store.replace(integration, current.version, current.sealed)
+        with self._versions.writing(integration_id):
+            stored = self._store.replace(integration, current.version, current.sealed)
         stored = StoredIntegration(stored.integration, stored.version, current.last_received_at)
         before, after = integration_view(current), integration_view(stored)
         self._record(principal, "integration.updated", stored, before=before, after=after)
@@ -341,7 +342,7 @@ class IntegrationAdmin:
         retry_pending, dead_letter): IntegrationInUse (409) then. See
         docs/decisions/integration-delete-in-use.md for what counts as in flight."""
         current = self._owned(tenant_id, integration_id)
-        self._check_version(current, if_match)
+        self._versions.check(integration_id, current.version, if_match)
         received = current.last_received_at
         if received is not None and self._clock() - received < IN_FLIGHT_AFTER_RECEPTION:
             raise IntegrationInUse(
@@ -361,7 +362,8 @@ class IntegrationAdmin:
                 details={"integration_id": integration_id, "reason": "waiting"},
             )
         try:
-            self._store.delete(current)
+            with self._versions.writing(integration_id):
+                self._store.delete(current)
         except Conflict as received_meanwhile:
             raise IntegrationInUse(
                 "this integration received a message while it was being deleted",
@@ -378,18 +380,8 @@ class IntegrationAdmin:
         return tenant
 
     def _owned(self, tenant_id: str, integration_id: str) -> StoredIntegration:
-        stored = self._store.get(tenant_id, integration_id)
-        if stored is None or stored.integration.tenant_id != tenant_id:
-            raise NotFound("integration not found", details={"integration_id": integration_id})
-        return stored
-
-    @staticmethod
-    def _check_version(current: StoredIntegration, if_match: int | None) -> None:
-        if if_match is not None and if_match != current.version:
-            raise PreconditionFailed(
-                "the integration changed since it was read (If-Match)",
-                details={"current_version": current.version},
-            )
+        found = self._store.get(tenant_id, integration_id)
+        return self._versions.owned(found, lambda s: s.integration.tenant_id, tenant_id, integration_id)
 
     def _validated(
         self, tenant: Tenant, integration_id: str, body: dict[str, Any], stored: Integration | None
@@ -417,31 +409,10 @@ class IntegrationAdmin:
             )
         return integration
 
-    def _record(
-        self,
-        principal: Principal,
-        action: str,
-        stored: StoredIntegration,
-        *,
-        before: dict[str, Any] | None = None,
-        after: dict[str, Any] | None = None,
-    ) -> None:
+    def _record(self, principal: Principal, action: str, stored: StoredIntegration, **views: Any) -> None:
+        """The audit entry of `action` (`before` / `after`: the views), its log line naming the version."""
         integration = stored.integration
-        self._audit.record(
-            principal,
-            integration.tenant_id,
-            action,
-            {"integration_id": integration.integration_id},
-            self._clock(),
-            before=before,
-            after=after,
-        )
-        logger.info(
-            action,
-            extra={
-                "tenant_id": integration.tenant_id,
-                "integration_id": integration.integration_id,
-                "version": stored.version,
-                "actor": principal.token_id,
-            },
+        at, version = self._clock(), stored.version
+        self._versions.record(
+            principal, action, integration.tenant_id, integration.integration_id, at, version=version, **views
         )

@@ -28,11 +28,12 @@ from typing import Any, Protocol
 
 from hub.admin.access import Principal
 from hub.admin.audit import MASK, Audit
+from hub.admin.versioned import Versioned
 from hub.delivery.egress import EgressPolicy
 from hub.domain.clock import utcnow
 from hub.domain.destination_binding import subscription_moved
 from hub.domain.ids import new_id
-from hub.errors import Conflict, HubError, NotFound, PreconditionFailed, SecretRequired, ValidationFailed
+from hub.errors import Conflict, NotFound, SecretRequired, ValidationFailed
 from hub.outbox.events import OutboxEvent
 from hub.outbox.subscriptions import (
     MAX_SECRETS,
@@ -42,7 +43,6 @@ from hub.outbox.subscriptions import (
     new_secret,
 )
 from hub.outbox.webhooks import FailedWebhook, FailurePage, WebhookJob, WebhookQueue, disabled_event
-from hub.ports import VersionConflict
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +163,7 @@ class SubscriptionAdmin:
         self._failures = failures
         self._queue = queue
         self._audit = audit
+        self._versions = Versioned("subscription", audit, logger)
         self._clock = clock
         #: The URL rules of the deployment (absent: public https receivers only).
         self._egress = egress or EgressPolicy()
@@ -218,7 +219,9 @@ class SubscriptionAdmin:
                 details={"subscription_id": subscription.subscription_id},
             ) from taken
         view = subscription_view(subscription)
-        self._record(principal, "subscription.created", subscription, before=None, after=view, at=now)
+        self._versions.record(
+            principal, "subscription.created", tenant_id, subscription.subscription_id, now, after=view
+        )
         return {**view, "secret": secret}
 
     def update(
@@ -244,7 +247,7 @@ class SubscriptionAdmin:
             field = "secret" if spec.secret is not None else "rotate_secret"
             raise _invalid(field, "secrets change by rotation (POST .../rotate-secret), not by PUT")
         self._egress.check_url(spec.url, "url", https_only=True)
-        self._check_version(stored, if_match)
+        self._versions.check(subscription_id, stored.version, if_match)
         if moved and not renewing:
             raise SecretRequired(
                 "url moves the subscription to another receiver (scheme, host or port): send a new "
@@ -332,18 +335,16 @@ class SubscriptionAdmin:
         self, principal: Principal, tenant_id: str, subscription_id: str, if_match: int | None
     ) -> None:
         stored = self._stored(tenant_id, subscription_id)
-        self._check_version(stored, if_match)
-        try:
+        self._versions.check(subscription_id, stored.version, if_match)
+        with self._versions.writing(subscription_id):
             self._store.delete(tenant_id, subscription_id, stored.version)
-        except VersionConflict as lost:
-            raise _stale(subscription_id, lost.current) from lost
-        self._record(
+        self._versions.record(
             principal,
             "subscription.deleted",
-            stored,
+            tenant_id,
+            subscription_id,
+            self._clock(),
             before=subscription_view(stored),
-            after=None,
-            at=self._clock(),
         )
 
     def replay(
@@ -410,58 +411,14 @@ class SubscriptionAdmin:
         event = None
         if stored.enabled and not changed.enabled:
             event = disabled_event(stored, "operator", now)
-        try:
+        with self._versions.writing(stored.subscription_id):
             self._store.replace(changed, stored.version, event)
-        except VersionConflict as lost:
-            raise _stale(stored.subscription_id, lost.current) from lost
         before, after = subscription_view(stored), subscription_view(changed)
-        self._record(principal, action, changed, before=before, after=after, at=now)
+        self._versions.record(
+            principal, action, stored.tenant_id, stored.subscription_id, now, before=before, after=after
+        )
         return after
 
     def _stored(self, tenant_id: str, subscription_id: str) -> Subscription:
-        stored = self._store.get(tenant_id, subscription_id)
-        # Another tenant's subscription is exactly as missing as one that does not exist.
-        if stored is None or stored.tenant_id != tenant_id:
-            raise NotFound("subscription not found", details={"subscription_id": subscription_id})
-        return stored
-
-    @staticmethod
-    def _check_version(stored: Subscription, if_match: int | None) -> None:
-        if if_match is not None and if_match != stored.version:
-            raise _stale(stored.subscription_id, stored.version)
-
-    def _record(
-        self,
-        principal: Principal,
-        action: str,
-        subscription: Subscription,
-        *,
-        before: Mapping[str, Any] | None,
-        after: Mapping[str, Any] | None,
-        at: datetime,
-    ) -> None:
-        self._audit.record(
-            principal,
-            subscription.tenant_id,
-            action,
-            {"subscription_id": subscription.subscription_id},
-            at,
-            before=before,
-            after=after,
-        )
-        logger.info(
-            action.replace(".", " "),
-            extra={
-                "tenant_id": subscription.tenant_id,
-                "subscription_id": subscription.subscription_id,
-                "actor": principal.token_id,
-            },
-        )
-
-
-def _stale(subscription_id: str, current: int | None) -> HubError:
-    if current is None:
-        return NotFound("subscription not found", details={"subscription_id": subscription_id})
-    return PreconditionFailed(
-        "the subscription changed since it was read: read it again", details={"current_version": current}
-    )
+        found = self._store.get(tenant_id, subscription_id)
+        return self._versions.owned(found, lambda s: s.tenant_id, tenant_id, subscription_id)

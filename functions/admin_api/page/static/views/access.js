@@ -27,6 +27,24 @@ export function onceSlot() {
   return slot;
 }
 
+/** Creates what a form describes and shows its secret once: `send()` the request; `shown(created)`
+ * the label and secret for the once-slot, `told(created)` the toast. Then the form is reset and
+ * the list reloaded; a refusal is shown in the form's status. The submit button is off meanwhile. */
+async function createShownOnce({ form, submit, status, once, load }, send, shown, told) {
+  submit.disabled = true;
+  try {
+    const created = await send();
+    once.show(...shown(created));
+    form.reset();
+    toast(told(created));
+    await load(null);
+  } catch (error) {
+    fill(status, errorBlock(error));
+  } finally {
+    submit.disabled = false;
+  }
+}
+
 export function failure(error) {
   return error instanceof ApiError ? `${error.code.replaceAll("_", " ")}: ${error.message}` : String(error);
 }
@@ -108,23 +126,13 @@ function apiKeys(ctx, ids) {
       h("h3", {}, "New API key"), field("Label", label, "Who or what uses it, e.g. \"ERP production\"."), limit, submit, status);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      submit.disabled = true;
       fill(status);
       const body = {};
       if (label.value.trim()) body.label = label.value.trim();
       const chosen = limit.chosen();
       if (chosen) body.integration_ids = chosen;
-      try {
-        const created = await ctx.api("POST", base, { body });
-        once.show(`API key ${created.label || created.key_id}`, created.key);
-        form.reset();
-        toast(`Created API key ${created.key_id}`);
-        await load(null);
-      } catch (error) {
-        fill(status, errorBlock(error));
-      } finally {
-        submit.disabled = false;
-      }
+      await createShownOnce({ form, submit, status, once, load }, () => ctx.api("POST", base, { body }),
+        (created) => [`API key ${created.label || created.key_id}`, created.key], (created) => `Created API key ${created.key_id}`);
     });
     section.append(form);
   }
@@ -255,18 +263,9 @@ function tokens(ctx, tenantId, title) {
         label.focus();
         return;
       }
-      submit.disabled = true;
-      try {
-        const created = await ctx.api("POST", "/api/admin/tokens", { body: { label: label.value.trim(), role: role.value, tenant_id: tenantId } });
-        once.show(`Admin token "${created.label}" (${created.role})`, created.token);
-        form.reset();
-        toast(`Created admin token ${created.token_id}`);
-        await load(null);
-      } catch (error) {
-        fill(status, errorBlock(error));
-      } finally {
-        submit.disabled = false;
-      }
+      const body = { label: label.value.trim(), role: role.value, tenant_id: tenantId };
+      await createShownOnce({ form, submit, status, once, load }, () => ctx.api("POST", "/api/admin/tokens", { body }),
+        (created) => [`Admin token "${created.label}" (${created.role})`, created.token], (created) => `Created admin token ${created.token_id}`);
     });
     section.append(form);
   }

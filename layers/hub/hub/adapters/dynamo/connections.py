@@ -24,13 +24,14 @@ from hub.domain.tenancy import Connection, Destination
 from hub.errors import Conflict, StorageUnavailable
 from hub.ports import ConnectionPage, VersionConflict
 from hub.sealed_config import (
+    DESTINATION_CONFIG,
     DESTINATION_CREDENTIAL,
-    DESTINATION_PATHS,
     Sealer,
     blobs_from,
     blobs_item,
-    connection_owner,
+    opened_destination,
     parse_config,
+    seal_connection,
 )
 
 CONFIG_SK = "CONFIG"
@@ -45,13 +46,7 @@ _NO_KEYS = Sealer(None)
 def connection_item(connection: Connection, sealer: Sealer = _NO_KEYS) -> dict[str, Any]:
     """The stored item of `connection`, with its GSI1 keys; its credentials sealed by `sealer`
     (`sealed`, by field; `connection.sealed` holds what a stand-in keeps), not in `config_json`."""
-    config, blobs = sealer.seal(
-        connection.destination.model_dump(mode="json"),
-        DESTINATION_PATHS,
-        connection.tenant_id,
-        connection_owner(connection.connection_id),
-        connection.sealed,
-    )
+    config, blobs = seal_connection(sealer, connection)
     return {
         **keys.connection_key(connection.tenant_id, connection.connection_id),
         **keys.connection_index_keys(connection.tenant_id, connection.connection_id),
@@ -84,30 +79,14 @@ def destination_of(item: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Destin
     """The destination a connection item holds, naming its connection, with its credentials
     opened when `sealer` opens destination credentials (stand-ins otherwise). An item written
     before sealing holds them in clear in `config_json`: read as they are."""
-    config = sealer.reveal(
-        parse_config(item["config_json"]),
-        DESTINATION_PATHS,
-        str(item["tenant_id"]),
-        connection_owner(str(item["connection_id"])),
-        blobs_from(item),
+    config = parse_config(item["config_json"])
+    connection_id = str(item["connection_id"])
+    destination = DESTINATION_CONFIG.open(
+        sealer, config, str(item["tenant_id"]), connection_id, blobs_from(item)
     )
-    destination = Destination.model_validate_json(json.dumps(config))
-    if destination.connection_id != item["connection_id"]:
-        destination = destination.model_copy(update={"connection_id": item["connection_id"]})
+    if destination.connection_id != connection_id:
+        destination = destination.model_copy(update={"connection_id": connection_id})
     return destination
-
-
-def opened_destination(connection: Connection, sealer: Sealer) -> Destination:
-    """`connection`'s destination with its sealed credentials opened by `sealer` (the connection
-    test calls the destination as a delivery does)."""
-    config = sealer.reveal(
-        connection.destination.model_dump(mode="json"),
-        DESTINATION_PATHS,
-        connection.tenant_id,
-        connection_owner(connection.connection_id),
-        connection.sealed,
-    )
-    return Destination.model_validate_json(json.dumps(config))
 
 
 def _ts(value: str | None) -> datetime | None:

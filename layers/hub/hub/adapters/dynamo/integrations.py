@@ -31,9 +31,9 @@ from hub.adapters.dynamo.tenancy import (
 from hub.certificates.envelope import DataKeys
 from hub.domain.clock import utcnow
 from hub.domain.tenancy import Integration, Tenant
-from hub.errors import Conflict, NotFound, PreconditionFailed, StorageUnavailable
+from hub.errors import Conflict, StorageUnavailable
 from hub.outbox.events import EventType, OutboxEvent
-from hub.ports import IntegrationPage, StoredIntegration
+from hub.ports import IntegrationPage, StoredIntegration, VersionConflict
 from hub.sealed_config import Sealer, blobs_from
 
 _CONFIG_SK = "CONFIG"
@@ -64,14 +64,9 @@ def stored_from(item: dict[str, Any]) -> StoredIntegration:
     )
 
 
-def stale(integration_id: str, current: dict[str, Any] | None) -> Exception:
-    """What a lost conditional write on an integration means: gone, or another version."""
-    if current is None:
-        return NotFound("integration not found", details={"integration_id": integration_id})
-    return PreconditionFailed(
-        "the integration changed since it was read",
-        details={"current_version": integration_version(current)},
-    )
+def lost_version(current: dict[str, Any] | None) -> VersionConflict:
+    """What a lost conditional write on an integration met: another version, or no item."""
+    return VersionConflict(integration_version(current) if current is not None else None)
 
 
 class DynamoIntegrations:
@@ -127,7 +122,7 @@ class DynamoIntegrations:
         except TransactionCancelled as lost:
             code, old = lost.reasons[0] if lost.reasons else ("None", None)
             if code == "ConditionalCheckFailed":
-                raise stale(integration.integration_id, old) from lost
+                raise lost_version(old) from lost
             raise StorageUnavailable(
                 "configuration storage is busy, retry", details={"operation": "TransactWriteItems"}
             ) from lost
@@ -150,7 +145,7 @@ class DynamoIntegrations:
                 raise Conflict(
                     "a message was received meanwhile", details={"integration_id": integration_id}
                 ) from lost
-            raise stale(integration_id, lost.old) from lost
+            raise lost_version(lost.old) from lost
 
     def list_integrations(self, tenant_id: str, limit: int, cursor: str | None) -> IntegrationPage:
         partition = keys.integration_partition(tenant_id)

@@ -260,14 +260,7 @@ class Table:
         names: Mapping[str, str] | None = None,
     ) -> None:
         """Raises ConditionFailed (with the old item) when `condition` does not hold."""
-        request: dict[str, Any] = {"TableName": self.name, "Item": encode(item)}
-        if condition:
-            request["ConditionExpression"] = condition
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            if values:
-                request["ExpressionAttributeValues"] = encode(values)
-            if names:
-                request["ExpressionAttributeNames"] = dict(names)
+        request = _conditioned({"TableName": self.name, "Item": encode(item)}, condition, values, names)
         self._write("put_item", "PutItem", request)
 
     def update(self, key: Mapping[str, str], update: Update) -> dict[str, Any]:
@@ -286,14 +279,7 @@ class Table:
     ) -> None:
         """Raises ConditionFailed (with the old item, None when there was none) when `condition`
         does not hold."""
-        request: dict[str, Any] = {"TableName": self.name, "Key": encode(key)}
-        if condition:
-            request["ConditionExpression"] = condition
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            if values:
-                request["ExpressionAttributeValues"] = encode(values)
-            if names:
-                request["ExpressionAttributeNames"] = dict(names)
+        request = _conditioned({"TableName": self.name, "Key": encode(key)}, condition, values, names)
         self._write("delete_item", "DeleteItem", request)
 
     def _write(self, method: str, operation: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -312,25 +298,13 @@ class Table:
         self, item: Mapping[str, Any], condition: str | None = None, values: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """One Put of a transaction (see `transact`); a failed condition returns the old item."""
-        put: dict[str, Any] = {"TableName": self.name, "Item": encode(item)}
-        if condition:
-            put["ConditionExpression"] = condition
-            put["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            if values:
-                put["ExpressionAttributeValues"] = encode(values)
-        return {"Put": put}
+        return {"Put": _conditioned({"TableName": self.name, "Item": encode(item)}, condition, values)}
 
     def delete_entry(
         self, key: Mapping[str, str], condition: str | None = None, values: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         """One Delete of a transaction (see `transact`); a failed condition returns the old item."""
-        delete: dict[str, Any] = {"TableName": self.name, "Key": encode(key)}
-        if condition:
-            delete["ConditionExpression"] = condition
-            delete["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            if values:
-                delete["ExpressionAttributeValues"] = encode(values)
-        return {"Delete": delete}
+        return {"Delete": _conditioned({"TableName": self.name, "Key": encode(key)}, condition, values)}
 
     def update_entry(self, key: Mapping[str, str], update: Update) -> dict[str, Any]:
         """One Update of a transaction (see `transact`); a failed condition returns the old item."""
@@ -339,10 +313,8 @@ class Table:
             "Key": encode(key),
             "UpdateExpression": update.expression(),
         }
-        condition = update.condition()
-        if condition:
-            entry["ConditionExpression"] = condition
-            entry["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        # The expression and the condition share the names and values: sent with or without one.
+        entry = _conditioned(entry, update.condition(), None)
         if update.names:
             entry["ExpressionAttributeNames"] = update.names
         if update.values:
@@ -384,3 +356,22 @@ class Table:
             raise self._unavailable("Query", exc) from exc
         last = answer.get("LastEvaluatedKey")
         return int(answer.get("Count", 0)), int(answer.get("ScannedCount", 0)), decode(last) if last else None
+
+
+def _conditioned(
+    request: dict[str, Any],
+    condition: str | None,
+    values: Mapping[str, Any] | None,
+    names: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """`request` (a write, or one entry of a transaction) with its condition, when it has one: a
+    failed condition returns the old item (`ConditionFailed.old`, a cancellation's reason); the
+    condition's values and names go with it."""
+    if condition:
+        request["ConditionExpression"] = condition
+        request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if values:
+            request["ExpressionAttributeValues"] = encode(values)
+        if names:
+            request["ExpressionAttributeNames"] = dict(names)
+    return request

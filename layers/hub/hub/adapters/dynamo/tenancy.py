@@ -17,12 +17,12 @@ from hub.domain.rate_limit import Rate
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, Tenant
 from hub.outbox.events import EventType, OutboxEvent
 from hub.sealed_config import (
-    INTEGRATION_PATHS,
+    INTEGRATION_CONFIG,
     Sealer,
     blobs_from,
     blobs_item,
-    integration_owner,
     parse_config,
+    seal_integration,
 )
 
 
@@ -116,13 +116,7 @@ def integration_item(
     without the hub's own `connection_gone_at`, nor its secrets: those are sealed by `sealer`
     into `sealed`, by field; a stand-in keeps what `sealed` holds), and beside it the attributes
     the admin API uses: `version` (optimistic updates), `connection_id`, and GSI1 keys."""
-    config, blobs = sealer.seal(
-        integration.model_dump(mode="json", exclude={"connection_gone_at"}),
-        INTEGRATION_PATHS,
-        integration.tenant_id,
-        integration_owner(integration.integration_id),
-        sealed or {},
-    )
+    config, blobs = seal_integration(sealer, integration, sealed)
     return {
         **keys.integration_key(integration.tenant_id, integration.integration_id),
         **keys.integration_index_keys(integration.tenant_id, integration.integration_id),
@@ -146,10 +140,7 @@ def integration_from(data: Mapping[str, Any], sealer: Sealer = _NO_KEYS) -> Inte
     config = parse_config(data["config_json"])
     tenant_id = str(config.get("tenant_id") or data.get("tenant_id"))
     integration_id = str(config.get("integration_id") or data.get("integration_id"))
-    config = sealer.reveal(
-        config, INTEGRATION_PATHS, tenant_id, integration_owner(integration_id), blobs_from(data)
-    )
-    integration = Integration.model_validate_json(json.dumps(config))
+    integration = INTEGRATION_CONFIG.open(sealer, config, tenant_id, integration_id, blobs_from(data))
     changes: dict[str, Any] = {}
     gone_at = data.get("connection_gone_at")
     if gone_at:
