@@ -339,7 +339,7 @@ class Program:
         if isinstance(node, ast.Name):
             if node.id == "self" and definition.owner is not None:
                 return {definition.owner.qualname}
-            return params.get(node.id) or None
+            return params.get(node.id) or self._constant_types(node, definition)
         if isinstance(node, ast.Attribute):
             if isinstance(node.value, ast.Name) and node.value.id == "self" and definition.owner is not None:
                 for info in self.mro(definition.owner.qualname):
@@ -348,6 +348,20 @@ class Program:
             return None
         if isinstance(node, ast.Call):
             return self._returned_types(node, definition, params)
+        return None
+
+    def _constant_types(self, node: ast.Name, definition: Definition) -> set[str] | None:
+        """The classes a module constant of ours is, by its annotation or the call that made it
+        (`INTEGRATION_CONFIG = SealedConfig(...)`); None when unknown."""
+        local = self.function_scope(definition) if definition.owner is None else {}
+        target = self.resolve_expr(node, definition.module, local)
+        constant = self.definitions.get(target) if target and target not in self.classes else None
+        if constant is None:
+            return None
+        if isinstance(constant.node, ast.AnnAssign):
+            return self.annotation_types(constant.node.annotation, constant) or None
+        if isinstance(constant.node, ast.Assign) and isinstance(constant.node.value, ast.Call):
+            return self._returned_types(constant.node.value, constant, {})
         return None
 
     def _returned_types(
@@ -620,10 +634,13 @@ class _Scanner:
         if target and (target in self.p.definitions or target in self.p.modules):
             self._reach_target(target)
             return
-        if target:  # a library's attribute, or a class attribute of ours
+        if target:  # a library's attribute, a class attribute of ours, or a constant's method
             owner, _, attr = target.rpartition(".")
             if owner in self.p.classes:
                 self._methods_named(owner, attr)
+            elif owner in self.p.definitions and isinstance(node.value, ast.Name):
+                for t in self._receiver_types(node.value, definition, params) or ():
+                    self._methods_named(t, attr)
             return
         types = self._receiver_types(node.value, definition, params)
         if types is None:
