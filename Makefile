@@ -72,11 +72,14 @@ e2e: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench
 
-## Proof under faults: SOAK_N messages (default 10,000) from 8 partners through the
-## local stack to a flaky destination while worker processes are killed; checks and a summary
-## table in bench/results/soak.json. Then the long Schemathesis run of both APIs
-## (bench/results/fuzz.json). `make test` runs both small (tests/soak, tests/fuzz).
+## Proof under faults: the largest reliability tests at their full sizes (500 dead letters
+## recovered by a bulk job, 300 messages through a limited connection; `make test` runs them at
+## 100), then SOAK_N messages (default 10,000) from 8 partners through the local stack to a flaky
+## destination while worker processes are killed; checks and a summary table in
+## bench/results/soak.json. Then the long Schemathesis run of both APIs (bench/results/fuzz.json).
+## `make test` runs these small (tests/reliability, tests/soak, tests/fuzz).
 soak: $(STAMP)
+	HUB_FULL_SIZE=1 $(PY) -m pytest -p no:randomly tests/reliability/test_bulk_recovery.py tests/reliability/test_limited_connection.py
 	$(PY) -m bench.soak
 	$(PY) -m bench.fuzz --examples 40
 

@@ -1,7 +1,8 @@
-"""Recovery after an outage with a bulk job (issue 28, point 3), on the local stack: 500 messages
-dead-lettered by a destination that was down, one bulk reprocess, the pipeline worker killed while
-it runs the job's page - and each message applied by the destination exactly once, counted by
-the hub's own `Idempotency-Key` (the message id), each acted on by the job once."""
+"""Recovery after an outage with a bulk job (issue 28, point 3), on the local stack: 500 messages (100
+in `make test`, tests/reliability/sizes.py) dead-lettered by a destination that was down, one bulk
+reprocess, the pipeline worker killed while it runs the job's page - and each message applied by the
+destination exactly once, counted by the hub's own `Idempotency-Key` (the message id), each acted on
+by the job once."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from devstack.stack import LocalStack
 from hub.adapters.dynamo import keys
 from hub.domain.retry import RetryPolicy
 from tests.aws import function_names, local_stack_on_free_ports
+from tests.reliability.sizes import proof_size
 from tests.reliability.worker_support import (
     KeyedDestination,
     Reply,
@@ -32,7 +34,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-bulk")]
 
 WORKER = "PipelineWorkerFunction"
 VISIBILITY_TIMEOUT_SECONDS = 3
-N = 500
+N = proof_size(100, 500)
 #: Dead-lettered at the first failure: the outage's messages wait for the operator.
 DEAD_AT_ONCE = RetryPolicy(retry_auto_enabled=True, retry_max=0)
 
@@ -129,7 +131,7 @@ class Progress:
 
 
 @pytest.mark.timeout(1200)
-def test_500_dead_letters_recovered_by_one_job_through_a_worker_crash_each_applied_once(stack):
+def test_dead_letters_recovered_by_one_job_through_a_worker_crash_each_applied_once(stack):
     with KeyedDestination() as destination:
         destination.script(Reply(status=503))  # the outage
         integration_id = integration(stack, destination.url, DEAD_AT_ONCE, idempotent_retries=True)
