@@ -205,17 +205,19 @@ class LocalStack:
         ("event": the stack's event sources; "request": HTTP and ``invoke``), or all."""
         return {logical_id: pool.invocations(trigger) for logical_id, pool in self._pools.items()}
 
-    def activity(self) -> int:
-        """How many times an invocation by the stack's own event sources (SQS, streams, SNS,
-        schedules, asynchronous retries) started or finished, over every function: it moves
-        while the stack works on its own and stands still when it is idle. Requests a caller
-        makes (HTTP, ``invoke``) do not count, so a test polling the API does not look like
-        progress (tests/waiting.py)."""
-        return sum(pool.started("event") + pool.invocations("event") for pool in self._pools.values())
+    def activity(self, trigger: Trigger | None = "event") -> int:
+        """How many times an invocation started or finished, over every function: by default
+        those of the stack's own event sources (SQS, streams, SNS, schedules, asynchronous
+        retries), which move while the stack works on its own and stand still when it is idle.
+        A caller's requests (HTTP, ``invoke``: "request") are left out unless asked for (None:
+        every invocation), so a test polling the API does not look like progress
+        (tests/waiting.py)."""
+        return sum(pool.started(trigger) + pool.invocations(trigger) for pool in self._pools.values())
 
-    def busy(self) -> bool:
-        """An event source's invocation is under way now (waiting for an instance or running)."""
-        return any(pool.in_flight("event") for pool in self._pools.values())
+    def busy(self, trigger: Trigger | None = "event") -> bool:
+        """An invocation (by default an event source's) is under way now: waiting for an
+        instance or running."""
+        return any(pool.in_flight(trigger) for pool in self._pools.values())
 
     def crash(self, logical_id: str, *, busy: bool = True, every: bool = False) -> list[int]:
         """Crashes instances of function ``logical_id`` (see ``FunctionPool.crash``): busy ones

@@ -13,9 +13,13 @@ N seconds", a rate) are not this helper's: they sleep, and say so.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from devstack.lambda_runtime import Trigger
 
 T = TypeVar("T")
 
@@ -38,16 +42,28 @@ class _Busy:
 
 
 def local_stacks() -> object:
-    """The default progress marker: the activity of every local stack running in this process,
-    and a new marker on every call while one of them is running an event source's invocation
-    (one invocation may take long; a running one is progress). Constant when no stack runs
-    (the stack of `make run` in another process is not seen: give such waits their own marker)."""
+    """The default progress marker: the activity of every local stack running in this process
+    (its event sources' invocations, never a caller's requests: a probe's own calls to the API
+    are no progress), and a new marker on every call while one of them is running such an
+    invocation (one invocation may take long; a running one is progress). Constant when no
+    stack runs (the stack of `make run` in another process is not seen: give such waits their
+    own marker)."""
+    return _stacks_marker("event")
+
+
+def every_invocation() -> object:
+    """Like ``local_stacks`` but counting every invocation, HTTP requests and direct invokes
+    too: for a wait whose probe makes no request itself (a process's end, a console line)."""
+    return _stacks_marker(None)
+
+
+def _stacks_marker(trigger: Trigger | None) -> object:
     from devstack.stack import running_stacks  # noqa: PLC0415 - boto3 and moto only where used
 
     stacks = running_stacks()
-    if any(stack.busy() for stack in stacks):
+    if any(stack.busy(trigger) for stack in stacks):
         return _Busy()
-    return tuple(stack.activity() for stack in stacks)
+    return tuple(stack.activity(trigger) for stack in stacks)
 
 
 def combined(*markers: Progress) -> Progress:
@@ -88,13 +104,15 @@ def wait_for(
 
     Fails with an AssertionError naming ``what``, the last answer and the time waited when
     nothing advanced for ``stall`` seconds, or once ``ceiling`` seconds have passed. Advanced:
-    the probe's answer changed (compared with ``==``: return values that compare, not fresh
-    objects), or the ``progress()`` marker did; ``progress`` defaults to ``local_stacks``
+    the probe's answer changed (compared with ``==`` to a copy of the one before when it is a
+    list, dict or set: return values that compare, not fresh objects), or the ``progress()``
+    marker did; ``progress`` defaults to ``local_stacks``
     (pass ``lambda: None`` to count the probe's answers alone). An exception of the probe is
     not caught. ``clock`` and ``sleep`` are the real ones but for the helper's own tests."""
     marker = progress if progress is not None else local_stacks
     started = clock()
     answer, seen = probe(), marker()
+    kept = _snapshot(answer)
     last_change = started
     while not until(answer):
         now = clock()
@@ -108,11 +126,17 @@ def wait_for(
                 f"waited {now - started:.0f} s for {what}, in vain ({why}); last answer: {_shown(answer)}"
             )
         sleep(interval)
-        new_answer, new_seen = probe(), marker()
-        if not (_same(new_answer, answer) and _same(new_seen, seen)):
+        answer, new_seen = probe(), marker()
+        if not (_same(answer, kept) and _same(new_seen, seen)):
             last_change = clock()
-        answer, seen = new_answer, new_seen
+        kept, seen = _snapshot(answer), new_seen
     return answer
+
+
+def _snapshot(answer: object) -> object:
+    """What to compare the next answer with: a copy of a list, dict or set (a probe may answer
+    the same list each time, grown since), the answer itself otherwise."""
+    return copy.copy(answer) if isinstance(answer, list | dict | set) else answer
 
 
 def _same(one: object, other: object) -> bool:

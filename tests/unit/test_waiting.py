@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests import waiting
-from tests.waiting import combined, cpu_seconds, local_stacks, wait_for
+from tests.waiting import combined, cpu_seconds, every_invocation, local_stacks, wait_for
 
 
 @dataclass
@@ -123,6 +123,29 @@ def test_a_changing_answer_is_progress_and_keeps_the_wait_going_past_the_stall_b
     assert clock.waited() == 100
 
 
+def test_the_same_list_grown_since_is_a_changed_answer(clock: Clock) -> None:
+    requests: list[int] = []
+
+    def probe() -> list[int]:
+        if clock.waited() <= 30:
+            requests.append(1)  # a request arrives every poll for 30 s (the same list each time)
+        return requests
+
+    with pytest.raises(AssertionError, match="nothing advanced for 10 s"):
+        wait_for(
+            probe,
+            "it",
+            until=lambda seen: len(seen) > 1_000,
+            progress=constant,
+            stall=10,
+            interval=1,
+            clock=clock,
+            sleep=clock.sleep,
+        )
+
+    assert clock.waited() == 40
+
+
 def test_a_moving_progress_marker_keeps_the_wait_going_and_its_stop_starts_the_stall(clock: Clock) -> None:
     # The marker moves for 50 s (a busy stack), then stands still; the answer never changes.
     def marker() -> float:
@@ -203,12 +226,14 @@ def test_an_answer_that_cannot_be_compared_counts_as_a_change(clock: Clock) -> N
 class FakeStack:
     moves: int = 0
     running: bool = False
+    requests: int = 0
+    serving: bool = False
 
-    def activity(self) -> int:
-        return self.moves
+    def activity(self, trigger: str | None = "event") -> int:
+        return self.moves + (self.requests if trigger is None else 0)
 
-    def busy(self) -> bool:
-        return self.running
+    def busy(self, trigger: str | None = "event") -> bool:
+        return self.running or (trigger is None and self.serving)
 
 
 @pytest.fixture
@@ -229,6 +254,20 @@ def test_the_default_marker_follows_the_running_stacks_activity(stacks: list[Fak
     assert local_stacks() != before
     one.running = True
     assert local_stacks() != local_stacks()  # busy: a new marker on every call
+
+
+def test_every_invocation_counts_the_requests_too(stacks: list[FakeStack]) -> None:
+    stack = FakeStack()
+    stacks.append(stack)
+    before, every = local_stacks(), every_invocation()
+
+    stack.requests += 1  # a request served: no progress of the stack's own
+
+    assert local_stacks() == before
+    assert every_invocation() != every
+    stack.serving = True
+    assert local_stacks() == local_stacks()
+    assert every_invocation() != every_invocation()
 
 
 def test_a_wait_without_a_marker_watches_the_stacks(clock: Clock, stacks: list[FakeStack]) -> None:
