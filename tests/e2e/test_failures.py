@@ -120,7 +120,7 @@ def test_a_timeout_is_retried_only_when_the_destination_honours_idempotency_keys
         api,
         integration(
             local_stack,
-            destination,
+            destination.url,
             AUTO,
             read_timeout_seconds=0.5,
             idempotent_retries=idempotent_retries,
