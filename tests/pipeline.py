@@ -3,6 +3,7 @@ source does (partial batch failures honoured), for integration tests on mock_aws
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -292,12 +293,18 @@ def post(api: Any, integration_id: str, *, external_id: str | None = None) -> st
 
 
 def wait_for_status(
-    api: Any, message_id: str, wanted: str, *, stall: float = STALL_SECONDS, progress: Progress | None = None
+    api: Any,
+    message_id: str,
+    wanted: str,
+    *,
+    stall: float = STALL_SECONDS,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Polls the partner API (an httpx client of a local stack) until `message_id` is in status
     `wanted`; its public view then. Waits while the message's view changes or the stack works
     (`progress`, by default the local stacks of this process: tests/waiting.py); fails once
-    neither moved for `stall` seconds."""
+    neither moved for `stall` seconds. `sleep`: browser.pumping(page) while a page is open."""
 
     def view() -> dict[str, Any]:
         seen: dict[str, Any] = api.get(f"/api/edi-hub/messages/{message_id}").json()
@@ -309,4 +316,5 @@ def wait_for_status(
         until=lambda seen: seen.get("pipeline_status") == wanted,
         stall=stall,
         progress=progress,
+        sleep=sleep,
     )

@@ -86,7 +86,7 @@ def test_an_operator_reprocesses_a_dead_lettered_message_and_watches_it_become_s
 
     # The row redraws from the API's answers, without a reload of the page (the hub first, as
     # long as it works; then the page).
-    assert wait_for_status(api, message_id, "sent")["pipeline_status"] == "sent"
+    assert wait_for_status(api, message_id, "sent", sleep=browser.pumping(page))["pipeline_status"] == "sent"
     expect(row(page, message_id)).to_contain_text("sent")
     assert len(destination.requests) == 3
 
@@ -108,7 +108,7 @@ def test_an_operator_cancels_a_waiting_retry(
 
     expect(waiting).to_contain_text("cancelled")
     expect(waiting.get_by_role("button")).to_have_count(0)
-    assert wait_for_status(api, message_id, "cancelled")["next_retry_at"] is None
+    assert wait_for_status(api, message_id, "cancelled", sleep=browser.pumping(page))["next_retry_at"] is None
 
 
 def test_an_operator_erases_a_message_after_confirming(
@@ -169,7 +169,10 @@ def test_a_viewer_sees_no_action_buttons_and_a_forged_call_is_refused(
         [viewer, message_id],
     )
     assert forged == [403, "forbidden"]
-    assert wait_for_status(api, message_id, "dead_letter")["pipeline_status"] == "dead_letter"
+    assert (
+        wait_for_status(api, message_id, "dead_letter", sleep=browser.pumping(page))["pipeline_status"]
+        == "dead_letter"
+    )
     # Nor on the message view (issue 28: an operator gets Reprocess and Cancel there; issue 29: Erase).
     page.goto(f"/admin/messages/{message_id}")
     expect(page.get_by_role("heading", name=re.compile(message_id))).to_be_visible()

@@ -259,6 +259,7 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
                 lambda: failed_deliveries(admin, subscription_id),
                 "two failed deliveries",
                 until=lambda items: len(items) == 2,
+                sleep=browser.pumping(page),
             )
             receiver.script(Answer(200))
 
@@ -274,11 +275,13 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
                 lambda: [r.headers.get("webhook-id") for r in receiver.requests].count(first),
                 "the replayed event at the receiver",
                 until=lambda count: count == 2,
+                sleep=browser.pumping(page),
             )
             wait_for(
                 lambda: [f["event_id"] for f in failed_deliveries(admin, subscription_id)],
                 "the replayed failure cleared",
                 until=lambda failed: failed == [second],
+                sleep=browser.pumping(page),
             )
 
             # The browser's local time, as a datetime-local input takes it.
@@ -291,6 +294,7 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
                 lambda: failed_deliveries(admin, subscription_id),
                 "every failure replayed",
                 until=lambda failed: failed == [],
+                sleep=browser.pumping(page),
             )
             assert [r.headers.get("webhook-id") for r in receiver.requests].count(second) == 2
         finally:

@@ -102,7 +102,7 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
 
     # Off: a new message shows only when asked for.
     third = post(api, integration_id)
-    wait_for_status(api, third, "retry_pending")
+    wait_for_status(api, third, "retry_pending", sleep=browser.pumping(page))
     page.wait_for_timeout(1_000)  # time-based on purpose: nothing asks the API meanwhile
     assert calls.to("GET", "/api/admin/queue") == []
     expect(row(page, third)).to_have_count(0)
@@ -165,7 +165,9 @@ def test_a_double_click_on_reprocess_is_one_request_with_an_idempotency_key(
     dead.get_by_role("button", name="Reprocess").dblclick()
     browser.confirm(page, message_id, "Reprocess")
 
-    wait_for_status(api, message_id, "sent")  # the hub first, as long as it works; then the page
+    wait_for_status(
+        api, message_id, "sent", sleep=browser.pumping(page)
+    )  # the hub first, as long as it works; then the page
     expect(dead).to_contain_text("sent")
     [reprocess] = calls.to("POST", "/api/edi-hub/reprocess-message")
     assert UUID.match(reprocess.headers["idempotency-key"])
@@ -193,7 +195,9 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     browser.confirm(page, failed, "Reprocess")
 
     expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {failed}")  # a toast for 5 s
-    wait_for_status(api, failed, "sent")  # the hub first, as long as it works; then the page
+    wait_for_status(
+        api, failed, "sent", sleep=browser.pumping(page)
+    )  # the hub first, as long as it works; then the page
     expect(page.locator(".facts")).to_contain_text("sent")
     # Sent: no error class as current, Reprocess still offered (it would ask twice), no Cancel.
     expect(
@@ -215,7 +219,7 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     assert len(cancels) == 1
     assert UUID.match(cancels[0].headers["idempotency-key"])
     assert cancels[0].headers["idempotency-key"] not in keys  # a new action, a new key
-    assert wait_for_status(api, waiting, "cancelled")["next_retry_at"] is None
+    assert wait_for_status(api, waiting, "cancelled", sleep=browser.pumping(page))["next_retry_at"] is None
 
 
 @pytest.fixture
@@ -258,7 +262,9 @@ def test_a_call_lost_on_the_network_is_resent_once_with_the_same_key(
     page.get_by_role("main").locator(".message-actions").get_by_role("button", name="Reprocess").click()
     browser.confirm(page, message_id, "Reprocess")
 
-    wait_for_status(api, message_id, "sent")  # the hub first, as long as it works; then the page
+    wait_for_status(
+        api, message_id, "sent", sleep=browser.pumping(page)
+    )  # the hub first, as long as it works; then the page
     expect(page.locator(".facts")).to_contain_text("sent")
     sent = calls.to("POST", "/api/edi-hub/reprocess-message")
     assert [r.headers["idempotency-key"] for r in sent] == dropped * 2
@@ -289,7 +295,7 @@ def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
     browser.confirm(page, "already accepted", "Send it again")
 
     expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {message_id}")
-    wait_for_status(api, message_id, "sent")
+    wait_for_status(api, message_id, "sent", sleep=browser.pumping(page))
     posts = calls.to("POST", "/api/edi-hub/reprocess-message")
     assert [p.post_data_json for p in posts] == [
         {"message_id": message_id},
@@ -297,7 +303,12 @@ def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
         {"message_id": message_id, "force": True},
     ]
     assert len({p.headers["idempotency-key"] for p in posts}) == 3
-    wait_for(lambda: len(destination.requests), "the forced send", until=lambda count: count >= 2)
+    wait_for(
+        lambda: len(destination.requests),
+        "the forced send",
+        until=lambda count: count >= 2,
+        sleep=browser.pumping(page),
+    )
     assert len(destination.requests) == 2
 
 
@@ -469,13 +480,14 @@ def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_que
     expect(page.get_by_role("tab", name=re.compile("Waiting"))).to_have_attribute("aria-selected", "true")
 
 
-def wait_for_job(admin: httpx.Client, job_id: str) -> dict[str, Any]:
+def wait_for_job(admin: httpx.Client, job_id: str, page: Page) -> dict[str, Any]:
     """Polls the admin API until bulk job `job_id` has ended (its view then), while it or the
-    stack moves (tests/waiting.py)."""
+    stack moves (tests/waiting.py), the `page` open meanwhile."""
     job: dict[str, Any] = wait_for(
         lambda: admin.get(f"/api/admin/bulk-jobs/{job_id}", params={"tenant_id": DEMO_TENANT_ID}).json(),
         f"bulk job {job_id} to end",
         until=lambda view: view.get("state") not in ("running", "cancelling"),
+        sleep=browser.pumping(page),
     )
     return job
 
@@ -502,7 +514,7 @@ def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
 
     job = page.locator("section.jobs li.job").first
     expect(job).to_contain_text("Reprocess")
-    wait_for_job(admin, str(job.get_attribute("data-job-id")))  # the hub first; then the page
+    wait_for_job(admin, str(job.get_attribute("data-job-id")), page)  # the hub first; then the page
     expect(job).to_have_attribute("data-state", "completed")
     expect(job).to_contain_text("matched 3 · done 3 · skipped 0 · failed 0")
     [created] = calls.to("POST", "/api/admin/bulk-jobs")
@@ -513,7 +525,7 @@ def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
     }
     assert UUID.match(created.headers["idempotency-key"])
     for message_id in dead:
-        wait_for_status(api, message_id, "sent")
+        wait_for_status(api, message_id, "sent", sleep=browser.pumping(page))
     assert len(destination.requests) == 6  # each message: its failed attempt and one delivery
 
 
@@ -534,9 +546,9 @@ def test_cancel_all_matching_on_the_waiting_tab_and_a_job_can_be_stopped(
     browser.confirm(page, f"the Waiting tab, integration {integration_id}", "Start cancelling")
 
     job = page.locator("section.jobs li.job").first
-    wait_for_job(admin, str(job.get_attribute("data-job-id")))  # the hub first; then the page
+    wait_for_job(admin, str(job.get_attribute("data-job-id")), page)  # the hub first; then the page
     expect(job).to_have_attribute("data-state", "completed")
     expect(job).to_contain_text("done 2")
     for message_id in waiting:
-        wait_for_status(api, message_id, "cancelled")
+        wait_for_status(api, message_id, "cancelled", sleep=browser.pumping(page))
     expect(job.get_by_role("button", name="Cancel job")).to_have_count(0)  # a finished job has none
