@@ -94,6 +94,10 @@ class SoakConfig:
     breaker_cooldown_s: int = 2
     #: The whole run (posting included) gives up waiting after this many seconds.
     cap_s: float = 10_800.0
+    #: The drain gives up earlier once nothing moved for this many seconds: no message became
+    #: final and the stack ran no invocation of its own (tests/waiting.py). A loaded machine is
+    #: slow, not stuck; a crash mid-batch holds its message's lease for 5 minutes.
+    stall_s: float = 600.0
     #: Posting stops this long before the cap, so what was posted has time to finish.
     drain_s: float = 1_200.0
     #: Partners wait while this many acknowledged messages are not final yet.
@@ -111,6 +115,7 @@ class SoakConfig:
             kill_every=float(env.get("SOAK_KILL_EVERY", base.kill_every)),
             visibility_s=int(env.get("SOAK_VISIBILITY", base.visibility_s)),
             cap_s=float(env.get("SOAK_CAP", base.cap_s)),
+            stall_s=float(env.get("SOAK_STALL", base.stall_s)),
             drain_s=float(env.get("SOAK_DRAIN", base.drain_s)),
             max_in_flight=int(env.get("SOAK_IN_FLIGHT", base.max_in_flight)),
             seed=int(env["SOAK_SEED"]) if env.get("SOAK_SEED") else None,
@@ -759,29 +764,56 @@ def _stack(config: SoakConfig) -> Iterator[LocalStack]:
 
 
 def _wait_final(
-    posted: list[Posted], subscriber: Subscriber, deadline: float, say: Callable[[str], None]
+    posted: list[Posted],
+    subscriber: Subscriber,
+    deadline: float,
+    stall_s: float,
+    say: Callable[[str], None],
 ) -> bool:
     """Until the subscriber has seen every acknowledged message reach a final status (cheap: no
-    table reads), or the deadline. True when all did."""
+    table reads); gives up once neither that nor the local stack's own work moved for
+    ``stall_s`` seconds (tests/waiting.py), or at the deadline. True when all did."""
+    from tests.waiting import wait_for  # noqa: PLC0415 - the stack's progress marker
+
     ids = [p.message_id for p in posted if p.message_id]
     pending = set(ids)
     last_report = 0.0
-    while pending and time.monotonic() < deadline:
+
+    def still_pending() -> int:
+        nonlocal pending, last_report
         pending = {m for m in pending if subscriber.last_status(m) not in FINAL}
         if time.monotonic() - last_report > 30:
             say(f"  waiting: {len(ids) - len(pending)} of {len(ids)} final")
             last_report = time.monotonic()
-        subscriber.changed.wait(2.0)
+        return len(pending)
+
+    def until_a_webhook(seconds: float) -> None:
+        subscriber.changed.wait(seconds)
         subscriber.changed.clear()
+
+    try:
+        wait_for(
+            still_pending,
+            "every acknowledged message final",
+            until=lambda count: count == 0,
+            stall=stall_s,
+            ceiling=max(0.0, deadline - time.monotonic()),
+            interval=2.0,
+            sleep=until_a_webhook,
+        )
+    except AssertionError as stopped:
+        say(f"  {stopped}")
     return not pending
 
 
-def _settle(subscriber: Subscriber, quiet_s: float, cap_s: float) -> None:
-    """Until no webhook arrived for ``quiet_s`` (or ``cap_s``): late and redelivered events."""
+def _settle(subscriber: Subscriber, stack: LocalStack, quiet_s: float, cap_s: float) -> None:
+    """Until no webhook arrived and the stack ran nothing of its own for ``quiet_s`` (or
+    ``cap_s``): late and redelivered events. Time-based on purpose: a quiet period."""
     deadline = time.monotonic() + cap_s
     while time.monotonic() < deadline:
         subscriber.changed.clear()
-        if not subscriber.changed.wait(quiet_s):
+        work = stack.activity()
+        if not subscriber.changed.wait(quiet_s) and stack.activity() == work and not stack.busy():
             return
 
 
@@ -824,11 +856,11 @@ def run(config: SoakConfig, say: Callable[[str], None] = print) -> dict[str, Any
                 posted_s = time.monotonic() - load_started
                 acknowledged = sum(1 for p in posted if p.message_id)
                 say(f"posted in {posted_s:.0f} s ({acknowledged} acknowledged); kills {dict(chaos.kills)}")
-                all_final = _wait_final(posted, subscriber, deadline, say)
+                all_final = _wait_final(posted, subscriber, deadline, config.stall_s, say)
             finally:
                 chaos.stop()
             final_s = time.monotonic() - load_started
-            _settle(subscriber, quiet_s=5.0, cap_s=config.settle_s)
+            _settle(subscriber, stack, quiet_s=5.0, cap_s=config.settle_s)
             table = read_table(stack, {p.tenant_id for p in partners})
             schedules = live_schedules(stack)
             checks = run_checks(

@@ -30,13 +30,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
 INIT_TIMEOUT_SECONDS = 60.0  # generous: spawn + imports on a loaded 2-core CI machine
 ACQUIRE_TIMEOUT_SECONDS = 60.0
 _PASSTHROUGH_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT")
+
+#: What made an invocation: one of the stack's event sources (SQS, streams, SNS, schedules, an
+#: asynchronous invocation's retry), or a caller's request (HTTP, a direct invoke).
+Trigger = Literal["event", "request"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,10 @@ class InvocationError(RuntimeError):
         self.result = result
         self.error_type = str(error.get("errorType", ""))
         self.error_message = str(error.get("errorMessage", ""))
+
+
+def _total(counts: Mapping[str, int], trigger: str | None) -> int:
+    return counts[trigger] if trigger else sum(counts.values())
 
 
 def _error(error_type: str, message: str, request_id: str = "") -> dict[str, Any]:
@@ -335,6 +343,11 @@ class FunctionPool:
         self._closed = False
         self._condition = threading.Condition()
         self.cold_starts = 0
+        #: Invocations started and finished so far, by trigger (a few integer increments per
+        #: invocation): what tells a waiting test that the function is still at work.
+        self._counts_lock = threading.Lock()
+        self._started: dict[str, int] = {"event": 0, "request": 0}
+        self._finished: dict[str, int] = {"event": 0, "request": 0}
 
     def _boot(self) -> dict[str, Any]:
         env = {key: os.environ[key] for key in _PASSTHROUGH_ENV if key in os.environ}
@@ -426,8 +439,36 @@ class FunctionPool:
         if discard and instance is not None:
             instance.kill()
 
-    def invoke(self, event: Any, request_id: str | None = None) -> InvocationResult:
-        """Run the handler once with ``event``; never raises for handler failures."""
+    def invocations(self, trigger: Trigger | None = None) -> int:
+        """Invocations finished so far (answered, failed, timed out or refused), of ``trigger``
+        or of any."""
+        with self._counts_lock:
+            return _total(self._finished, trigger)
+
+    def started(self, trigger: Trigger | None = None) -> int:
+        """Invocations started so far (finished or not), of ``trigger`` or of any."""
+        with self._counts_lock:
+            return _total(self._started, trigger)
+
+    def in_flight(self, trigger: Trigger | None = None) -> int:
+        """Invocations under way now (waiting for an instance or running), of ``trigger`` or of any."""
+        with self._counts_lock:
+            return _total(self._started, trigger) - _total(self._finished, trigger)
+
+    def invoke(
+        self, event: Any, request_id: str | None = None, *, trigger: Trigger = "request"
+    ) -> InvocationResult:
+        """Run the handler once with ``event``; never raises for handler failures. ``trigger``
+        says what asked for it (counted, see ``invocations``)."""
+        with self._counts_lock:
+            self._started[trigger] += 1
+        try:
+            return self._invoke(event, request_id)
+        finally:
+            with self._counts_lock:
+                self._finished[trigger] += 1
+
+    def _invoke(self, event: Any, request_id: str | None) -> InvocationResult:
         request_id = request_id or str(uuid.uuid4())
         try:
             event_json = json.dumps(event)

@@ -27,7 +27,7 @@ from devstack.echo import EchoServer
 from devstack.emf import EmfPublisher
 from devstack.functions import FunctionBuilder, FunctionModel, needs_implicit_http_api, url_function_ids
 from devstack.http_gateway import Gateway, Route
-from devstack.lambda_runtime import FunctionPool, InvocationError, InvocationResult
+from devstack.lambda_runtime import FunctionPool, InvocationError, InvocationResult, Trigger
 from devstack.poller import Poller
 from devstack.provision import IMPLICIT_HTTP_API, Provisioner, api_id_for, resolve_parameters
 from devstack.request_counter import RequestCounter
@@ -42,6 +42,8 @@ logger = logging.getLogger(__name__)
 
 _live_stacks_lock = threading.Lock()
 _live_stacks = 0  # moto keeps state per process: reset only when the last stack stops
+#: The stacks started in this process and not yet stopped (see ``running_stacks``).
+_running: list[LocalStack] = []
 
 
 #: What the local stack (and the tests' stacks) set EgressAllowedCidrs to: loopback only.
@@ -196,7 +198,26 @@ class LocalStack:
         pool = self._pools.get(logical_id)
         if pool is None:
             raise KeyError(f"no function {logical_id!r} in the stack")
-        return pool.invoke(event)
+        return pool.invoke(event, trigger="request")
+
+    def invocations(self, trigger: Trigger | None = None) -> dict[str, int]:
+        """Invocations finished so far per function, failed ones included: those of ``trigger``
+        ("event": the stack's event sources; "request": HTTP and ``invoke``), or all."""
+        return {logical_id: pool.invocations(trigger) for logical_id, pool in self._pools.items()}
+
+    def activity(self, trigger: Trigger | None = "event") -> int:
+        """How many times an invocation started or finished, over every function: by default
+        those of the stack's own event sources (SQS, streams, SNS, schedules, asynchronous
+        retries), which move while the stack works on its own and stand still when it is idle.
+        A caller's requests (HTTP, ``invoke``: "request") are left out unless asked for (None:
+        every invocation), so a test polling the API does not look like progress
+        (tests/waiting.py)."""
+        return sum(pool.started(trigger) + pool.invocations(trigger) for pool in self._pools.values())
+
+    def busy(self, trigger: Trigger | None = "event") -> bool:
+        """An invocation (by default an event source's) is under way now: waiting for an
+        instance or running."""
+        return any(pool.in_flight(trigger) for pool in self._pools.values())
 
     def crash(self, logical_id: str, *, busy: bool = True, every: bool = False) -> list[int]:
         """Crashes instances of function ``logical_id`` (see ``FunctionPool.crash``): busy ones
@@ -216,11 +237,16 @@ class LocalStack:
         except BaseException:
             self.stop()
             raise
+        with _live_stacks_lock:
+            _running.append(self)
         return self
 
     def stop(self) -> None:
         """Stop servers, pollers and function processes, and free every port. Idempotent."""
         global _live_stacks
+        with _live_stacks_lock:
+            if self in _running:
+                _running.remove(self)
         for poller in self._pollers:
             poller.stop()
         if self._async is not None:
@@ -404,7 +430,7 @@ class LocalStack:
     def _start_sources(self, clients: Mapping[str, Any]) -> None:
         destinations = Destinations(clients["sqs"], clients["sns"])
         self._async = AsyncInvoker(
-            self._invoke_for_gateway,
+            self._invoke_for_event,
             self.model.async_configs,
             {logical_id: spec.arn for logical_id, spec in self.model.specs.items()},
             destinations,
@@ -471,11 +497,14 @@ class LocalStack:
     # --- invocation plumbing -----------------------------------------------------------
 
     def _invoke_for_gateway(self, logical_id: str, event: dict[str, Any]) -> InvocationResult:
-        return self._pools[logical_id].invoke(event)
+        return self._pools[logical_id].invoke(event, trigger="request")
+
+    def _invoke_for_event(self, logical_id: str, event: dict[str, Any]) -> InvocationResult:
+        return self._pools[logical_id].invoke(event, trigger="event")
 
     def _invoker(self, logical_id: str) -> Any:
         def invoke(event: dict[str, Any]) -> InvocationResult:
-            return self._pools[logical_id].invoke(event)
+            return self._invoke_for_event(logical_id, event)
 
         return invoke
 
@@ -493,3 +522,10 @@ class LocalStack:
                 pass
         except OSError as exc:
             logger.warning("moto reset failed: %s", exc)
+
+
+def running_stacks() -> list[LocalStack]:
+    """The stacks started in this process and not stopped yet, oldest first: what a test's wait
+    watches for progress (tests/waiting.py) without being handed its stack."""
+    with _live_stacks_lock:
+        return list(_running)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +57,13 @@ def chromium() -> Iterator[Browser]:
             yield browser
         finally:
             browser.close()
+
+
+def pumping(page: Page) -> Callable[[float], None]:
+    """A `sleep` for tests/waiting.py's waits while a page is open: Playwright's sync API runs
+    the page's route handlers and event listeners only inside its own calls, so a plain
+    time.sleep would hold back a request the page makes meanwhile."""
+    return lambda seconds: page.wait_for_timeout(seconds * 1000)
 
 
 def screenshot(page: Page, name: str) -> None:

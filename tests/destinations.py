@@ -52,7 +52,7 @@ class HttpDestination:
                 arrived = time.monotonic()
                 answer = owner._script_next()
                 if answer.delay_seconds:
-                    time.sleep(answer.delay_seconds)
+                    time.sleep(answer.delay_seconds)  # a scripted slow answer: time-based on purpose
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 owner._record(SeenRequest(self.command, self.path, headers, body, arrived, time.monotonic()))
                 payload = answer.body.encode()

@@ -3,13 +3,17 @@ source does (partial batch failures honoured), for integration tests on mock_aws
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import boto3
 
 from devstack.sqs_source import failed_message_ids, lambda_record
+from hub.domain.retry import RetryPolicy
 from tests.aws import REGION, LambdaContext
+from tests.waiting import STALL_SECONDS, Progress, wait_for
 
 
 def pump(
@@ -156,7 +160,6 @@ def configure(
     HttpDestination, or None for no destination), purchase orders keyed by po_number, orders
     without keys."""
     from hub import wiring  # noqa: PLC0415
-    from hub.domain.retry import RetryPolicy  # noqa: PLC0415
     from hub.domain.tenancy import (  # noqa: PLC0415
         Destination,
         DuplicateHandling,
@@ -214,16 +217,104 @@ def run_with_retries(stack: Any, worker: Callable[[], Any]) -> None:
         worker()
 
 
-def wait_for_status(api: Any, message_id: str, wanted: str, timeout: float = 30) -> dict[str, Any]:
-    """Polls the partner API (an httpx client of a local stack) until `message_id` is in status
-    `wanted`; its public view then."""
-    import time  # noqa: PLC0415
+# --- on a local stack (tests/e2e, tests/reliability) ----------------------------------------
 
-    deadline = time.monotonic() + timeout
-    seen: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        seen = api.get(f"/api/edi-hub/messages/{message_id}").json()
-        if seen.get("pipeline_status") == wanted:
-            return seen
-        time.sleep(0.2)
-    raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never {wanted!r}")
+#: Automatic retries: three, a second apart.
+AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,))
+
+
+def integration(stack: Any, url: str, policy: Any = None, **options: Any) -> str:
+    """A fresh integration of the demo tenant (the demo key may post to it) on the local stack
+    `stack`: orchestration, towards `url` with the Destination's `options`, demo purchase orders
+    without business keys, `policy` its RetryPolicy (None: the default). Its id."""
+    from devstack.demo import DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, pointed_at  # noqa: PLC0415
+    from hub.adapters.dynamo.tenancy import DynamoConfigRepository  # noqa: PLC0415
+    from hub.domain.tenancy import (  # noqa: PLC0415
+        Destination,
+        Integration,
+        IntegrationMode,
+        MessageTypeConfig,
+    )
+
+    integration_id = f"int_t{uuid.uuid4().hex[:10]}"
+    with pointed_at(stack):
+        DynamoConfigRepository(stack.resources["HubTable"]).put_integration(
+            Integration(
+                integration_id=integration_id,
+                tenant_id=DEMO_TENANT_ID,
+                name=integration_id,
+                mode=IntegrationMode.ORCHESTRATION,
+                destination=Destination(url=url, **options),
+                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
+                retry_policy=policy or RetryPolicy(),
+            )
+        )
+    return integration_id
+
+
+def poison_integration(stack: Any, url: str) -> str:
+    """An integration of the demo tenant on which every step raises: its destination names the
+    client certificate of a connection whose stored certificate item lost its sealed fields (a
+    hand edit, a partial restore). Only the worker reads certificate items, so the door accepts
+    the message and the step raises `KeyError` on every receive, through production code only.
+    Auto retry is on: an internal failure is still never scheduled."""
+    from devstack.demo import DEMO_TENANT_ID  # noqa: PLC0415
+    from hub.adapters.dynamo import keys  # noqa: PLC0415
+
+    connection_id = f"conn_{uuid.uuid4().hex[:8]}"
+    stack.client("dynamodb").put_item(
+        TableName=stack.resources["HubTable"],
+        Item={
+            **{
+                name: {"S": value}
+                for name, value in keys.certificate_key(DEMO_TENANT_ID, connection_id).items()
+            },
+            "item_type": {"S": "client_certificate"},
+            "tenant_id": {"S": DEMO_TENANT_ID},
+            "connection_id": {"S": connection_id},
+        },
+    )
+    return integration(stack, url, AUTO, client_certificate_id=connection_id)
+
+
+def post(api: Any, integration_id: str, *, external_id: str | None = None) -> str:
+    """Posts one demo purchase order of its own to `integration_id` through the partner API (an
+    httpx client with the demo key): a fresh PO number, or `external_id` as both. Its id."""
+    from devstack.demo import demo_body  # noqa: PLC0415
+
+    body = {**demo_body(), "integration_id": integration_id}
+    po_number = external_id or f"PO-{uuid.uuid4().hex[:8]}"
+    body["payload"] = {**body["payload"], "po_number": po_number}
+    if external_id is not None:
+        body["external_id"] = external_id
+    answer = api.post("/api/edi-hub/receive-message", json=body)
+    assert answer.status_code == 202, answer.text
+    return str(answer.json()["message_id"])
+
+
+def wait_for_status(
+    api: Any,
+    message_id: str,
+    wanted: str,
+    *,
+    stall: float = STALL_SECONDS,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Polls the partner API (an httpx client of a local stack) until `message_id` is in status
+    `wanted`; its public view then. Waits while the message's view changes or the stack works
+    (`progress`, by default the local stacks of this process: tests/waiting.py); fails once
+    neither moved for `stall` seconds. `sleep`: browser.pumping(page) while a page is open."""
+
+    def view() -> dict[str, Any]:
+        seen: dict[str, Any] = api.get(f"/api/edi-hub/messages/{message_id}").json()
+        return seen
+
+    return wait_for(
+        view,
+        f"{message_id} to become {wanted!r}",
+        until=lambda seen: seen.get("pipeline_status") == wanted,
+        stall=stall,
+        progress=progress,
+        sleep=sleep,
+    )

@@ -7,7 +7,6 @@ Playwright is missing (`.ci/run` installs Chromium)."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ import pytest
 from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_API_KEY, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body
 from tests import browser
 from tests.destinations import Answer, HttpDestination
+from tests.waiting import wait_for
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -236,20 +236,6 @@ def failed_deliveries(admin: httpx.Client, subscription_id: str) -> list[dict[st
     return list(answer.json()["items"])
 
 
-def wait_until(check: Any, timeout: float = 45) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError("timed out")
-
-
-def two_or_none(items: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    return items if len(items) == 2 else None
-
-
 def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
     page: Page, admin, local_stack
 ) -> None:
@@ -269,7 +255,12 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
         try:
             for _ in range(2):
                 assert receive(local_stack, DEMO_API_KEY).status_code == 202
-            failures = wait_until(lambda: two_or_none(failed_deliveries(admin, subscription_id)))
+            failures = wait_for(
+                lambda: failed_deliveries(admin, subscription_id),
+                "two failed deliveries",
+                until=lambda items: len(items) == 2,
+                sleep=browser.pumping(page),
+            )
             receiver.script(Answer(200))
 
             item.get_by_role("button", name="Failed deliveries").click()
@@ -280,8 +271,18 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
             row.get_by_role("button", name=f"Replay {first}").click()
             expect(row).to_contain_text("replaying")
             # The same event (the same webhook-id) again; a delivered replay clears the failure.
-            wait_until(lambda: [r.headers.get("webhook-id") for r in receiver.requests].count(first) == 2)
-            wait_until(lambda: [f["event_id"] for f in failed_deliveries(admin, subscription_id)] == [second])
+            wait_for(
+                lambda: [r.headers.get("webhook-id") for r in receiver.requests].count(first),
+                "the replayed event at the receiver",
+                until=lambda count: count == 2,
+                sleep=browser.pumping(page),
+            )
+            wait_for(
+                lambda: [f["event_id"] for f in failed_deliveries(admin, subscription_id)],
+                "the replayed failure cleared",
+                until=lambda failed: failed == [second],
+                sleep=browser.pumping(page),
+            )
 
             # The browser's local time, as a datetime-local input takes it.
             since = (datetime.now() - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M")
@@ -289,7 +290,12 @@ def test_failed_deliveries_are_replayed_from_the_page_one_and_all_since(
             item.get_by_role("button", name="Replay all since").click()
             browser.confirm(page, "failed since", "Replay all")
             expect(page.locator("#toasts")).to_contain_text("Replaying 1 deliveries")
-            wait_until(lambda: failed_deliveries(admin, subscription_id) == [])
+            wait_for(
+                lambda: failed_deliveries(admin, subscription_id),
+                "every failure replayed",
+                until=lambda failed: failed == [],
+                sleep=browser.pumping(page),
+            )
             assert [r.headers.get("webhook-id") for r in receiver.requests].count(second) == 2
         finally:
             admin.delete(f"/api/admin/tenants/{DEMO_TENANT_ID}/subscriptions/{subscription_id}")

@@ -9,7 +9,6 @@ Skipped with the reason printed when Chromium or Playwright is missing."""
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body
+from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_INTEGRATION_ID, DEMO_TENANT_ID
 from tests import browser
 from tests.destinations import Answer, HttpDestination
-from tests.e2e.test_failures import AUTO, integration, post
-from tests.pipeline import wait_for_status
+from tests.pipeline import AUTO, integration, post, wait_for_status
+from tests.waiting import wait_for
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page, Request
@@ -83,7 +82,7 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503))
-    integration_id = integration(local_stack, destination, SLOW)
+    integration_id = integration(local_stack, destination.url, SLOW)
     first = [post(api, integration_id) for _ in range(2)]
     for message_id in first:
         wait_for_status(api, message_id, "retry_pending")
@@ -103,8 +102,8 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
 
     # Off: a new message shows only when asked for.
     third = post(api, integration_id)
-    wait_for_status(api, third, "retry_pending")
-    page.wait_for_timeout(1_000)
+    wait_for_status(api, third, "retry_pending", sleep=browser.pumping(page))
+    page.wait_for_timeout(1_000)  # time-based on purpose: nothing asks the API meanwhile
     assert calls.to("GET", "/api/admin/queue") == []
     expect(row(page, third)).to_have_count(0)
 
@@ -119,7 +118,7 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     expect(status).to_contain_text("refreshed")
     before = status.inner_text()
     calls.seen.clear()
-    expect(status).not_to_have_text(before, timeout=20_000)
+    expect(status).not_to_have_text(before, timeout=20_000)  # the page's own 10 s timer: time-based
     assert sorted(r.url.split("?")[0].rsplit("/api/admin/", 1)[1] for r in calls.api()) == [
         "queue",
         "queue/counts",
@@ -135,7 +134,7 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     )
     expect(status).to_have_text("Paused while this browser tab is hidden.")
     calls.seen.clear()
-    page.wait_for_timeout(12_000)  # longer than the period: a tick would have come
+    page.wait_for_timeout(12_000)  # time-based on purpose: longer than the period, a tick would have come
     assert calls.api() == []
 
     # Visible again: it refreshes at once and goes on.
@@ -156,8 +155,8 @@ def test_a_double_click_on_reprocess_is_one_request_with_an_idempotency_key(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503))
-    message_id = post(api, integration(local_stack, destination, DEAD))
-    wait_for_status(api, message_id, "dead_letter", timeout=60)
+    message_id = post(api, integration(local_stack, destination.url, DEAD))
+    wait_for_status(api, message_id, "dead_letter")
     destination.script(Answer(200))
 
     browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue?tab=dead_letter")
@@ -166,7 +165,10 @@ def test_a_double_click_on_reprocess_is_one_request_with_an_idempotency_key(
     dead.get_by_role("button", name="Reprocess").dblclick()
     browser.confirm(page, message_id, "Reprocess")
 
-    expect(dead).to_contain_text("sent", timeout=45_000)
+    wait_for_status(
+        api, message_id, "sent", sleep=browser.pumping(page)
+    )  # the hub first, as long as it works; then the page
+    expect(dead).to_contain_text("sent")
     [reprocess] = calls.to("POST", "/api/edi-hub/reprocess-message")
     assert UUID.match(reprocess.headers["idempotency-key"])
     assert reprocess.post_data_json == {"message_id": message_id}
@@ -177,9 +179,9 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503))
-    failed = post(api, integration(local_stack, destination, DEAD))
-    waiting = post(api, integration(local_stack, destination, SLOW))
-    wait_for_status(api, failed, "dead_letter", timeout=60)
+    failed = post(api, integration(local_stack, destination.url, DEAD))
+    waiting = post(api, integration(local_stack, destination.url, SLOW))
+    wait_for_status(api, failed, "dead_letter")
     wait_for_status(api, waiting, "retry_pending")
     destination.script(Answer(200))
 
@@ -192,8 +194,11 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     actions.get_by_role("button", name="Reprocess").dblclick()
     browser.confirm(page, failed, "Reprocess")
 
-    expect(page.locator(".facts")).to_contain_text("sent", timeout=45_000)
-    expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {failed}")
+    expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {failed}")  # a toast for 5 s
+    wait_for_status(
+        api, failed, "sent", sleep=browser.pumping(page)
+    )  # the hub first, as long as it works; then the page
+    expect(page.locator(".facts")).to_contain_text("sent")
     # Sent: no error class as current, Reprocess still offered (it would ask twice), no Cancel.
     expect(
         page.locator(".facts dt", has_text="Failing with").locator("xpath=following-sibling::dd[1]")
@@ -214,7 +219,7 @@ def test_the_message_view_reprocesses_and_cancels_each_action_one_request(
     assert len(cancels) == 1
     assert UUID.match(cancels[0].headers["idempotency-key"])
     assert cancels[0].headers["idempotency-key"] not in keys  # a new action, a new key
-    assert wait_for_status(api, waiting, "cancelled")["next_retry_at"] is None
+    assert wait_for_status(api, waiting, "cancelled", sleep=browser.pumping(page))["next_retry_at"] is None
 
 
 @pytest.fixture
@@ -239,8 +244,8 @@ def test_a_call_lost_on_the_network_is_resent_once_with_the_same_key(
     same Idempotency-Key (the API answers the first result again instead of acting twice)."""
     page, errors = lossy_page
     destination.script(Answer(503))
-    message_id = post(api, integration(local_stack, destination, DEAD))
-    wait_for_status(api, message_id, "dead_letter", timeout=60)
+    message_id = post(api, integration(local_stack, destination.url, DEAD))
+    wait_for_status(api, message_id, "dead_letter")
     destination.script(Answer(200))
     browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
     calls = watch(page)
@@ -257,7 +262,10 @@ def test_a_call_lost_on_the_network_is_resent_once_with_the_same_key(
     page.get_by_role("main").locator(".message-actions").get_by_role("button", name="Reprocess").click()
     browser.confirm(page, message_id, "Reprocess")
 
-    expect(page.locator(".facts")).to_contain_text("sent", timeout=45_000)
+    wait_for_status(
+        api, message_id, "sent", sleep=browser.pumping(page)
+    )  # the hub first, as long as it works; then the page
+    expect(page.locator(".facts")).to_contain_text("sent")
     sent = calls.to("POST", "/api/edi-hub/reprocess-message")
     assert [r.headers["idempotency-key"] for r in sent] == dropped * 2
     assert len(destination.requests) == 2
@@ -268,8 +276,8 @@ def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(200))
-    message_id = post(api, integration(local_stack, destination, AUTO))
-    wait_for_status(api, message_id, "sent", timeout=45)
+    message_id = post(api, integration(local_stack, destination.url, AUTO))
+    wait_for_status(api, message_id, "sent")
 
     browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
     calls = watch(page)
@@ -287,7 +295,7 @@ def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
     browser.confirm(page, "already accepted", "Send it again")
 
     expect(page.get_by_role("status")).to_contain_text(f"Reprocessing {message_id}")
-    wait_for_status(api, message_id, "sent", timeout=45)
+    wait_for_status(api, message_id, "sent", sleep=browser.pumping(page))
     posts = calls.to("POST", "/api/edi-hub/reprocess-message")
     assert [p.post_data_json for p in posts] == [
         {"message_id": message_id},
@@ -295,9 +303,12 @@ def test_reprocessing_a_sent_message_asks_again_then_sends_with_force(
         {"message_id": message_id, "force": True},
     ]
     assert len({p.headers["idempotency-key"] for p in posts}) == 3
-    deadline = time.monotonic() + 45
-    while len(destination.requests) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for(
+        lambda: len(destination.requests),
+        "the forced send",
+        until=lambda count: count >= 2,
+        sleep=browser.pumping(page),
+    )
     assert len(destination.requests) == 2
 
 
@@ -308,9 +319,9 @@ def test_the_timeline_is_one_expandable_line_per_attempt_and_a_sent_message_show
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503), Answer(502), Answer(500, "down for maintenance"), Answer(200))
-    integration_id = integration(local_stack, destination, AUTO.model_copy(update={"retry_max": 5}))
+    integration_id = integration(local_stack, destination.url, AUTO.model_copy(update={"retry_max": 5}))
     message_id = post(api, integration_id)
-    sent = wait_for_status(api, message_id, "sent", timeout=60)
+    sent = wait_for_status(api, message_id, "sent")
     assert sent["last_retry_error_class"] == "http_5xx"  # the item keeps the last failure's class
 
     browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/messages/{message_id}")
@@ -383,7 +394,7 @@ def test_the_queue_fits_390_px_with_its_table_scrolling_in_its_own_box(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503))
-    integration_id = integration(local_stack, destination, SLOW)
+    integration_id = integration(local_stack, destination.url, SLOW)
     message_id = post(api, integration_id)
     wait_for_status(api, message_id, "retry_pending")
     page.set_viewport_size({"width": 390, "height": 844})
@@ -442,23 +453,15 @@ def test_the_sign_in_hint_names_every_kind_of_token_and_each_signs_in(
 # --- search and bulk jobs (the API built beside this page) ----------------------------------
 
 
-def post_with_external_id(api: httpx.Client, integration_id: str, external_id: str) -> str:
-    body = {**demo_body(), "integration_id": integration_id, "external_id": external_id}
-    body["payload"] = {**body["payload"], "po_number": external_id}
-    answer = api.post("/api/edi-hub/receive-message", json=body)
-    assert answer.status_code == 202, answer.text
-    return str(answer.json()["message_id"])
-
-
 def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_queue_row(
     page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(200))
-    integration_id = integration(local_stack, destination, AUTO)
+    integration_id = integration(local_stack, destination.url, AUTO)
     wanted = f"PO-{uuid.uuid4().hex[:8].upper()}"
-    message_id = post_with_external_id(api, integration_id, wanted)
-    other = post_with_external_id(api, integration_id, f"PO-{uuid.uuid4().hex[:8].upper()}")
-    wait_for_status(api, message_id, "sent", timeout=45)
+    message_id = post(api, integration_id, external_id=wanted)
+    other = post(api, integration_id, external_id=f"PO-{uuid.uuid4().hex[:8].upper()}")
+    wait_for_status(api, message_id, "sent")
 
     browser.sign_in(page, DEMO_ADMIN_TOKEN, "/admin/queue")
     search = page.get_by_role("search", name="Find a message")
@@ -477,14 +480,26 @@ def test_the_search_box_finds_a_message_by_its_external_id_and_shows_it_as_a_que
     expect(page.get_by_role("tab", name=re.compile("Waiting"))).to_have_attribute("aria-selected", "true")
 
 
+def wait_for_job(admin: httpx.Client, job_id: str, page: Page) -> dict[str, Any]:
+    """Polls the admin API until bulk job `job_id` has ended (its view then), while it or the
+    stack moves (tests/waiting.py), the `page` open meanwhile."""
+    job: dict[str, Any] = wait_for(
+        lambda: admin.get(f"/api/admin/bulk-jobs/{job_id}", params={"tenant_id": DEMO_TENANT_ID}).json(),
+        f"bulk job {job_id} to end",
+        until=lambda view: view.get("state") not in ("running", "cancelling"),
+        sleep=browser.pumping(page),
+    )
+    return job
+
+
 def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
-    page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
+    page: Page, api: httpx.Client, admin: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503))
-    integration_id = integration(local_stack, destination, DEAD)
+    integration_id = integration(local_stack, destination.url, DEAD)
     dead = [post(api, integration_id) for _ in range(3)]
     for message_id in dead:
-        wait_for_status(api, message_id, "dead_letter", timeout=60)
+        wait_for_status(api, message_id, "dead_letter")
     destination.script(Answer(200))
 
     browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/queue?tab=dead_letter&integration_id={integration_id}")
@@ -499,7 +514,8 @@ def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
 
     job = page.locator("section.jobs li.job").first
     expect(job).to_contain_text("Reprocess")
-    expect(job).to_have_attribute("data-state", "completed", timeout=90_000)
+    wait_for_job(admin, str(job.get_attribute("data-job-id")), page)  # the hub first; then the page
+    expect(job).to_have_attribute("data-state", "completed")
     expect(job).to_contain_text("matched 3 · done 3 · skipped 0 · failed 0")
     [created] = calls.to("POST", "/api/admin/bulk-jobs")
     assert created.post_data_json == {
@@ -509,15 +525,15 @@ def test_reprocess_all_matching_runs_a_bulk_job_the_panel_follows(
     }
     assert UUID.match(created.headers["idempotency-key"])
     for message_id in dead:
-        wait_for_status(api, message_id, "sent", timeout=60)
+        wait_for_status(api, message_id, "sent", sleep=browser.pumping(page))
     assert len(destination.requests) == 6  # each message: its failed attempt and one delivery
 
 
 def test_cancel_all_matching_on_the_waiting_tab_and_a_job_can_be_stopped(
-    page: Page, api: httpx.Client, local_stack: Any, destination: HttpDestination
+    page: Page, api: httpx.Client, admin: httpx.Client, local_stack: Any, destination: HttpDestination
 ) -> None:
     destination.script(Answer(503))
-    integration_id = integration(local_stack, destination, SLOW)
+    integration_id = integration(local_stack, destination.url, SLOW)
     waiting = [post(api, integration_id) for _ in range(2)]
     for message_id in waiting:
         wait_for_status(api, message_id, "retry_pending")
@@ -530,8 +546,9 @@ def test_cancel_all_matching_on_the_waiting_tab_and_a_job_can_be_stopped(
     browser.confirm(page, f"the Waiting tab, integration {integration_id}", "Start cancelling")
 
     job = page.locator("section.jobs li.job").first
-    expect(job).to_have_attribute("data-state", "completed", timeout=60_000)
+    wait_for_job(admin, str(job.get_attribute("data-job-id")), page)  # the hub first; then the page
+    expect(job).to_have_attribute("data-state", "completed")
     expect(job).to_contain_text("done 2")
     for message_id in waiting:
-        wait_for_status(api, message_id, "cancelled")
+        wait_for_status(api, message_id, "cancelled", sleep=browser.pumping(page))
     expect(job.get_by_role("button", name="Cancel job")).to_have_count(0)  # a finished job has none

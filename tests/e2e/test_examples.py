@@ -14,7 +14,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from devstack.demo import DEMO_ADMIN_TOKEN, parameter_overrides
 from devstack.stack import LocalStack
 from hub.domain.failure import FailureCause
 from tests.aws import local_stack_on_free_ports
-from tests.hubctl_process import SCRIPT
+from tests.hubctl_process import SCRIPT, run_while_working
 from tests.pki import PFX_PASSWORD, build_pki
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-examples")]
@@ -82,16 +81,7 @@ def run_in_a_shell(commands: list[str], folder: Path, environ: dict[str, str]) -
     script = "\n".join(f'{{ {command}\n}} 2>&1; echo "{marker} $?"' for command in commands)
     bash = shutil.which("bash")
     assert bash is not None
-    done = subprocess.run(
-        [bash, "-c", script],
-        cwd=folder,
-        env=environ,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = run_while_working([bash, "-c", script], env=environ, cwd=folder)
     assert done.stderr == "", done.stderr
     parts = re.split(rf"^{marker} (\d+)$\n?", done.stdout, flags=re.MULTILINE)
     outputs, codes = parts[0::2], parts[1::2]

@@ -6,7 +6,6 @@ and bulk jobs)."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -17,18 +16,15 @@ import yaml
 from devstack.demo import (
     DEMO_ADMIN_TOKEN,
     DEMO_INTEGRATION_ID,
-    DEMO_MESSAGE_TYPE,
     DEMO_TENANT_ID,
     demo_body,
-    pointed_at,
 )
-from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
-from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.destinations import Answer, HttpDestination
 from tests.hubctl_process import SCRIPT, Hubctl
-from tests.pipeline import wait_for_status
+from tests.pipeline import integration, wait_for_status
 from tests.pki import PFX_PASSWORD, build_pki
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-hubctl")]
 
@@ -43,24 +39,6 @@ def hubctl(local_stack, tmp_path) -> Hubctl:
 def destination():
     with HttpDestination() as server:
         yield server
-
-
-def integration_to(local_stack, destination: HttpDestination, policy: RetryPolicy) -> str:
-    """A fresh integration of the demo tenant (the integrations route is another piece's)."""
-    integration_id = f"int_ctl_{uuid.uuid4().hex[:8]}"
-    with pointed_at(local_stack):
-        DynamoConfigRepository(local_stack.resources["HubTable"]).put_integration(
-            Integration(
-                integration_id=integration_id,
-                tenant_id=DEMO_TENANT_ID,
-                name=integration_id,
-                mode=IntegrationMode.ORCHESTRATION,
-                destination=Destination(url=destination.url),
-                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
-                retry_policy=policy,
-            )
-        )
-    return integration_id
 
 
 def post(local_stack, key: str, integration_id: str = DEMO_INTEGRATION_ID) -> httpx.Response:
@@ -152,7 +130,7 @@ def test_a_created_key_is_printed_once_with_a_warning(hubctl):
 
 def test_messages_list_show_and_reprocess_an_error(hubctl, local_stack, destination):
     destination.script(Answer(400), Answer(200))
-    integration_id = integration_to(local_stack, destination, RetryPolicy())
+    integration_id = integration(local_stack, destination.url, RetryPolicy())
     answer = post(local_stack, "hub_demo_local-only-key-0000000000000000000000", integration_id)
     message_id = answer.json()["message_id"]
     partner = httpx.Client(
@@ -183,7 +161,7 @@ def test_messages_list_show_and_reprocess_an_error(hubctl, local_stack, destinat
 def test_messages_cancel_a_waiting_retry(hubctl, local_stack, destination):
     destination.script(Answer(503))
     policy = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(30,))
-    integration_id = integration_to(local_stack, destination, policy)
+    integration_id = integration(local_stack, destination.url, policy)
     key = "hub_demo_local-only-key-0000000000000000000000"
     message_id = post(local_stack, key, integration_id).json()["message_id"]
     partner = httpx.Client(
@@ -329,7 +307,7 @@ def test_describe_message_prints_its_timeline_one_row_per_entry(hubctl, local_st
 
 def test_an_action_prints_one_line(hubctl, local_stack, destination):
     destination.script(Answer(400), Answer(200))
-    integration_id = integration_to(local_stack, destination, RetryPolicy())
+    integration_id = integration(local_stack, destination.url, RetryPolicy())
     message_id = post(local_stack, DEMO_KEY, integration_id).json()["message_id"]
     with partner_client(local_stack) as partner:
         wait_for_status(partner, message_id, "error")
@@ -345,7 +323,7 @@ def test_reprocess_twice_the_second_is_refused_already_delivered_then_force_send
     hubctl, local_stack, destination
 ):
     destination.script(Answer(400), Answer(200))
-    integration_id = integration_to(local_stack, destination, RetryPolicy())
+    integration_id = integration(local_stack, destination.url, RetryPolicy())
     message_id = post(local_stack, DEMO_KEY, integration_id).json()["message_id"]
     with partner_client(local_stack) as partner:
         wait_for_status(partner, message_id, "error")
@@ -355,9 +333,11 @@ def test_reprocess_twice_the_second_is_refused_already_delivered_then_force_send
         second = hubctl("reprocess", message_id, check=False)
         sends_before_force = len(destination.requests)
         forced = hubctl("reprocess", message_id, "--force")
-        deadline = time.monotonic() + 30
-        while len(destination.requests) == sends_before_force and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(
+            lambda: len(destination.requests),
+            "the forced send",
+            until=lambda sends: sends > sends_before_force,
+        )
         wait_for_status(partner, message_id, "sent")
 
     assert first.returncode == 0
@@ -398,16 +378,17 @@ def test_bulk_reprocess_of_the_error_tab_waits_until_each_message_is_delivered(
     hubctl, local_stack, destination
 ):
     destination.script(Answer(400))
-    integration_id = integration_to(local_stack, destination, RetryPolicy())
+    integration_id = integration(local_stack, destination.url, RetryPolicy())
     with partner_client(local_stack) as partner:
         ids = [post(local_stack, DEMO_KEY, integration_id).json()["message_id"] for _ in range(3)]
         for message_id in ids:
             wait_for_status(partner, message_id, "error")
         destination.script(Answer(200))
 
+        # --timeout: hubctl's own bound, there for a hung run only.
         ran = hubctl(
             "bulk", "reprocess", "--tab", "error", "--integration", integration_id,
-            "--tenant", DEMO_TENANT_ID, "--wait", "--interval", "0.5", "--timeout", "120",
+            "--tenant", DEMO_TENANT_ID, "--wait", "--interval", "0.5", "--timeout", "900",
         )  # fmt: skip
 
         for message_id in ids:
@@ -429,7 +410,7 @@ def test_bulk_reprocess_of_the_error_tab_waits_until_each_message_is_delivered(
 def test_bulk_cancel_of_the_waiting_tab(hubctl, local_stack, destination):
     destination.script(Answer(503))
     policy = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(300,))
-    integration_id = integration_to(local_stack, destination, policy)
+    integration_id = integration(local_stack, destination.url, policy)
     with partner_client(local_stack) as partner:
         message_id = post(local_stack, DEMO_KEY, integration_id).json()["message_id"]
         wait_for_status(partner, message_id, "retry_pending")

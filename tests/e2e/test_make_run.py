@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,13 +21,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.pipeline import wait_for_status
+from tests.waiting import cpu_seconds, wait_for
+
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-make-run")]
 
 ROOT = Path(__file__).resolve().parents[2]
-#: A whole stack starting on a loaded 2-core machine.
-START_SECONDS = 180
-#: A message through the pipeline, and its lines reaching the log file.
-PROGRESS_SECONDS = 60
 
 
 @dataclass
@@ -49,16 +47,22 @@ class Console:
         with self.lock:
             return list(self.lines)
 
-    def wait_for(self, text: str, seconds: float) -> list[str]:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+    def wait_for(self, text: str) -> list[str]:
+        """The lines printed once one contains `text`: waits while the process prints or works
+        (its CPU time: a whole stack starting on a loaded 2-core machine takes minutes)."""
+
+        def printed() -> list[str]:
             seen = self.snapshot()
-            if any(text in line for line in seen):
-                return seen
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"no {text!r} on the console; it showed:\n" + "\n".join(self.snapshot()))
+            if self.process.poll() is not None and not any(text in line for line in seen):
+                raise AssertionError(f"no {text!r} on the console; it showed:\n" + "\n".join(seen))
+            return seen
+
+        return wait_for(
+            printed,
+            f"{text!r} on the console",
+            until=lambda seen: any(text in line for line in seen),
+            progress=cpu_seconds(self.process.pid),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +96,7 @@ def make_run(log_file: Path) -> Iterator[Console]:
     reader = threading.Thread(target=console.read, daemon=True)
     reader.start()
     try:
-        console.wait_for("Ctrl-C to stop.", START_SECONDS)
+        console.wait_for("Ctrl-C to stop.")
         yield console
     finally:
         if process.poll() is None:
@@ -161,19 +165,16 @@ def test_function_logs_go_to_the_printed_file_and_the_console_stays_quiet(
         accepted = http.post("/api/edi-hub/receive-message", json=body)
         assert accepted.status_code == 202, accepted.text
         message_id = accepted.json()["message_id"]
-        deadline = time.monotonic() + PROGRESS_SECONDS
-        status = ""
-        while status != "sent" and time.monotonic() < deadline:
-            status = http.get(f"/api/edi-hub/messages/{message_id}").json()["pipeline_status"]
-            time.sleep(0.3)
-    assert status == "sent"
-    deadline = time.monotonic() + PROGRESS_SECONDS
-    logged = ""
-    while time.monotonic() < deadline:
-        logged = log_file.read_text(encoding="utf-8")
-        if message_id in logged and '"delivered"' in logged and '"_aws"' in logged:
-            break
-        time.sleep(0.3)
+        # That stack runs in another process: its functions' log file growing is its progress.
+        wait_for_status(
+            http, message_id, "sent", progress=lambda: log_file.exists() and log_file.stat().st_size
+        )
+    logged = wait_for(
+        lambda: log_file.read_text(encoding="utf-8"),
+        "the message's lines in the log file",
+        until=lambda text: message_id in text and '"delivered"' in text and '"_aws"' in text,
+        progress=lambda: None,  # the probe's answer, the file, is all there is to see move
+    )
 
     # The message's one INFO line (issue 29: the ingest's "message received" is DEBUG): the worker's.
     assert message_id in logged

@@ -162,6 +162,7 @@ def test_a_revoked_key_is_refused_within_the_configuration_cache(applied, hubctl
 
         revoked = hubctl.json("keys", "revoke", created["key_id"], "--tenant", TENANT)
         assert revoked["state"] == "revoked"
+        # Time-based on purpose: the refusal must come within the cache's time (and some slack).
         since = time.monotonic()
         deadline = since + CACHE_SECONDS + SLACK_SECONDS
         while (status := receive(client).status_code) != 401 and time.monotonic() < deadline:
@@ -181,7 +182,7 @@ def test_a_rotated_key_and_its_successor_both_work_during_the_grace_period(appli
     assert listed[old["key_id"]]["state"] == "rotating"
     assert listed[rotated["key_id"]]["rotated_from"] == old["key_id"]
     # Past the cache too: the old key's item, reloaded, still says it works until its end.
-    time.sleep(CACHE_SECONDS + 0.5)
+    time.sleep(CACHE_SECONDS + 0.5)  # time-based on purpose: the cache's time
     with partner(local_stack, old["key"]) as before, partner(local_stack, rotated["key"]) as after:
         assert (receive(before).status_code, receive(after).status_code) == (202, 202)
 

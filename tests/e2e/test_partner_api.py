@@ -59,7 +59,7 @@ def test_fifty_concurrent_identical_requests_over_http(api: httpx.Client, local_
             if answer.status_code < 500:
                 break
             failed = answer.status_code
-            time.sleep(int(answer.headers.get("Retry-After", "0")))
+            time.sleep(int(answer.headers.get("Retry-After", "0")))  # as told: the hub's own time
         return failed, answer
 
     with ThreadPoolExecutor(max_workers=50) as pool:

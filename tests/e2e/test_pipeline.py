@@ -6,28 +6,23 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import httpx
 import pytest
 
-from devstack.demo import DEMO_INTEGRATION_ID, DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, pointed_at
+from devstack.demo import DEMO_INTEGRATION_ID, DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, pointed_at
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.domain.retry import RetryPolicy
 from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.destinations import Answer, HttpDestination
-from tests.pipeline import wait_for_status
+from tests.pipeline import post, wait_for_status
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-pipeline")]
 
 
 def test_scenario_a_received_mapped_sent(api: httpx.Client, local_stack):
-    body = demo_body()
-    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
-
-    answer = api.post("/api/edi-hub/receive-message", json=body)
-    assert answer.status_code == 202
-    message_id = answer.json()["message_id"]
+    message_id = post(api, DEMO_INTEGRATION_ID)
 
     final = wait_for_status(api, message_id, "sent")
 
@@ -52,25 +47,13 @@ def test_scenario_b_a_503_is_retried_by_the_scheduler_and_then_sent(api: httpx.C
                 retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,)),
             )
         )
-        body = demo_body()
-        body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
-        message_id = api.post("/api/edi-hub/receive-message", json=body).json()["message_id"]
+        message_id = post(api, DEMO_INTEGRATION_ID)
 
         final = wait_for_status(api, message_id, "sent")
 
         assert final["retry_count"] == 1
         assert final["last_retry_error_class"] == "http_5xx"
         assert [r.headers["idempotency-key"] for r in destination.requests] == [message_id, message_id]
-
-
-def wait_for(probe, timeout: float = 30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout}s")
 
 
 def test_scenario_c_exhausted_retries_dead_letter_and_slack_gets_one_grouped_alert(
@@ -91,17 +74,15 @@ def test_scenario_c_exhausted_retries_dead_letter_and_slack_gets_one_grouped_ale
                 retry_policy=RetryPolicy(retry_auto_enabled=True, retry_max=2, ladder_seconds=(1,)),
             )
         )
-        body = demo_body()
-        body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
-        message_id = api.post("/api/edi-hub/receive-message", json=body).json()["message_id"]
+        message_id = post(api, DEMO_INTEGRATION_ID)
 
-        final = wait_for_status(api, message_id, "dead_letter", timeout=60)
+        final = wait_for_status(api, message_id, "dead_letter")
 
         def alerts_for_it() -> list[str]:
             texts = [json.loads(r.body)["text"] for r in slack.requests]
             return [text for text in texts if f"on integration {DEMO_INTEGRATION_ID}" in text]
 
-        (alert,) = wait_for(alerts_for_it)
+        (alert,) = wait_for(alerts_for_it, "the Slack alert of the dead letter")
         assert (final["retry_count"], final["last_retry_error_class"]) == (2, "http_5xx")
         assert len(destination.requests) == 3
         assert f"First message: {message_id} " in alert
@@ -109,8 +90,8 @@ def test_scenario_c_exhausted_retries_dead_letter_and_slack_gets_one_grouped_ale
         assert "Error class: http_5xx" in alert
         assert f"tab=dead_letter&amp;tenant_id={DEMO_TENANT_ID}" in alert
         ses = local_stack.client("ses")
-        assert wait_for(lambda: ses.get_send_quota()["SentLast24Hours"] >= 1)
-        time.sleep(1.0)  # a few more stream polls: still exactly one alert
+        wait_for(lambda: ses.get_send_quota()["SentLast24Hours"], "the alert email sent")
+        time.sleep(1.0)  # time-based on purpose: a few more stream polls, still exactly one alert
         assert len(alerts_for_it()) == 1
         assert ses.get_send_quota()["SentLast24Hours"] == 1
 
@@ -132,7 +113,7 @@ def test_an_alarm_published_to_the_alert_topic_reaches_slack(local_stack, slack:
         texts = [json.loads(r.body)["text"] for r in slack.requests]
         return [text for text in texts if "ALARM hub-e2e-pipeline-dlq-not-empty" in text]
 
-    (text,) = wait_for(alarm_posts)
+    (text,) = wait_for(alarm_posts, "the alarm's Slack post")
     assert "Reason: Threshold Crossed" in text
 
 
@@ -141,20 +122,20 @@ def test_the_health_view_counts_a_received_message_from_the_functions_emf(
 ):
     """Local = cloud (issue 13): the ingest function prints MessagesReceived as EMF, the local
     stack turns it into a CloudWatch metric as AWS does, and the admin API reads it back."""
-    body = demo_body()
-    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
-    assert api.post("/api/edi-hub/receive-message", json=body).status_code == 202
+    post(api, DEMO_INTEGRATION_ID)
 
-    deadline = time.monotonic() + 30
-    while True:
+    def health_view() -> dict:
         answer = admin.get("/api/admin/health", params={"tenant_id": DEMO_TENANT_ID})
         assert answer.status_code == 200, answer.text
-        health = answer.json()
-        if health["hourly"][-1]["received"] >= 1 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return dict(answer.json())
 
-    assert health["hourly"][-1]["received"] >= 1
+    health = wait_for(
+        health_view,
+        "MessagesReceived in the health view",
+        until=lambda view: view["hourly"][-1]["received"] >= 1,
+        interval=0.5,
+    )
+
     assert health["unavailable"] == []
     assert {lane["lane"] for lane in health["lanes"]} == {"pipeline", "webhooks"}
     assert health["integrations"]["tenant_id"] == DEMO_TENANT_ID

@@ -4,7 +4,6 @@ to a receiver on 127.0.0.1 that verifies with `standardwebhooks`."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 import httpx
@@ -15,18 +14,9 @@ from devstack.demo import DEMO_TENANT_ID
 from hub.outbox.events import EventType, OutboxEvent
 from hub.outbox.webhooks import WebhookJob
 from tests.destinations import Answer, HttpDestination
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-outbound-webhooks")]
-
-
-def wait_for(probe, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout}s")
 
 
 def test_the_webhooks_lane_delivers_signed_and_retries_on_the_scheduler_with_the_same_id(
@@ -58,7 +48,7 @@ def test_the_webhooks_lane_delivers_signed_and_retries_on_the_scheduler_with_the
         )
 
         # The first attempt answers 503; the retry waits 5 s on the scheduler, then succeeds.
-        wait_for(lambda: len(receiver.requests) >= 2)
+        wait_for(lambda: len(receiver.requests), "the retry at the receiver", until=lambda count: count >= 2)
 
         first, second = receiver.requests[:2]
         for request in (first, second):

@@ -23,6 +23,7 @@ from hub.webhooks.signatures import sign_standard_webhooks
 from tests.aws import function_names, local_stack_on_free_ports
 from tests.destinations import HttpDestination
 from tests.reliability.faults import AwsFaultProxy
+from tests.waiting import wait_for
 
 #: The function whose AWS calls go through the fault proxy.
 EDGE_FUNCTION = "IngestApiFunction"
@@ -220,16 +221,15 @@ class EdgeTenant:
             f"/api/webhook/{self.tenant_id}/{self.webhook_integration_id}", content=body, headers=headers
         )
 
-    def wait_until_sent(self, message_id: str, timeout: float = 30) -> dict[str, Any]:
-        """Polls the partner API until the message is `sent`; its public view then."""
-        deadline = time.monotonic() + timeout
-        seen: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            seen = self.status(message_id).json()
-            if seen.get("pipeline_status") == "sent":
-                return seen
-            time.sleep(0.1)
-        raise AssertionError(f"{message_id} stayed {seen.get('pipeline_status')!r}, never 'sent'")
+    def wait_until_sent(self, message_id: str) -> dict[str, Any]:
+        """Polls the partner API until the message is `sent`; its public view then (waiting while
+        the view or the stack moves: tests/waiting.py)."""
+        view: dict[str, Any] = wait_for(
+            lambda: self.status(message_id).json(),
+            f"{message_id} to become 'sent'",
+            until=lambda seen: seen.get("pipeline_status") == "sent",
+        )
+        return view
 
     def deliveries(self, message_id: str) -> int:
         """How many requests for `message_id` reached the destination (it keys them by our

@@ -97,6 +97,7 @@ def test_a_crash_between_the_claims_and_the_message_costs_a_wait_never_a_loss_or
     }
 
     # The partner resends as told: each 503 names when to come back, until the window ends.
+    # Time-based on purpose: the window is the hub's own time; 120 s only stops a hung run.
     waits: list[int] = []
     deadline = time.monotonic() + 120
     while True:
@@ -135,7 +136,7 @@ def test_two_resends_racing_for_the_takeover_make_one_message(
         answer = edge_tenant.receive(order, idempotency_key=key)
         while answer.status_code == 503:  # the other resend is still writing its message
             edge_error(answer, 503, "message_pending")
-            time.sleep(int(answer.headers["Retry-After"]))
+            time.sleep(int(answer.headers["Retry-After"]))  # as told: the hub's own time
             answer = edge_tenant.receive(order, idempotency_key=key)
         with lock:
             answers.append(answer)

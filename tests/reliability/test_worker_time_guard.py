@@ -24,16 +24,9 @@ import pytest
 from devstack.demo import DEMO_API_KEY, parameter_overrides, seed
 from devstack.stack import LocalStack
 from tests.aws import function_names, local_stack_on_free_ports
-from tests.pipeline import wait_for_status
+from tests.pipeline import integration, post, wait_for_status
 from tests.reliability.faults import AwsFaultProxy
-from tests.reliability.worker_support import (
-    KeyedDestination,
-    Reply,
-    integration,
-    post,
-    queue_counts,
-    wait_until,
-)
+from tests.reliability.worker_support import KeyedDestination, Reply, queue_counts, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-guard")]
 
@@ -145,7 +138,7 @@ def test_a_batch_short_of_time_returns_its_untaken_steps_and_none_is_lost_or_sen
     ids = post_together(api, stack, integration_id, 5)
 
     for message_id in ids:
-        assert wait_for_status(api, message_id, "sent", timeout=60)["retry_count"] == 0
+        assert wait_for_status(api, message_id, "sent")["retry_count"] == 0
     assert {message_id: destination.applied[message_id] for message_id in ids} == dict.fromkeys(ids, 1)
     assert {message_id: len(destination.requests_for(message_id)) for message_id in ids} == dict.fromkeys(
         ids, 1
@@ -181,16 +174,14 @@ def test_copies_the_queue_refuses_are_reported_failed_and_come_back_after_the_vi
     try:
         gate.fail("sqs", "SendMessage")
         ids = post_together(api, stack, integration_id, 3)
-        wait_until(
-            lambda: copies_of(gate, ids, refused=True), "the worker tried to return a step", timeout=30
-        )
+        wait_until(lambda: copies_of(gate, ids, refused=True), "the worker tried to return a step")
         wait_until(lambda: any(destination.applied[m] for m in ids), "the batch's first step was delivered")
         waiting = [m for m in ids if not destination.requests_for(m)]
         assert waiting  # not delivered, nor lost: reported, and in flight until the timeout ends
         gate.heal()
 
         for message_id in ids:
-            wait_for_status(api, message_id, "sent", timeout=60)
+            wait_for_status(api, message_id, "sent")
     finally:
         gate.heal()
         with stack.sqs_poller(WORKER).paused():

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,29 +15,23 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
-import httpx
-
-from devstack.demo import DEMO_MESSAGE_TYPE, DEMO_TENANT_ID, demo_body, pointed_at
+from devstack.demo import pointed_at
 from devstack.stack import LocalStack
 from hub.adapters.dynamo import keys
-from hub.adapters.dynamo.tenancy import DynamoConfigRepository
-from hub.domain.retry import RetryPolicy
-from hub.domain.tenancy import Destination, Integration, IntegrationMode, MessageTypeConfig
 from tests.outbox import StreamReader
+from tests.pipeline import integration, post  # noqa: F401 - their home is tests/pipeline.py now
+from tests.waiting import CEILING_SECONDS, STALL_SECONDS, wait_for
 
 T = TypeVar("T")
 
 
-def wait_until(probe: Callable[[], T], what: str, timeout: float = 30.0, interval: float = 0.1) -> T:
-    """Polls `probe` until it returns something truthy (and returns it); fails after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:g}s: {what}")
-        time.sleep(interval)
+def wait_until(probe: Callable[[], T], what: str, timeout: float | None = None, interval: float = 0.1) -> T:
+    """Polls `probe` until it returns something truthy (and returns it): tests/waiting.py's
+    wait_for, which fails once neither the probe's answer nor the stack's activity moved for
+    `timeout` seconds (default: STALL_SECONDS), or at its ceiling (the longer of CEILING_SECONDS
+    and `timeout`)."""
+    stall = STALL_SECONDS if timeout is None else timeout
+    return wait_for(probe, what, stall=stall, ceiling=max(CEILING_SECONDS, stall), interval=interval)
 
 
 def process_gone(pid: int) -> bool:
@@ -100,7 +93,7 @@ class KeyedDestination:
                 if reply.hold:
                     owner._released.wait(60)
                 if reply.delay_seconds:
-                    time.sleep(reply.delay_seconds)
+                    time.sleep(reply.delay_seconds)  # a scripted slow answer: time-based on purpose
                 body = b'{"ok": true}' if reply.status < 300 else b'{"error": "scripted"}'
                 try:
                     self.send_response(reply.status)
@@ -154,33 +147,6 @@ class KeyedDestination:
 
 
 # --- the hub's data on the stack --------------------------------------------------------------
-
-
-def integration(stack: LocalStack, url: str, policy: RetryPolicy | None = None, **options: Any) -> str:
-    """A fresh integration of the demo tenant (the demo key may post to it) towards `url`."""
-    integration_id = f"int_rel_{uuid.uuid4().hex[:8]}"
-    with pointed_at(stack):
-        DynamoConfigRepository(stack.resources["HubTable"]).put_integration(
-            Integration(
-                integration_id=integration_id,
-                tenant_id=DEMO_TENANT_ID,
-                name=integration_id,
-                mode=IntegrationMode.ORCHESTRATION,
-                destination=Destination(url=url, **options),
-                message_types={DEMO_MESSAGE_TYPE: MessageTypeConfig()},
-                retry_policy=policy or RetryPolicy(),
-            )
-        )
-    return integration_id
-
-
-def post(api: httpx.Client, integration_id: str) -> str:
-    """Posts one purchase order of its own (a fresh PO number) to `integration_id`; its id."""
-    body = {**demo_body(), "integration_id": integration_id}
-    body["payload"] = {**body["payload"], "po_number": f"PO-{uuid.uuid4().hex[:8]}"}
-    answer = api.post("/api/edi-hub/receive-message", json=body)
-    assert answer.status_code == 202, answer.text
-    return str(answer.json()["message_id"])
 
 
 def message_item(stack: LocalStack, message_id: str) -> dict[str, Any]:
@@ -263,26 +229,3 @@ def new_status(record: dict[str, Any]) -> str | None:
     image = record["dynamodb"].get("NewImage") or {}
     status = image.get("pipeline_status", {}).get("S")
     return str(status) if status is not None else None
-
-
-def poison_integration(stack: LocalStack, url: str) -> str:
-    """An integration of the demo tenant on which every step raises: its destination names the
-    client certificate of a connection whose stored certificate item lost its sealed fields (a
-    hand edit, a partial restore). Only the worker reads certificate items, so the door accepts
-    the message and the step raises `KeyError` on every receive, through production code only.
-    Auto retry is on: an internal failure is still never scheduled."""
-    connection_id = f"conn_{uuid.uuid4().hex[:8]}"
-    stack.client("dynamodb").put_item(
-        TableName=stack.resources["HubTable"],
-        Item={
-            **{
-                name: {"S": value}
-                for name, value in keys.certificate_key(DEMO_TENANT_ID, connection_id).items()
-            },
-            "item_type": {"S": "client_certificate"},
-            "tenant_id": {"S": DEMO_TENANT_ID},
-            "connection_id": {"S": connection_id},
-        },
-    )
-    policy = RetryPolicy(retry_auto_enabled=True, retry_max=3, ladder_seconds=(1,))
-    return integration(stack, url, policy, client_certificate_id=connection_id)

@@ -15,18 +15,24 @@ from pathlib import Path
 import pytest
 
 from bench.soak import SoakConfig, run
+from tests.waiting import CEILING_SECONDS, STALL_SECONDS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("soak")]
 
 
+@pytest.mark.timeout(1200)  # the run's own ceiling (cap_s) and the stack's start and stop
 def test_a_small_soak_with_worker_crashes_passes_every_check(tmp_path: Path) -> None:
+    # The drain waits as long as messages become final or the stack works, and gives up once
+    # nothing moved for a stall bound (a loaded machine is slow, not stuck); cap_s and settle_s
+    # are ceilings only.
     config = SoakConfig(
         n=40,
         kill_every=1.5,
         kill_busy_share=0.0,
-        cap_s=150.0,
+        cap_s=CEILING_SECONDS,
+        stall_s=STALL_SECONDS,
         drain_s=40.0,
-        settle_s=20.0,
+        settle_s=120.0,
         seed=15,
         results=tmp_path / "soak.json",
     )

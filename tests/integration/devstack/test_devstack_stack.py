@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from devstack.lambda_runtime import InvocationError
-from devstack.stack import LocalStack
+from devstack.stack import LocalStack, running_stacks
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "template.yaml"
 T = TypeVar("T")
@@ -348,6 +348,30 @@ def test_dynamodb_stream_delivers_only_records_matching_the_filter(stack: LocalS
     assert record["dynamodb"]["Keys"] == {"PK": {"S": "t"}, "SK": {"S": "OUTBOX#1"}}
     assert record["dynamodb"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
     assert isinstance(record["dynamodb"]["ApproximateCreationDateTime"], int)
+
+
+def test_the_stacks_activity_counts_its_event_sources_work_and_not_its_callers_requests(
+    stack: LocalStack,
+) -> None:
+    """The progress marker of the tests' waits (tests/waiting.py): an SQS batch moves it, an HTTP
+    request or a direct invoke (what a polling test itself does) moves only the request counts."""
+    assert stack in running_stacks()
+    events, requests = stack.invocations("event"), stack.invocations("request")
+
+    assert request(stack.api_url, "GET", "/items/counted")[0] == 200
+    assert stack.invoke_result("ApiFunction", {"rawPath": "/plain"}).ok
+
+    assert stack.invocations("request")["ApiFunction"] == requests["ApiFunction"] + 2
+    assert stack.invocations("event")["ApiFunction"] == events["ApiFunction"]
+    before = stack.activity()
+    stack.client("sqs").send_message(QueueUrl=stack.resources["WorkQueue"], MessageBody="job-counted")
+    wait_for(lambda: records_including(stack, "sqs", {"job-counted"}))
+    wait_for(lambda: stack.invocations("event")["WorkerFunction"] > events["WorkerFunction"])
+
+    assert stack.activity() >= before + 2  # its start and its end
+    assert stack.invocations()["WorkerFunction"] == sum(
+        stack.invocations(trigger)["WorkerFunction"] for trigger in ("event", "request")
+    )
 
 
 # --- schedules --------------------------------------------------------------------------------
