@@ -47,8 +47,9 @@ run: $(STAMP) $(if $(filter 1 yes true,$(BUILT)),build-host)
 ## ruff + mypy + the whole pytest suite (unit, contract, integration, e2e, reliability, soak and
 ## fuzz in small), as CI runs it; the 30 slowest tests last. It checks `make docs` too:
 ## tests/unit/test_api_reference.py fails when docs/api.md is not what `make docs` renders now.
+## Four workers on two cores: the local-stack tiers mostly wait on their stacks.
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -n 2 --dist loadgroup --durations=30
+	$(PY) -m pytest -n 4 --dist loadgroup --durations=30
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
