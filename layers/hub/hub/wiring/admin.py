@@ -63,10 +63,9 @@ SETTINGS = AdminSettings
 settings = settings_of(SETTINGS, "the admin API")
 
 
-def init() -> AdminSettings:
-    """The cold start's check (the handler calls it at import): this function's settings, so a
-    missing or malformed variable fails the init, named, instead of the first request."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 # --- the guard -------------------------------------------------------------------------------------

@@ -20,11 +20,9 @@ SETTINGS = Settings
 settings = settings_of(SETTINGS, "the alert notifier")
 
 
-def init() -> Settings:
-    """The cold start's check (the handler calls it at import): this function's settings (half
-    an email configuration is refused too), so a missing or malformed variable fails the init,
-    named, instead of the first alert."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 @once

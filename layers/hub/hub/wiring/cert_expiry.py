@@ -18,10 +18,9 @@ SETTINGS = Settings
 settings = settings_of(SETTINGS, "the certificate expiry check")
 
 
-def init() -> Settings:
-    """The cold start's check (the handler calls it at import): this function's settings, so a
-    missing or malformed variable fails the init, named, instead of the first run."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 @once

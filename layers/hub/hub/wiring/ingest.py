@@ -21,10 +21,9 @@ SETTINGS = Settings
 settings = settings_of(SETTINGS, "the ingest API")
 
 
-def init() -> Settings:
-    """The cold start's check (the handler calls it at import): this function's settings, so a
-    missing or malformed variable fails the init, named, instead of the first request."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 @once

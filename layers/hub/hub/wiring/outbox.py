@@ -28,10 +28,9 @@ SETTINGS = OutboxSettings
 settings = settings_of(SETTINGS, "the outbox publisher")
 
 
-def init() -> OutboxSettings:
-    """The cold start's check (the handler calls it at import): this function's settings, so a
-    missing or malformed variable fails the init, named, instead of the first batch."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 @once

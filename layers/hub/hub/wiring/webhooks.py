@@ -32,10 +32,9 @@ SETTINGS = WebhookSenderSettings
 settings = settings_of(SETTINGS, "the webhook sender")
 
 
-def init() -> WebhookSenderSettings:
-    """The cold start's check (the handler calls it at import): this function's settings, so a
-    missing or malformed variable fails the init, named, instead of the first job."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 @once

@@ -38,10 +38,9 @@ SETTINGS = WorkerSettings
 settings = settings_of(SETTINGS, "the pipeline worker")
 
 
-def init() -> WorkerSettings:
-    """The cold start's check (the handler calls it at import): this function's settings, so a
-    missing or malformed variable fails the init, named, instead of the first batch."""
-    return settings()
+#: The cold start's check (the handler calls it at import): a missing or malformed variable
+#: fails the init, named, instead of the first request.
+init = settings
 
 
 @once
