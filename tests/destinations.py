@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.serving import serving_thread
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -77,7 +79,7 @@ class HttpDestination:
                 self._server.socket, server_side=True, do_handshake_on_connect=False
             )
             self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = serving_thread(self._server)
 
     def _script_next(self) -> Answer:
         with self._lock:

@@ -17,6 +17,8 @@ from types import TracebackType
 
 from cryptography import x509
 
+from tests.serving import serving_thread
+
 SOAP12_CONTENT_TYPE = "application/soap+xml; charset=utf-8"
 
 RET_CONS_STAT_SERV = (
@@ -163,7 +165,7 @@ class SoapServer:
             httpd.socket, server_side=True, do_handshake_on_connect=False
         )
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="soap-server", daemon=True)
+        self._thread = serving_thread(httpd, name="soap-server")
         self._thread.start()
         return self
 

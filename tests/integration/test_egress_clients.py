@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
 from typing import Any
 
 import pytest
@@ -33,6 +32,7 @@ from tests.egress import LOCAL_EGRESS, FakeDns, fake_dns, non_loopback, recorded
 from tests.integration.delivery.test_soap_connector import CONS_STAT_SERV, WSDL, FixedCertificates
 from tests.integration.test_connections import api, path, put_integration_item, rest, tenants
 from tests.pipeline import configure, send, status
+from tests.serving import serving_thread
 
 __all__ = ["api", "fake_dns", "tenants"]  # fixtures used by name
 
@@ -224,7 +224,7 @@ class Redirecting:
             do_GET = do_POST = _redirect  # noqa: N815
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        Thread(target=self.server.serve_forever, daemon=True).start()
+        serving_thread(self.server).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/ws"
 
     def close(self) -> None:

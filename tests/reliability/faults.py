@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from devstack.request_counter import rest_operation
+from tests.serving import serving_thread
 
 #: X-Amz-Target prefixes of the services the proxy tells apart.
 SERVICE_TARGETS = {"DynamoDB_20120810": "dynamodb", "AmazonSQS": "sqs"}
@@ -150,7 +151,7 @@ class AwsFaultProxy:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = serving_thread(self._server)
 
     @property
     def url(self) -> str:

@@ -25,6 +25,7 @@ from devstack.stack import LocalStack
 from tests.aws import function_names, local_stack_on_free_ports
 from tests.reliability.sizes import proof_size
 from tests.reliability.worker_support import wait_until
+from tests.serving import serving_thread
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-limits")]
 
@@ -86,7 +87,7 @@ class LimitedDestination:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/orders"
 
     def __enter__(self) -> LimitedDestination:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        serving_thread(self._server).start()
         return self
 
     def __exit__(self, *_: object) -> None:

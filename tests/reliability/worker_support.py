@@ -20,6 +20,7 @@ from devstack.stack import LocalStack
 from hub.adapters.dynamo import keys
 from tests.outbox import StreamReader
 from tests.pipeline import integration, post  # noqa: F401 - their home is tests/pipeline.py now
+from tests.serving import serving_thread
 from tests.waiting import CEILING_SECONDS, STALL_SECONDS, wait_for
 
 T = TypeVar("T")
@@ -109,7 +110,7 @@ class KeyedDestination:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = serving_thread(self._server)
 
     @property
     def url(self) -> str:

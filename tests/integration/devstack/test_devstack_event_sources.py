@@ -20,6 +20,7 @@ from devstack.stack import LocalStack
 from tests.integration.devstack.test_devstack_stack import wait_for
 from tests.pipeline import expire_visibility
 from tests.reliability.worker_support import process_gone
+from tests.serving import serving_thread
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "sources.yaml"
 MAX_INSTANCES = 6
@@ -79,7 +80,7 @@ class Barrier:
 @pytest.fixture(scope="module")
 def barrier() -> Iterator[Barrier]:
     barrier = Barrier()
-    thread = threading.Thread(target=barrier.server.serve_forever, daemon=True)
+    thread = serving_thread(barrier.server)
     thread.start()
     yield barrier
     barrier.release_all()
