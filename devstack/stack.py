@@ -17,7 +17,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
 from devstack.async_invoke import AsyncInvoker
@@ -37,6 +36,7 @@ from devstack.sns_source import SnsGateway
 from devstack.sqs_metrics import SqsMetricsPublisher
 from devstack.sqs_source import STARTING_CONCURRENCY, SqsPoller, SqsSourceConfig
 from devstack.stream_source import StreamPoller
+from hub.adapters.aws import new_session
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class LocalStack:
 
     def client(self, service: str) -> Any:
         """A boto3 client bound to the embedded moto (independent of os.environ)."""
-        session = boto3.session.Session(
+        session = new_session(
             aws_access_key_id="testing",
             aws_secret_access_key="testing",  # noqa: S106 - moto
             region_name=self.region,

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devstack.lambda_runtime import INSTANCE_START_ENV
 from tests.pipeline import wait_for_status
 from tests.waiting import cpu_seconds, wait_for
 
@@ -73,7 +74,13 @@ def log_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def make_run(log_file: Path) -> Iterator[Console]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("HUB_LOCAL_", "HUB_ADMIN_"))}
+    # As a developer's shell has it: no HUB_LOCAL_/HUB_ADMIN_ settings, and instances spawned as
+    # `make run` ships (the suite's own stacks fork them: tests/conftest.py).
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HUB_LOCAL_", "HUB_ADMIN_")) and k != INSTANCE_START_ENV
+    }
     environ.update(
         HUB_LOCAL_AWS_PORT="0",
         HUB_LOCAL_API_PORT="0",

@@ -33,6 +33,7 @@ _BEST_EFFORT_CONFIG = Config(
 )
 
 _SESSION_LOCK = threading.Lock()
+_PATHS_LOCK = threading.Lock()
 
 
 @cache
@@ -43,15 +44,22 @@ def _models() -> botocore.loaders.Loader:
     return botocore.loaders.create_loader()
 
 
-@cache
-def _session() -> boto3.session.Session:
+def new_session(**options: Any) -> boto3.session.Session:
+    """A boto3 session (``options``: its credentials and region) on the process's one reader of
+    the model files; the local stack's clients use it too, so its tests create sessions cheaply."""
     core = botocore.session.Session()
     core.register_component("data_loader", _models())
-    session = boto3.session.Session(botocore_session=core)
-    # boto3 adds its own data folder to the loader's paths, once per session: once is enough.
-    paths = _models().search_paths
-    paths[:] = list(dict.fromkeys(paths))
+    with _PATHS_LOCK:
+        session = boto3.session.Session(botocore_session=core, **options)
+        # boto3 adds its own data folder to the loader's paths, once per session: once is enough.
+        paths = _models().search_paths
+        paths[:] = list(dict.fromkeys(paths))
     return session
+
+
+@cache
+def _session() -> boto3.session.Session:
+    return new_session()
 
 
 @cache
