@@ -4,7 +4,8 @@ AdminApiFunction handler on moto (stack from template.yaml), with real HTTP serv
 auth.token_url, soap endpoint or WSDL) to another scheme, host or port without its secret is
 400 `secret_required`, and the connection test then still calls only the owner's server; with
 the secret it is 200; a path change keeps the secret. Subscriptions likewise; the test tool is
-audited."""
+audited. The use case's side of a move with its secret, or of a path change with the
+certificate: tests/unit/test_connection_admin.py."""
 
 from __future__ import annotations
 
@@ -106,15 +107,6 @@ class TestEveryAuthKind:
         assert attacker.requests == []
         assert owner.requests, "the test still calls the owner's endpoint"
         assert saw_secret(owner, secret)
-
-    def test_a_new_host_with_the_secret_is_200(self, stack, tenants, api, owner, attacker, kind):
-        auth, _, _ = auth_of(kind, owner)
-        api("POST", path(), body={"connection_id": "erp", "url": owner.url, "auth": auth})
-
-        moved = api("PUT", path("t1", "erp"), body={"url": elsewhere(attacker), "auth": auth})
-
-        assert moved.status == 200, moved.body
-        assert (moved.body["url"], moved.body["version"]) == (elsewhere(attacker), 2)
 
     def test_a_path_change_without_the_secret_keeps_it(self, stack, tenants, api, owner, kind):
         auth, _, secret = auth_of(kind, owner)
@@ -223,12 +215,6 @@ class TestSoapWithTheClientCertificate:
         assert attacker.requests == []
         upload(api, pki, "sefaz-sp")
         assert api("POST", path(), body={**sefaz, "url": elsewhere(attacker, "/ws")}).status == 201
-
-    def test_another_path_on_the_same_endpoint_keeps_the_certificate(self, api, sefaz, mtls_server):
-        changed = api("PUT", path("t1", "sefaz-sp"), body={**sefaz, "url": mtls_server.url + "/v2"})
-
-        assert changed.status == 200, changed.body
-        assert changed.body["version"] == 2
 
 
 def subscriptions(*rest: str) -> str:

@@ -1,8 +1,10 @@
 """Integrations through the real AdminApiFunction handler on moto: create, read, list, replace
-with If-Match (412 when stale), delete (409 while messages of it wait), validation 400s naming
-the field, the tenant's default mode, secrets masked in every answer, the preview of a mapping;
-and a message sent through the real IngestApiFunction to an integration created over the API,
-delivered by the real PipelineWorkerFunction (the pipeline reads what the API wrote)."""
+with If-Match (412 when stale), delete (409 while messages of it wait), a validation 400 naming
+the field, the tenant's default mode, the preview of a mapping; and a message sent through the
+real IngestApiFunction to an integration created over the API, delivered by the real
+PipelineWorkerFunction (the pipeline reads what the API wrote). Which saves are refused, the
+write-only secrets and what a preview answers are the use case's rules:
+tests/unit/test_integration_admin.py."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from hub.adapters.dynamo.table import format_ts
 from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.admin.access import Role
 from hub.domain.clock import utcnow
-from hub.domain.tenancy import Integration, MessageTypeConfig
+from hub.domain.tenancy import Integration
 from hub.outbox.events import events_of_record
 from tests.aws import LambdaContext, load_handler
 from tests.destinations import Answer
@@ -28,8 +30,6 @@ from tests.mapping_bomb import BOMB, BOMB_TYPE, SMALL_PAYLOAD
 from tests.outbox import StreamReader
 
 INTEGRATIONS = "/api/admin/tenants/{tenant}/integrations"
-WHSEC = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-BEARER = "dest-bearer-token-0123456789"
 
 PO_TO_ORDER = {
     "output": {
@@ -37,10 +37,6 @@ PO_TO_ORDER = {
         "total": {"path": "amount", "transforms": [{"name": "to_decimal", "places": 2}]},
     }
 }
-IDOC = (
-    '<?xml version="1.0"?><ORDERS05><IDOC BEGIN="1"><E1EDK01><BELNR>4500012345</BELNR></E1EDK01>'
-    "</IDOC></ORDERS05>"
-)
 
 
 @pytest.fixture
@@ -80,13 +76,6 @@ def body(**changes: Any) -> dict[str, Any]:
         "name": "Purchase orders",
         "message_types": {"purchase_order": {"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER}},
         **changes,
-    }
-
-
-def webhook(secret: str = WHSEC) -> dict[str, Any]:
-    return {
-        "verification": {"scheme": "standard_webhooks", "secrets": [secret]},
-        "adapter": {"message_type": "purchase_order"},
     }
 
 
@@ -207,24 +196,8 @@ class TestCreateReadList:
 
 
 class TestValidation:
-    @pytest.mark.parametrize(
-        ("changes", "field"),
-        [
-            (
-                {"message_types": {"po": {"mapping": {"output": {"x": {"path": "a["}}}}}},
-                "message_types.po.mapping.output.x.path.path",
-            ),
-            (
-                {"message_types": {"po": {"duplicate_key_fields": ["po["]}}},
-                "message_types.po.duplicate_key_fields",
-            ),
-            ({"retry_policy": {"ladder_seconds": [60, 30]}}, "retry_policy.ladder_seconds"),
-            ({"retry_policy": {"retry_max": -1}}, "retry_policy.retry_max"),
-            ({"mode": "sometimes"}, "mode"),
-            ({"colour": "blue"}, "colour"),
-            ({"integration_id": "bad#id"}, "integration_id"),
-        ],
-    )
+    # The answer of a refused save; which saves are refused: tests/unit/test_integration_admin.py.
+    @pytest.mark.parametrize(("changes", "field"), [({"mode": "sometimes"}, "mode")])
     def test_a_save_the_pipeline_could_not_run_is_400_naming_the_field(
         self, stack, tenants, admin, changes, field
     ):
@@ -315,98 +288,6 @@ def test_the_operators_view_shows_their_own_save_at_once(stack, tenants, admin):
     assert admin("GET", view, query={"tenant_id": "t1"}).body["name"] == "Renamed"
 
 
-class TestSecrets:
-    def test_an_embedded_destination_moved_elsewhere_needs_its_secret_again(self, stack, tenants, admin):
-        bearer = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}
-        assert admin("POST", url(), body=body(destination=bearer)).status == 201
-        elsewhere = {"url": "https://collector.example.net/", "auth": {"kind": "bearer"}}
-
-        moved = admin("PUT", url(integration="int_po"), body=body(destination=elsewhere))
-        path_only = admin(
-            "PUT",
-            url(integration="int_po"),
-            body=body(destination={**elsewhere, "url": "https://erp.example/v2/orders"}),
-        )
-        resent = admin(
-            "PUT",
-            url(integration="int_po"),
-            body=body(destination={**elsewhere, "auth": {"kind": "bearer", "token": "new-token"}}),
-        )
-
-        assert (moved.status, moved.body["error"]["code"]) == (400, "secret_required"), moved.body
-        assert moved.body["error"]["details"][0]["field"] == "destination.auth.token"
-        assert (path_only.status, resent.status) == (200, 200)
-        stored = opening_config(stack).get_integration("t1", "int_po")
-        assert stored is not None
-        assert stored.destination is not None
-        assert (stored.destination.url, stored.destination.auth.token) == (
-            "https://collector.example.net/",
-            "new-token",
-        )
-
-    def test_an_embedded_destination_cannot_name_a_client_certificate(self, stack, tenants, admin):
-        mtls = {"url": "https://any.example.net/", "client_certificate_id": "sefaz-sp"}
-
-        refused = admin("POST", url(), body=body(destination=mtls))
-
-        assert (refused.status, refused.body["error"]["code"]) == (400, "validation_error"), refused.body
-        assert refused.body["error"]["details"][0]["field"] == "destination.client_certificate_id"
-        assert opening_config(stack).get_integration("t1", "int_po") is None
-
-    def test_webhook_and_destination_secrets_are_never_answered_and_a_save_without_them_keeps_them(
-        self, stack, tenants, admin
-    ):
-        destination = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}
-        created = admin("POST", url(), body=body(inbound_webhook=webhook(), destination=destination))
-        read = admin("GET", url(integration="int_po"))
-        # The view sent back as it was shown, and a body leaving the secrets out: both keep them.
-        shown_back = admin("PUT", url(integration="int_po"), body={**read.body, "name": "Shown back"})
-        left_out = admin(
-            "PUT",
-            url(integration="int_po"),
-            body=body(
-                name="Left out",
-                inbound_webhook={**webhook(), "verification": {"scheme": "standard_webhooks"}},
-                destination={"url": "https://erp.example/orders", "auth": {"kind": "bearer"}},
-            ),
-        )
-        listed = admin("GET", url())
-
-        answers = [created, read, shown_back, left_out, listed]
-        assert [a.status for a in answers] == [201, 200, 200, 200, 200]
-        for answer in answers:
-            text = json.dumps(answer.body)
-            assert WHSEC not in text
-            assert BEARER not in text
-        assert read.body["inbound_webhook"]["verification"]["secrets"] == "***"
-        assert read.body["destination"]["auth"]["token"] == "***"
-        stored = opening_config(stack).get_integration("t1", "int_po")
-        assert stored is not None
-        assert stored.name == "Left out"
-        assert stored.inbound_webhook is not None
-        assert stored.inbound_webhook.verification.secrets == (WHSEC,)
-        assert stored.destination is not None
-        assert stored.destination.auth.token == BEARER
-        audit = [
-            i
-            for i in stack.scan()
-            if i["PK"]["S"] == "AUDIT#t1" and i["action"]["S"].startswith("integration.")
-        ]
-        assert len(audit) == 3
-        assert WHSEC not in json.dumps(audit)
-        assert BEARER not in json.dumps(audit)
-
-    def test_a_new_secret_replaces_the_stored_one(self, stack, tenants, admin):
-        admin("POST", url(), body=body(inbound_webhook=webhook()))
-        rotated = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
-
-        admin("PUT", url(integration="int_po"), body=body(inbound_webhook=webhook(rotated)))
-
-        stored = opening_config(stack).get_integration("t1", "int_po")
-        assert stored is not None
-        assert stored.inbound_webhook.verification.secrets == (rotated,)
-
-
 class TestDelete:
     def test_deleted_204_then_gone(self, stack, tenants, admin):
         admin("POST", url(), body=body())
@@ -478,35 +359,6 @@ class TestPreview:
         }
         assert stack.scan() == before
 
-    def test_xml_input_to_xml_output_from_an_unsaved_message_type(self, stack, tenants, admin):
-        admin("POST", url(), body=body())
-        config = {
-            "duplicate_key_fields": ["ORDERS05.IDOC.E1EDK01.BELNR"],
-            "mapping": {
-                "output_format": "xml",
-                "xml_root": "order",
-                "output": {"number": {"path": "ORDERS05.IDOC.E1EDK01.BELNR"}},
-            },
-        }
-
-        answer = self.preview(admin, "idoc", payload=IDOC, config=config)
-
-        assert answer.body["ok"] is True
-        assert answer.body["content_type"] == "application/xml"
-        assert "<order><number>4500012345</number></order>" in answer.body["body"]
-        assert answer.body["duplicate_key"]["values"] == ["4500012345"]
-
-    def test_a_failing_mapping_is_the_error_the_message_would_fail_with(self, stack, tenants, admin):
-        admin("POST", url(), body=body())
-
-        answer = self.preview(admin, payload={"amount": "1"})
-
-        assert answer.status == 200
-        assert answer.body["ok"] is False
-        assert answer.body["error"]["code"] == "mapping_failed"
-        assert answer.body["error"]["details"] == {"field": "order"}
-        assert answer.body["duplicate_key"]["values"] is None
-
     def test_an_undefined_type_is_422_and_an_invalid_unsaved_config_400(self, stack, tenants, admin):
         admin("POST", url(), body=body())
 
@@ -541,22 +393,6 @@ class TestPreview:
             }
             assert "PO-B" not in answer.body["error"]["message"]  # never the payload
         assert stack.scan() == before
-
-    def test_an_expression_over_the_length_or_nesting_limit_is_not_saved(self, stack, tenants, admin):
-        too_long = {"mapping": {"output": {"order": {"path": "a" * 1001}}}}
-        too_deep = {"duplicate_key_fields": ["!" * 40 + "a"]}
-
-        refused = [
-            admin("POST", url(), body=body(message_types={"purchase_order": message_type}))
-            for message_type in (too_long, too_deep)
-        ]
-
-        assert [(r.status, r.body["error"]["code"]) for r in refused] == [(400, "validation_error")] * 2
-        assert [(d["field"], d["problem"]) for r in refused for d in r.body["error"]["details"]] == [
-            ("message_types.purchase_order.mapping.output.order.path.path", "mapping_too_large"),
-            ("message_types.purchase_order.duplicate_key_fields", "mapping_too_large"),
-        ]
-        assert admin("GET", url()).body["items"] == []
 
 
 def created_integration_and_key(admin, destination_url: str) -> str:
@@ -593,12 +429,6 @@ def test_a_message_to_an_integration_created_over_the_api_is_mapped_and_delivere
     assert [json.loads(r.body) for r in destination.requests] == [{"order": "PO-1", "total": 12.5}]
     item = stack.message_items()[0]
     assert item["pipeline_status"]["S"] == "sent"
-
-
-def test_the_unit_models_accept_what_the_api_stores() -> None:
-    # The API validates with the pipeline's models: a message type it stores loads back as is.
-    config = MessageTypeConfig.model_validate({"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER})
-    assert MessageTypeConfig.model_validate_json(config.model_dump_json()) == config
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,6 @@
 """Operator actions through the real AdminApiFunction handler (seed 000, scenarios C, D, G;
-seed 002, 7): reprocess, cancel-retry, the queue tabs, DLQ redrive, and the admin token."""
+seed 002, 7): reprocess, cancel-retry, the queue tabs, DLQ redrive, and the admin token. Which
+reprocesses and cancels the use case refuses: tests/unit/test_operator_moves.py."""
 
 from __future__ import annotations
 
@@ -72,27 +73,6 @@ class TestReprocess:
         pending = status(stack, message_id)
         assert (pending["pipeline_status"], pending["retry_count"]) == ("retry_pending", "1")
 
-    def test_refused_while_an_execution_is_in_flight_and_a_repeated_click_creates_nothing(
-        self, stack, tenancy, ingest_api, worker, destination, admin_api
-    ):
-        configure(stack, tenancy, destination)
-        destination.script(Answer(503))
-        message_id = send(ingest_api, tenancy, {"po_number": "PO-FLIGHT"})
-
-        # The first execution is still queued: it is alive.
-        refused = reprocess(admin_api, message_id)
-        assert refused.status == 409
-        assert refused.body["error"]["code"] == "execution_in_flight"
-
-        worker()  # the first execution fails and finishes: error
-        first = reprocess(admin_api, message_id)
-        second = reprocess(admin_api, message_id)
-
-        assert (first.status, second.status) == (202, 409)
-        steps = stack.drain_queue()
-        assert len(steps) == 1
-        assert steps[0]["execution_id"] == status(stack, message_id)["execution_id"]
-
     def test_refused_while_a_retry_waits(self, stack, tenancy, ingest_api, worker, destination, admin_api):
         configure(stack, tenancy, destination, retry_policy=AUTO)
         destination.script(Answer(503))
@@ -105,35 +85,6 @@ class TestReprocess:
         assert refused.body["error"]["details"]["pipeline_status"] == "retry_pending"
         assert status(stack, message_id)["pipeline_status"] == "retry_pending"
         assert stack.drain_queue() == []
-
-    def test_a_delivered_message_is_sent_again_only_with_force(
-        self, stack, tenancy, ingest_api, worker, destination, admin_api
-    ):
-        configure(stack, tenancy, destination)
-        destination.script(Answer(200), Answer(200))
-        message_id = send(ingest_api, tenancy, {"po_number": "PO-TWICE"})
-        worker()
-        assert status(stack, message_id)["pipeline_status"] == "sent"
-
-        refused = reprocess(admin_api, message_id)
-        again = reprocess(admin_api, message_id)
-
-        for answer in (refused, again):
-            assert (answer.status, answer.body["error"]["code"]) == (409, "already_delivered")
-            assert answer.body["error"]["details"] == {"message_id": message_id, "pipeline_status": "sent"}
-        assert stack.drain_queue() == []
-        assert status(stack, message_id)["pipeline_status"] == "sent"
-        assert audit_events(stack, message_id) == []
-
-        forced = admin_api(
-            "POST", "/api/edi-hub/reprocess-message", body={"message_id": message_id, "force": True}
-        )
-        assert (forced.status, forced.body["pipeline_status"]) == (202, "received")
-        worker()
-        assert status(stack, message_id)["pipeline_status"] == "sent"
-        assert len(destination.requests) == 2
-        [event] = audit_events(stack, message_id)
-        assert (event["event"], event["forced"]) == ("message.reprocessed", True)
 
     def test_a_message_delivered_after_the_operator_read_it_is_refused_as_delivered(
         self, stack, tenancy, ingest_api, worker, destination, admin_api
@@ -208,25 +159,6 @@ class TestCancelRetry:
         assert len(destination.requests) == 1
         # The execution is closed: the operator may still reprocess it later.
         assert DynamoExecutions(stack.table).live_execution(message_id) is None
-
-    def test_a_dead_lettered_message_can_be_cancelled_but_a_sent_one_cannot(
-        self, stack, tenancy, ingest_api, worker, destination, admin_api
-    ):
-        configure(stack, tenancy, destination, retry_policy=AUTO.model_copy(update={"retry_max": 0}))
-        destination.script(Answer(503), Answer(200))
-        dead = send(ingest_api, tenancy, {"po_number": "PO-DL"})
-        worker()
-        sent = send(ingest_api, tenancy, {"po_number": "PO-OK"})
-        worker()
-        assert status(stack, dead)["pipeline_status"] == "dead_letter"
-
-        cancelled = admin_api("POST", f"/api/admin/messages/{dead}/cancel-retry")
-        refused = admin_api("POST", f"/api/admin/messages/{sent}/cancel-retry")
-
-        assert cancelled.status == 200
-        assert status(stack, dead)["pipeline_status"] == "cancelled"
-        assert (refused.status, refused.body["error"]["code"]) == (409, "not_cancellable")
-        assert refused.body["error"]["details"]["pipeline_status"] == "sent"
 
 
 class TestCancelRaces:

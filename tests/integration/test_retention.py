@@ -1,7 +1,8 @@
 """Retention (issue 29) through the real handlers on moto, the table from template.yaml: a
 tenant's own retention set by a platform admin over the admin API (and refused otherwise), the
 platform's defaults from the template; the TTL (`expires_at`) each item gets; a message or a
-payload past its retention that DynamoDB has not deleted yet is gone for every reader."""
+payload past its retention that DynamoDB has not deleted yet is gone for every reader. Which
+retentions a tenant may have: tests/unit/test_tenant_life.py and test_retention_rules.py."""
 
 from __future__ import annotations
 
@@ -67,25 +68,11 @@ class TestTenantRetention:
         assert entries[0]["before"]["payload_retention_days"] == 2
         assert entries[0]["after"]["payload_retention_days"] is None
 
-    def test_a_message_retention_below_the_payload_default_shortens_the_payloads(self, stack, admin_api):
-        created = admin_api(
-            "POST", TENANTS, body={"tenant_id": "brief", "name": "B", "message_retention_days": 3}
-        )
-
-        assert created.status == 201, created.body
-        assert created.body["retention"] == {"payload_days": 3, "message_days": 3}
-
+    # The answer of a refused value on both routes; which values are refused:
+    # tests/unit/test_tenant_life.py.
     @pytest.mark.parametrize(
         ("body", "field"),
-        [
-            ({"payload_retention_days": 0}, "payload_retention_days"),
-            ({"message_retention_days": 3651}, "message_retention_days"),
-            ({"payload_retention_days": "seven"}, "payload_retention_days"),
-            ({"payload_retention_days": 1.5}, "payload_retention_days"),
-            # Longer than the message's: its own, or the platform's default (30).
-            ({"payload_retention_days": 10, "message_retention_days": 5}, "payload_retention_days"),
-            ({"payload_retention_days": 31}, "payload_retention_days"),
-        ],
+        [({"payload_retention_days": 10, "message_retention_days": 5}, "payload_retention_days")],
     )
     def test_bad_values_are_refused_naming_the_field(self, stack, tenancy, admin_api, body, field):
         created = admin_api("POST", TENANTS, body={"tenant_id": "bad", "name": "Bad", **body})
@@ -96,14 +83,6 @@ class TestTenantRetention:
             assert field in {d["field"] for d in answer.body["error"]["details"]}
         assert admin_api("GET", f"{TENANTS}/bad").status == 404
         assert admin_api("GET", f"{TENANTS}/t1").body["retention"] == {"payload_days": 7, "message_days": 30}
-
-    def test_a_change_is_checked_against_what_the_tenant_keeps(self, stack, tenancy, admin_api):
-        assert admin_api("PATCH", f"{TENANTS}/t1", body={"message_retention_days": 5}).status == 200
-
-        refused = admin_api("PATCH", f"{TENANTS}/t1", body={"payload_retention_days": 6})
-
-        assert (refused.status, _code(refused)) == (400, "validation_error")
-        assert refused.body["error"]["details"][0]["problem"] == "exceeds_message_retention"
 
     def test_only_a_platform_admin_sets_it(self, stack, tenancy, admin_api):
         tokens = {

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
 from hub.admin.access import BOOTSTRAP as OP
 from hub.admin.api_keys import ApiKeyAdmin, ApiKeyExists, ApiKeyNotActive, UnknownIntegrations
 from hub.admin.audit import Audit
+from hub.api.admin.api_keys import Rotation
+from hub.api.http import validated
 from hub.domain.tenancy import API_KEY_PREFIX, ApiKey, ApiKeyState, hash_api_key
-from hub.errors import NotFound
+from hub.errors import NotFound, ValidationFailed
 from hub.ingest.key_usage import KeyUsage
 from tests.fakes.api_keys import FakeApiKeys, FakeKeyUse
 from tests.fakes.audit import FakeAuditTrail
@@ -155,6 +158,27 @@ class TestRotate:
                 admin.rotate("t1", key_id, HOUR, OP)
             assert refused.value.http_status == 409
             assert refused.value.details["state"] == state
+
+    def test_grace_hours_is_chosen_within_bounds_and_a_rotating_key_does_not_rotate_again(self, admin):
+        old = admin.create("t1", None, None, OP)
+
+        def rotate(body: dict[str, int]) -> dict[str, Any]:
+            """POST .../rotate as its handler runs it: the body parsed, then the use case."""
+            grace = timedelta(hours=validated(Rotation, body, "request body").grace_hours)
+            return admin.rotate("t1", old["key_id"], grace, OP)
+
+        refusals = []
+        for too_long_or_negative in (721, -1):
+            with pytest.raises(ValidationFailed) as refused:
+                rotate({"grace_hours": too_long_or_negative})
+            refusals.append(refused.value)
+        now = rotate({"grace_hours": 0})
+        with pytest.raises(ApiKeyNotActive) as twice:
+            rotate({"grace_hours": 1})
+
+        assert [(r.http_status, r.code) for r in refusals] == [(400, "validation_error")] * 2
+        assert now["previous"]["state"] == "revoked"  # grace 0: the old key ends at once
+        assert (twice.value.http_status, twice.value.code) == (409, "api_key_not_active")
 
     def test_a_rotation_that_loses_a_race_is_a_conflict(self, admin, store):
         old = admin.create("t1", None, None, OP)

@@ -319,6 +319,53 @@ class TestVersions:
         assert world.config.get_integration("t1", "int_b").connection_gone_at is not None
 
 
+#: Issue 27, point 4: the owner's endpoint, and another host a moved connection would send to.
+OWNER, ELSEWHERE = "https://erp.example.com/orders", "https://elsewhere.example.net/steal"
+BOUND_AUTHS = {
+    "bearer": {"kind": "bearer", "token": "tok-OWNER"},
+    "basic": {"kind": "basic", "username": "u", "password": "pw-OWNER"},
+    "api_key": {"kind": "api_key", "header_name": "X-Api-Key", "api_key": "key-OWNER"},
+    "oauth2_client_credentials": {
+        "kind": "oauth2_client_credentials",
+        "token_url": "https://erp.example.com/token",
+        "client_id": "cid",
+        "client_secret": "cs-OWNER",
+    },
+}
+
+
+class TestCredentialBinding:
+    """A move to another host with the credential sent again, or a move of the path only, is
+    saved (the refusals: tests/unit/test_destination_binding.py and the handler's answer in
+    tests/integration/test_credential_binding.py)."""
+
+    @pytest.mark.parametrize("kind", list(BOUND_AUTHS))
+    def test_a_new_host_with_the_secret_is_saved(self, world, kind):
+        auth = BOUND_AUTHS[kind]
+        world.admin.create(BOOTSTRAP, "t1", spec(connection_id="erp", url=OWNER, auth=auth))
+
+        moved = world.admin.update(BOOTSTRAP, "t1", "erp", spec(url=ELSEWHERE, auth=auth), None)
+
+        assert (moved["url"], moved["version"]) == (ELSEWHERE, 2)
+
+    def test_another_path_on_the_same_endpoint_keeps_the_certificate(self, world):
+        world.upload_certificate("sefaz-sp")
+        world.admin.create(BOOTSTRAP, "t1", sefaz_spec(connection_id="sefaz-sp"))
+        endpoint = world.admin.get("t1", "sefaz-sp")["url"]
+
+        same_endpoint = spec(
+            connection_id="sefaz-sp",
+            platform="sefaz",
+            url=endpoint + "/v2",
+            soap={"wsdl": WSDL, "operation": "nfeStatusServicoNF"},
+        )
+
+        changed = world.admin.update(BOOTSTRAP, "t1", "sefaz-sp", same_endpoint, None)
+
+        assert changed["version"] == 2
+        assert world.store.get("t1", "sefaz-sp").destination.client_certificate_id == "sefaz-sp"
+
+
 class TestDelete:
     def test_in_use_is_409_naming_the_integrations_then_it_deletes(self, world):
         world.admin.create(BOOTSTRAP, "t1", spec(connection_id="c"))

@@ -1,6 +1,7 @@
 """Erasure by value as a use case (hub.admin.erasure) over in-memory ports: at most a batch per
 call, `more` while the search has more, rows already gone skipped, one audit entry per call with
-ids only, a viewer refused and another tenant's message not found."""
+ids only, a viewer refused and another tenant's message not found; and the one value an erasure
+by value needs."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from hub.admin.access import BOOTSTRAP, Principal, Role
 from hub.admin.audit import Audit, AuditEntry
 from hub.admin.erasure import ErasedBy, Erasure
 from hub.admin.search import SearchKind, SearchPage
+from hub.api.admin.erasures import ErasureRequest
+from hub.api.http import validated
 from hub.domain.message import MessageRecord, PayloadFormat
 from hub.domain.status import PipelineStatus
 from hub.domain.tenancy import Tenant
-from hub.errors import Forbidden, NotFound
+from hub.errors import Forbidden, NotFound, ValidationFailed
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 
@@ -142,3 +145,15 @@ def test_one_message_needs_an_operator_of_its_tenant() -> None:
 
     operator = Principal("tok_op", "operator", Role.OPERATOR, "t1")
     assert erasure.erase_message("msg_1", operator) == {"erased": ["msg_1"], "more": False}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{}, {"external_id": "a", "business_key": "b"}, {"external_id": ""}, {"cpf": "1"}],
+)
+def test_an_erasure_by_value_needs_exactly_one_value(body: dict[str, str]) -> None:
+    """The body of POST /api/admin/tenants/<tenant_id>/erasures, as its handler parses it."""
+    with pytest.raises(ValidationFailed) as refused:
+        validated(ErasureRequest, body, "request body")
+
+    assert (refused.value.http_status, refused.value.code) == (400, "validation_error")

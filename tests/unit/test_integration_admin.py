@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -23,8 +24,15 @@ from hub.admin.integrations import (
 )
 from hub.domain.retry import RetryPolicy
 from hub.domain.status import PipelineStatus
-from hub.domain.tenancy import Connection, Destination, IntegrationMode, MessageTypeConfig, Tenant
-from hub.errors import NotFound, PreconditionFailed, UnknownMessageType, ValidationFailed
+from hub.domain.tenancy import (
+    Connection,
+    Destination,
+    Integration,
+    IntegrationMode,
+    MessageTypeConfig,
+    Tenant,
+)
+from hub.errors import NotFound, PreconditionFailed, SecretRequired, UnknownMessageType, ValidationFailed
 from hub.ingest.receptions import MARK_EVERY, Receptions
 from hub.mapping import MappingTooLarge
 from tests.contract.scenario import new_message
@@ -385,3 +393,208 @@ class TestReceptions:
         receptions.seen("t1", "int_1", clock.now)
 
         assert store.calls == 3
+
+
+#: An integration as the operator's form saves it: a message type mapped to another JSON.
+PO_TO_ORDER = {
+    "output": {
+        "order": {"path": "po_number"},
+        "total": {"path": "amount", "transforms": [{"name": "to_decimal", "places": 2}]},
+    }
+}
+IDOC = (
+    '<?xml version="1.0"?><ORDERS05><IDOC BEGIN="1"><E1EDK01><BELNR>4500012345</BELNR></E1EDK01>'
+    "</IDOC></ORDERS05>"
+)
+BEARER = "dest-bearer-token-0123456789"
+
+
+def po_body(**changes: Any) -> dict[str, Any]:
+    return {
+        "integration_id": "int_po",
+        "name": "Purchase orders",
+        "message_types": {"purchase_order": {"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER}},
+        **changes,
+    }
+
+
+def po_webhook(secret: str = WHSEC) -> dict[str, Any]:
+    return {
+        "verification": {"scheme": "standard_webhooks", "secrets": [secret]},
+        "adapter": {"message_type": "purchase_order"},
+    }
+
+
+def opened(store: FakeIntegrations, integration_id: str = "int_po") -> Integration | None:
+    """The integration as ingest and the worker read it: sealed secrets opened."""
+    return FakeConfig(store.state).get_integration("t1", integration_id)
+
+
+class TestSaveRefusals:
+    @pytest.mark.parametrize(
+        ("changes", "field"),
+        [
+            (
+                {"message_types": {"po": {"mapping": {"output": {"x": {"path": "a["}}}}}},
+                "message_types.po.mapping.output.x.path.path",
+            ),
+            (
+                {"message_types": {"po": {"duplicate_key_fields": ["po["]}}},
+                "message_types.po.duplicate_key_fields",
+            ),
+            ({"retry_policy": {"ladder_seconds": [60, 30]}}, "retry_policy.ladder_seconds"),
+            ({"retry_policy": {"retry_max": -1}}, "retry_policy.retry_max"),
+            ({"mode": "sometimes"}, "mode"),
+            ({"colour": "blue"}, "colour"),
+            ({"integration_id": "bad#id"}, "integration_id"),
+        ],
+    )
+    def test_a_save_the_pipeline_could_not_run_is_400_naming_the_field(self, admin, changes, field):
+        with pytest.raises(ValidationFailed) as refused:
+            admin.create(BOOTSTRAP, "t1", po_body(**changes))
+
+        assert (refused.value.http_status, refused.value.code) == (400, "validation_error")
+        assert field in [d["field"] for d in refused.value.details]
+        assert admin.list_integrations("t1", 50, None)["items"] == []
+
+    def test_an_expression_over_the_length_or_nesting_limit_is_not_saved(self, admin):
+        too_long = {"mapping": {"output": {"order": {"path": "a" * 1001}}}}
+        too_deep = {"duplicate_key_fields": ["!" * 40 + "a"]}
+
+        refused = []
+        for message_type in (too_long, too_deep):
+            with pytest.raises(ValidationFailed) as refusal:
+                admin.create(BOOTSTRAP, "t1", po_body(message_types={"purchase_order": message_type}))
+            refused.append(refusal.value)
+
+        assert [(r.http_status, r.code) for r in refused] == [(400, "validation_error")] * 2
+        assert [(d["field"], d["problem"]) for r in refused for d in r.details] == [
+            ("message_types.purchase_order.mapping.output.order.path.path", "mapping_too_large"),
+            ("message_types.purchase_order.duplicate_key_fields", "mapping_too_large"),
+        ]
+        assert admin.list_integrations("t1", 50, None)["items"] == []
+
+
+class TestEmbeddedDestination:
+    def test_moved_elsewhere_it_needs_its_secret_again(self, admin, store):
+        bearer = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}
+        admin.create(BOOTSTRAP, "t1", po_body(destination=bearer))
+        elsewhere = {"url": "https://collector.example.net/", "auth": {"kind": "bearer"}}
+
+        with pytest.raises(SecretRequired) as moved:
+            admin.replace(BOOTSTRAP, "t1", "int_po", po_body(destination=elsewhere), None)
+        path_only = {**elsewhere, "url": "https://erp.example/v2/orders"}
+        admin.replace(BOOTSTRAP, "t1", "int_po", po_body(destination=path_only), None)
+        resent = {**elsewhere, "auth": {"kind": "bearer", "token": "new-token"}}
+        admin.replace(BOOTSTRAP, "t1", "int_po", po_body(destination=resent), None)
+
+        assert (moved.value.http_status, moved.value.code) == (400, "secret_required")
+        assert moved.value.details[0]["field"] == "destination.auth.token"
+        stored = opened(store)
+        assert stored is not None
+        assert stored.destination is not None
+        assert (stored.destination.url, stored.destination.auth.token) == (
+            "https://collector.example.net/",
+            "new-token",
+        )
+
+    def test_it_cannot_name_a_client_certificate(self, admin, store):
+        mtls = {"url": "https://any.example.net/", "client_certificate_id": "sefaz-sp"}
+
+        with pytest.raises(ValidationFailed) as refused:
+            admin.create(BOOTSTRAP, "t1", po_body(destination=mtls))
+
+        assert (refused.value.http_status, refused.value.code) == (400, "validation_error")
+        assert refused.value.details[0]["field"] == "destination.client_certificate_id"
+        assert opened(store) is None
+
+
+class TestWriteOnlySecrets:
+    def test_webhook_and_destination_secrets_are_never_answered_and_a_save_without_them_keeps_them(
+        self, admin, store, audit
+    ):
+        destination = {"url": "https://erp.example/orders", "auth": {"kind": "bearer", "token": BEARER}}
+        hook = po_webhook()
+        created = admin.create(BOOTSTRAP, "t1", po_body(inbound_webhook=hook, destination=destination))
+        read = admin.get("t1", "int_po")
+        # The view sent back as it was shown, and a body leaving the secrets out: both keep them.
+        shown_back = admin.replace(BOOTSTRAP, "t1", "int_po", {**read, "name": "Shown back"}, None)
+        left_out = admin.replace(
+            BOOTSTRAP,
+            "t1",
+            "int_po",
+            po_body(
+                name="Left out",
+                inbound_webhook={**hook, "verification": {"scheme": "standard_webhooks"}},
+                destination={"url": "https://erp.example/orders", "auth": {"kind": "bearer"}},
+            ),
+            None,
+        )
+        listed = admin.list_integrations("t1", 50, None)
+
+        for answer in (created, read, shown_back, left_out, listed):
+            text = json.dumps(answer)
+            assert WHSEC not in text
+            assert BEARER not in text
+        assert read["inbound_webhook"]["verification"]["secrets"] == "***"
+        assert read["destination"]["auth"]["token"] == "***"
+        stored = opened(store)
+        assert stored is not None
+        assert stored.name == "Left out"
+        assert stored.inbound_webhook is not None
+        assert stored.inbound_webhook.verification.secrets == (WHSEC,)
+        assert stored.destination is not None
+        assert stored.destination.auth.token == BEARER
+        entries = [e for e in audit.entries if e.scope == "t1" and e.action.startswith("integration.")]
+        assert len(entries) == 3
+        assert WHSEC not in json.dumps([vars(e) for e in entries], default=str)
+        assert BEARER not in json.dumps([vars(e) for e in entries], default=str)
+
+    def test_a_new_secret_replaces_the_stored_one(self, admin, store):
+        admin.create(BOOTSTRAP, "t1", po_body(inbound_webhook=po_webhook()))
+        rotated = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldY"
+
+        admin.replace(BOOTSTRAP, "t1", "int_po", po_body(inbound_webhook=po_webhook(rotated)), None)
+
+        stored = opened(store)
+        assert stored is not None
+        assert stored.inbound_webhook is not None
+        assert stored.inbound_webhook.verification.secrets == (rotated,)
+
+
+class TestPreviewAnswers:
+    def test_xml_input_to_xml_output_from_an_unsaved_message_type(self, admin):
+        admin.create(BOOTSTRAP, "t1", po_body())
+        config = MessageTypeConfig.model_validate(
+            {
+                "duplicate_key_fields": ["ORDERS05.IDOC.E1EDK01.BELNR"],
+                "mapping": {
+                    "output_format": "xml",
+                    "xml_root": "order",
+                    "output": {"number": {"path": "ORDERS05.IDOC.E1EDK01.BELNR"}},
+                },
+            }
+        )
+
+        answer = admin.preview("t1", "int_po", "idoc", IDOC, config)
+
+        assert answer["ok"] is True
+        assert answer["content_type"] == "application/xml"
+        assert "<order><number>4500012345</number></order>" in answer["body"]
+        assert answer["duplicate_key"]["values"] == ["4500012345"]
+
+    def test_a_failing_mapping_is_the_error_the_message_would_fail_with(self, admin):
+        admin.create(BOOTSTRAP, "t1", po_body())
+
+        answer = admin.preview("t1", "int_po", "purchase_order", {"amount": "1"})
+
+        assert answer["ok"] is False
+        assert answer["error"]["code"] == "mapping_failed"
+        assert answer["error"]["details"] == {"field": "order"}
+        assert answer["duplicate_key"]["values"] is None
+
+
+def test_the_unit_models_accept_what_the_api_stores() -> None:
+    # The API validates with the pipeline's models: a message type it stores loads back as is.
+    config = MessageTypeConfig.model_validate({"duplicate_key_fields": ["po_number"], "mapping": PO_TO_ORDER})
+    assert MessageTypeConfig.model_validate_json(config.model_dump_json()) == config

@@ -1,19 +1,23 @@
-"""Tenants: their state, the admin use cases over an in-memory store, and ingest refusing a
-disabled tenant's keys from the configuration cache."""
+"""Tenants: their state, the admin use cases over an in-memory store (with the bodies their
+routes parse, and the retention a tenant may keep), and ingest refusing a disabled tenant's keys
+from the configuration cache."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from hub.admin.access import BOOTSTRAP as OP
-from hub.admin.tenants import TenantAdmin, TenantExists
+from hub.admin.tenants import Keep, TenantAdmin, TenantExists
+from hub.api.admin.tenants import NewTenant, TenantChange
+from hub.api.http import validated
 from hub.config import Settings
 from hub.config_cache import CachedConfig
 from hub.domain.message import InboundMessage
 from hub.domain.tenancy import IntegrationMode, Tenant, TenantState, tenant_accepts_traffic
-from hub.errors import NotFound, Unauthorized
+from hub.errors import NotFound, Unauthorized, ValidationFailed
 from hub.ingest.receive import Ingestor
 from tests.fakes import FakeClock
 from tests.fakes.tenants import FakeTenants
@@ -178,3 +182,116 @@ class TestIngestRetention:
         # Past the payload's retention it is purged; the message stays until its own.
         assert world.hub.messages.get_payload(record.message_id, NOW + timedelta(days=7)) is None
         assert world.hub.messages.get_payload(record.message_id, NOW + timedelta(days=6)) is not None
+
+
+def post(admin: TenantAdmin, body: dict[str, Any]) -> dict[str, Any]:
+    """POST /api/admin/tenants as its handler runs it: the body parsed, then the use case."""
+    request = validated(NewTenant, body, "request body")
+    return admin.create(
+        request.tenant_id,
+        request.name,
+        request.default_mode,
+        OP,
+        request.rate_limit,
+        payload_retention_days=request.payload_retention_days,
+        message_retention_days=request.message_retention_days,
+    )
+
+
+def patch(admin: TenantAdmin, tenant_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """PATCH /api/admin/tenants/<tenant_id> by a platform admin, as its handler runs it."""
+    request = validated(TenantChange, body, "request body")
+    return admin.update(
+        tenant_id,
+        request.name,
+        request.default_mode,
+        OP,
+        rate_limit=request.rate_limit if request.changes_rate_limit else Keep.KEEP,
+        retention=request.retention() if request.changes_retention else None,
+    )
+
+
+def fields_of(error: ValidationFailed) -> set[str]:
+    assert (error.http_status, error.code) == (400, "validation_error")
+    return {d["field"] for d in error.details}
+
+
+class TestCreateAndUpdate:
+    def test_an_absent_id_is_generated(self, admin):
+        created = admin.create(None, "Generated", IntegrationMode.ORCHESTRATION, OP)
+
+        assert created["tenant_id"].startswith("tnt_")
+        assert len(created["tenant_id"]) == len("tnt_") + 26
+        assert created["default_mode"] == "orchestration"
+        assert admin.get(created["tenant_id"]) == created
+
+    def test_name_and_default_mode_change_alone_or_together(self, store):
+        admin = TenantAdmin(store, clock=FakeClock(NOW, tick=timedelta(seconds=1)))
+        admin.create("t1", "T1", None, OP)
+
+        renamed = admin.update("t1", "Tenant One", None, OP)
+        moded = admin.update("t1", None, IntegrationMode.ORCHESTRATION, OP)
+
+        assert (renamed["name"], renamed["default_mode"]) == ("Tenant One", "observability")
+        assert (moded["name"], moded["default_mode"]) == ("Tenant One", "orchestration")
+        assert moded["updated_at"] >= renamed["updated_at"]
+        assert admin.get("t1") == moded
+
+    def test_bad_bodies_are_refused_naming_the_field(self, admin, store):
+        admin.create("t1", "T1", None, OP)
+        cases = (
+            ("POST", {"tenant_id": "has#hash", "name": ""}, {"tenant_id", "name"}),
+            ("POST", {"name": "x", "default_mode": "chaos", "extra": 1}, {"default_mode", "extra"}),
+            ("POST", {}, {"name"}),
+            ("PATCH", {"default_mode": "chaos"}, {"default_mode"}),
+            ("PATCH", {}, {""}),
+            ("PATCH", {"tenant_id": "t9"}, {"tenant_id"}),
+        )
+        for method, body, fields in cases:
+            with pytest.raises(ValidationFailed) as refused:
+                post(admin, body) if method == "POST" else patch(admin, "t1", body)
+            assert fields_of(refused.value) == fields, body
+        assert list(store.tenants) == ["t1"]
+        assert store.tenants["t1"].name == "T1"
+
+
+class TestRetention:
+    def test_a_message_retention_below_the_payload_default_shortens_the_payloads(self, admin):
+        created = post(admin, {"tenant_id": "brief", "name": "B", "message_retention_days": 3})
+
+        assert created["retention"] == {"payload_days": 3, "message_days": 3}
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            ({"payload_retention_days": 0}, "payload_retention_days"),
+            ({"message_retention_days": 3651}, "message_retention_days"),
+            ({"payload_retention_days": "seven"}, "payload_retention_days"),
+            ({"payload_retention_days": 1.5}, "payload_retention_days"),
+            # Longer than the message's: its own, or the platform's default (30).
+            ({"payload_retention_days": 10, "message_retention_days": 5}, "payload_retention_days"),
+            ({"payload_retention_days": 31}, "payload_retention_days"),
+        ],
+    )
+    def test_bad_values_are_refused_naming_the_field(self, admin, store, body, field):
+        admin.create("t1", "T1", None, OP)
+
+        with pytest.raises(ValidationFailed) as created:
+            post(admin, {"tenant_id": "bad", "name": "Bad", **body})
+        with pytest.raises(ValidationFailed) as changed:
+            patch(admin, "t1", body)
+
+        for refused in (created, changed):
+            assert field in fields_of(refused.value), body
+        assert "bad" not in store.tenants
+        assert admin.get("t1")["retention"] == {"payload_days": 7, "message_days": 30}
+
+    def test_a_change_is_checked_against_what_the_tenant_keeps(self, admin):
+        admin.create("t1", "T1", None, OP)
+        patch(admin, "t1", {"message_retention_days": 5})
+
+        with pytest.raises(ValidationFailed) as refused:
+            patch(admin, "t1", {"payload_retention_days": 6})
+
+        assert fields_of(refused.value) == {"payload_retention_days"}
+        assert refused.value.details[0]["problem"] == "exceeds_message_retention"
