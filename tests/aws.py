@@ -10,11 +10,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import boto3
 from moto import mock_aws
@@ -43,6 +43,9 @@ AWS_TEST_ENV = {
     "POWERTOOLS_SERVICE_NAME": "integration-hub-test",
     "POWERTOOLS_METRICS_NAMESPACE": "IntegrationHubTest",
 }
+
+
+T = TypeVar("T")
 
 
 class MotoBackends:
@@ -157,6 +160,25 @@ def provision(stack_name: str = "hub-test", parameter_overrides: dict[str, Any] 
     if in_process:
         _PROVISIONED[key] = (stack, MotoBackends.take())
     return TestStack(dict(stack.refs), {fid: dict(env) for fid, env in stack.environments.items()})
+
+
+def built_once(key: Hashable, build: Callable[[], T]) -> T:
+    """What `build` returns, built in the current (mocked) AWS once per process and `key`: the
+    first call builds it and keeps a copy of moto's backends as the build left them; later calls
+    put that copy back and return the same value. For a module's world of many requests that
+    every test starts from (its tokens, ids...): `build` must return plain data, and must
+    start from the same state each time (a freshly restored stack)."""
+    if key in _BUILT:
+        value, backends = _BUILT[key]
+        backends.restore()
+        return cast(T, value)
+    value = build()
+    _BUILT[key] = (value, MotoBackends.take())
+    return value
+
+
+#: What `built_once` built, by key, with moto's backends as the build left them.
+_BUILT: dict[Hashable, tuple[Any, MotoBackends]] = {}
 
 
 #: Stacks provisioned in this process, by name and parameters, with moto's backends as

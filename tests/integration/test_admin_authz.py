@@ -22,6 +22,7 @@ import pytest
 from devstack.openapi import handler_module
 from hub.admin.access import Access, Role, Scope, declared
 from hub.api.admin.guard import registered_routes
+from tests.aws import built_once
 from tests.integration.conftest import HttpAnswer, Stack, Tenancy
 from tests.pipeline import send
 from tests.pki import PFX_PASSWORD, Pki
@@ -429,8 +430,25 @@ def callers_for(access: Access, sample: Sample) -> list[str]:
     return refused + (allowed if sample.repeatable else allowed[:1])
 
 
+@dataclass(frozen=True)
+class Made:
+    """What the world's set-up made (the same for every test: `built_once`)."""
+
+    tokens: dict[str, str | None]
+    message_id: str
+    key_id: str
+    token_id: str
+    subscription_id: str
+
+
 @pytest.fixture
 def world(stack: Stack, tenancy: Tenancy, admin_api: Any, ingest_api: Any, pki: Pki) -> World:
+    # About 15 requests through the handlers: made by the module's first test, then restored.
+    made = built_once(__name__, lambda: _make(tenancy, admin_api, ingest_api))
+    return World(api=admin_api, pfx=pki.client_pfx, **vars(made))
+
+
+def _make(tenancy: Tenancy, admin_api: Any, ingest_api: Any) -> Made:
     tokens: dict[str, str | None] = {"none": None, "unknown": "hub_admin_nobody-has-this-token"}
     for caller, tenant_id in (
         ("tenant_viewer", TENANT),
@@ -464,14 +482,12 @@ def world(stack: Stack, tenancy: Tenancy, admin_api: Any, ingest_api: Any, pki: 
         body={"url": "https://hooks.example.com/a", "event_types": ["*"]},
     )
     assert (victim.status, key.status, connection.status, subscription.status) == (201, 201, 201, 201)
-    return World(
-        api=admin_api,
+    return Made(
         tokens=tokens,
         message_id=send(ingest_api, tenancy, {"po_number": "PO-AUTHZ"}),
         key_id=key.body["key_id"],
         token_id=victim.body["token_id"],
         subscription_id=subscription.body["subscription_id"],
-        pfx=pki.client_pfx,
     )
 
 
