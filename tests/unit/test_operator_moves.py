@@ -18,15 +18,11 @@ from hub.domain.failure import ErrorClass
 from hub.domain.retry import RetryPolicy
 from hub.domain.status import PipelineStatus
 from tests.fakes.connector import OK
+from tests.fakes.operations import fake_operations
 from tests.fakes.world import World
 
 AUTO = RetryPolicy(retry_auto_enabled=True, retry_max=5)
 MAINTENANCE = DeliveryFailed(ErrorClass.HTTP_5XX, '{"error": "maintenance"}', dest_status="503")
-
-
-class _NoMover:
-    def move(self, dead_letter_queue: str, work_queue: str, limit: int) -> int:
-        raise AssertionError("no redrive here")
 
 
 @pytest.fixture
@@ -35,18 +31,7 @@ def world() -> World:
 
 
 def operations(world: World) -> Operations:
-    hub = world.hub
-    return Operations(
-        hub.messages,
-        hub.status_index,
-        hub.executions,
-        hub.queue,
-        config=hub.config,
-        scheduler=hub.scheduler,
-        mover=_NoMover(),
-        lanes={},
-        clock=world.clock,
-    )
+    return fake_operations(world.hub, clock=world.clock)
 
 
 def received(world: World, po: str) -> str:

@@ -16,27 +16,14 @@ from hub.domain.status import FAILING_STATUSES, PipelineStatus, current_error_cl
 from hub.domain.tenancy import Destination, DestinationProtocol, SoapSettings
 from tests.contract.scenario import new_message
 from tests.fakes import FakeHub
+from tests.fakes.operations import fake_operations
 
 S = PipelineStatus
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def operations(hub: FakeHub) -> Operations:
-    return Operations(
-        hub.messages,
-        hub.status_index,
-        hub.executions,
-        hub.queue,
-        config=hub.config,
-        scheduler=hub.scheduler,
-        mover=_NoMover(),
-        lanes={},
-    )
-
-
-class _NoMover:
-    def move(self, dead_letter_queue: str, work_queue: str, limit: int) -> int:
-        raise AssertionError("no redrive here")
+    return fake_operations(hub)
 
 
 def messages_in(
