@@ -36,8 +36,8 @@ logger = logging.getLogger(__name__)
 
 #: How instances start. "spawn" (the default): a fresh interpreter each, as a Lambda execution
 #: environment. "forkserver": forked from one server process per stack process that has imported
-#: the third-party libraries once (devstack/instance_preload.py), a cold start of about a tenth of
-#: the CPU; the test suite sets it, since its local stacks start hundreds of instances. Built mode
+#: the third-party libraries once (devstack/instance_preload.py), about a quarter of a CPU-second
+#: less per cold start; the test suite sets it, since its local stacks start hundreds of instances. Built mode
 #: (`isolated`) always spawns: it checks what the handler imports from where.
 INSTANCE_START_ENV = "DEVSTACK_INSTANCE_START"
 INIT_TIMEOUT_SECONDS = 60.0  # generous: spawn + imports on a loaded 2-core CI machine

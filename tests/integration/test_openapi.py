@@ -14,6 +14,7 @@ import importlib
 import json
 import pkgutil
 import sys
+from functools import cache
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from openapi_spec_validator import validate
 import hub
 from hub.api.openapi import error_codes
 from hub.errors import HubError
-from tests.aws import LambdaContext, built_once, load_handler
+from tests.aws import LambdaContext, load_handler
 from tests.events import admin_event, load_event
 from tests.integration.conftest import ADMIN_TOKEN
 from tests.openapi_contract import UNROUTED, check_answer
@@ -85,9 +86,10 @@ def concrete(openapi_path: str) -> str:
 def documents(stack) -> dict[str, dict[str, Any]]:
     """Both documents, fetched through the real handlers (the admin one with a token), by the
     module's first test: rendering them is most of a test's time, and each test reads them."""
-    return copy.deepcopy(built_once(__name__, _fetched))
+    return copy.deepcopy(_fetched())
 
 
+@cache  # a GET changes nothing in moto: the documents alone are kept
 def _fetched() -> dict[str, dict[str, Any]]:
     status, partner = call(PARTNER, partner_event("GET", "/api/openapi.json"))
     assert status == 200

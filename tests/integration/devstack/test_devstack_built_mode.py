@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from devstack.__main__ import built_template
-from devstack.lambda_runtime import FunctionPool, FunctionSpec, imported_outside
+from devstack.lambda_runtime import FunctionPool, imported_outside
+from tests.function_pools import pool_of
 
 HANDLER = """
 import json, sys
@@ -28,18 +29,8 @@ def _pool(tmp_path: Path, imports: str, answer: str, *, isolated: bool) -> Funct
     for folder in (code, layer):
         folder.mkdir(parents=True, exist_ok=True)
     (layer / "packed.py").write_text("VALUE = 'from the layer'\n")
-    (code / "app.py").write_text(HANDLER.format(imports=imports, answer=answer))
-    spec = FunctionSpec(
-        logical_id="Fn",
-        name="fn",
-        arn="arn:aws:lambda:us-east-1:123456789012:function:fn",
-        code_dir=str(code),
-        handler="app.handler",
-        layer_dirs=(str(layer.parent), str(layer)),
-        timeout_seconds=30,
-        isolated=isolated,
-    )
-    return FunctionPool(spec, {}, max_instances=1)
+    source = HANDLER.format(imports=imports, answer=answer)
+    return pool_of(code, source, layer_dirs=(str(layer.parent), str(layer)), isolated=isolated)
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devstack.lambda_runtime import INSTANCE_START_ENV, FunctionPool, FunctionSpec, instance_context
+from devstack.lambda_runtime import INSTANCE_START_ENV, FunctionPool, instance_context
+from tests.function_pools import pool_of
 
 HANDLER = """
 import os, sys
@@ -30,17 +31,7 @@ def handler(event, context):
 
 
 def _pool(code_dir: Path) -> FunctionPool:
-    (code_dir / "app.py").write_text(HANDLER)
-    spec = FunctionSpec(
-        logical_id="Fn",
-        name="fn",
-        arn="arn:aws:lambda:us-east-1:123456789012:function:fn",
-        code_dir=str(code_dir),
-        handler="app.handler",
-        environment={"HUB_ONLY_HERE": "yes"},
-        timeout_seconds=30,
-    )
-    return FunctionPool(spec, {}, max_instances=1)
+    return pool_of(code_dir, HANDLER, environment={"HUB_ONLY_HERE": "yes"})
 
 
 @pytest.fixture(params=["spawn", "forkserver"])

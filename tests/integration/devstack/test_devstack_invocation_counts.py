@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from devstack.lambda_runtime import FunctionPool, FunctionSpec
+from devstack.lambda_runtime import FunctionPool
+from tests.function_pools import pool_of
 from tests.waiting import wait_for
 
 HANDLER = """
@@ -26,16 +27,7 @@ def handler(event, context):
 
 @pytest.fixture
 def pool(tmp_path: Path) -> Iterator[FunctionPool]:
-    (tmp_path / "app.py").write_text(HANDLER)
-    spec = FunctionSpec(
-        logical_id="Fn",
-        name="fn",
-        arn="arn:aws:lambda:us-east-1:123456789012:function:fn",
-        code_dir=str(tmp_path),
-        handler="app.handler",
-        timeout_seconds=30,
-    )
-    made = FunctionPool(spec, {}, max_instances=2)
+    made = pool_of(tmp_path, HANDLER, max_instances=2)
     yield made
     made.close()
 
