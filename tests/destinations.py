@@ -19,6 +19,8 @@ class Answer:
     body: str = '{"ok": true}'
     headers: dict[str, str] = field(default_factory=dict)
     delay_seconds: float = 0.0
+    #: The answer waits until this is set (a test's progress, not a time; a minute at most).
+    hold: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class HttpDestination:
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[SeenRequest] = []
+        #: Requests that have arrived, counted before a scripted delay (``requests`` records each
+        #: once answered): a test waits on it to know a caller is inside its call.
+        self.arrivals = 0
         self._script: deque[Answer] = deque([Answer()])
         self._lock = threading.Lock()
         owner = self
@@ -52,9 +57,11 @@ class HttpDestination:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 arrived = time.monotonic()
-                answer = owner._script_next()
+                answer = owner._arrive()
                 if answer.delay_seconds:
                     time.sleep(answer.delay_seconds)  # a scripted slow answer: time-based on purpose
+                if answer.hold is not None:
+                    answer.hold.wait(60)
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 owner._record(SeenRequest(self.command, self.path, headers, body, arrived, time.monotonic()))
                 payload = answer.body.encode()
@@ -81,8 +88,10 @@ class HttpDestination:
             self._server.handle_error = lambda *_: None  # type: ignore[method-assign]
         self._thread = serving_thread(self._server)
 
-    def _script_next(self) -> Answer:
+    def _arrive(self) -> Answer:
+        """Counts the request and takes its answer from the script."""
         with self._lock:
+            self.arrivals += 1
             return self._script.popleft() if len(self._script) > 1 else self._script[0]
 
     def _record(self, request: SeenRequest) -> None:

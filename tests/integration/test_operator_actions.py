@@ -166,19 +166,23 @@ class TestCancelRaces:
         self, stack, tenancy, ingest_api, worker, destination, admin_api
     ):
         configure(stack, tenancy, destination, retry_policy=AUTO)
-        destination.script(Answer(503), Answer(200, "{}", delay_seconds=1.5))
+        # The attempt's call is answered once the operator's cancel has been: they overlap.
+        cancel_answered = threading.Event()
+        destination.script(Answer(503), Answer(200, "{}", hold=cancel_answered))
         message_id = send(ingest_api, tenancy, {"po_number": "PO-RACE"})
         worker()
         fire_all(stack)
         attempt = threading.Thread(target=worker)
         attempt.start()
         try:
-            deadline = time.monotonic() + 5
-            while not lock_held(stack) and time.monotonic() < deadline:
+            deadline = time.monotonic() + 60
+            while not lock_held(stack):
+                assert time.monotonic() < deadline, "the attempt never took the entity"
                 time.sleep(0.02)
 
             answer = admin_api("POST", f"/api/admin/messages/{message_id}/cancel-retry")
         finally:
+            cancel_answered.set()
             attempt.join()
 
         assert (answer.status, answer.body["error"]["code"]) == (409, "delivery_in_progress")

@@ -278,16 +278,20 @@ class TestGuarantees:
         import threading  # noqa: PLC0415
 
         configure(stack, tenancy, destination)
-        destination.script(Answer(200, "{}", delay_seconds=0.5))
+        # The run that called is answered once the other has given its report: the two overlap
+        # however late a thread starts.
+        other_reported = threading.Event()
+        destination.script(Answer(200, "{}", hold=other_reported))
         message_id = send(ingest_api, tenancy, {"po_number": "PO-TWIN"})
         [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
         step = StepMessage.model_validate_json(queued["Body"])
         reports = []
-        workers = [wiring.build_pipeline_worker() for _ in range(2)]
-        threads = [
-            threading.Thread(target=lambda w=w: reports.append(w.run(step, datetime.now(UTC))))
-            for w in workers
-        ]
+
+        def run(worker: Any) -> None:
+            reports.append(worker.run(step, datetime.now(UTC)))
+            other_reported.set()
+
+        threads = [threading.Thread(target=run, args=(wiring.build_pipeline_worker(),)) for _ in range(2)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -312,7 +316,10 @@ class TestGuarantees:
         import time  # noqa: PLC0415
 
         configure(stack, tenancy, destination, idempotent_retries=idempotent_retries)
-        destination.script(Answer(200, "{}", delay_seconds=0.6))
+        # The slow run's call is answered only once the takeover has run; a takeover's own call
+        # (with idempotent retries) is answered at once.
+        takeover_done = threading.Event()
+        destination.script(Answer(200, "{}", hold=takeover_done), Answer(200, "{}"))
         message_id = send(ingest_api, tenancy, {"po_number": "PO-LEASE"})
         [queued] = boto3.client("sqs").receive_message(QueueUrl=stack.queue_url)["Messages"]
         step = StepMessage.model_validate_json(queued["Body"])
@@ -324,14 +331,17 @@ class TestGuarantees:
         reports: dict[str, str] = {}
         thread = threading.Thread(target=lambda: reports.update(slow=slow.run(step, now).reason))
         thread.start()
-        # Progress, not a fixed time: the slow run has taken the message's lease (it then calls
-        # the destination, which holds its answer 0.6 s).
+        # Progress, not a fixed time: the slow run holds the message and its business key and is
+        # inside its call. Its lease alone is not enough: a takeover then would take the key
+        # first and leave the slow run `entity_busy`.
         deadline = time.monotonic() + 60
-        while "lease_owner" not in status(stack, message_id):
-            assert time.monotonic() < deadline, "the slow run never took the message"
+        while destination.arrivals == 0:
+            assert time.monotonic() < deadline, "the slow run never called the destination"
             time.sleep(0.01)
+        assert "lease_owner" in status(stack, message_id)
         reports["fast"] = fast.run(step, later).reason
-        thread.join(timeout=30)
+        takeover_done.set()
+        thread.join(timeout=60)
 
         final = status(stack, message_id)
         if idempotent_retries:

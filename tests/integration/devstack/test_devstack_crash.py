@@ -44,7 +44,7 @@ def test_a_busy_instance_crashes_mid_invocation_and_the_next_call_cold_starts(po
     outcome: list[InvocationResult] = []
     running = threading.Thread(target=lambda: outcome.append(pool.invoke({"sleep": 20})))
     running.start()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while not pool.crash(busy=True):  # until the invocation holds the instance
         assert time.monotonic() < deadline, "the invocation never started"
         time.sleep(0.05)
@@ -64,7 +64,7 @@ def test_an_idle_instance_crashes_out_of_the_pool(pool: FunctionPool) -> None:
     assert pool.crash(busy=True) == []  # it is idle, not busy
     assert len(pool.crash(busy=False)) == 1
     assert pool.crash(busy=False) == []  # the only one is gone
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while _alive(first):
         assert time.monotonic() < deadline, "the idle instance's process survived"
         time.sleep(0.05)

@@ -113,7 +113,7 @@ def test_sqs_and_scheduler_calls_are_counted_by_operation(
 
 def test_the_local_runtime_polling_is_counted_apart(counter: RequestCounter) -> None:
     # The SQS event source mapping long-polls the pipeline queue without an app id.
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while counter.requests("sqs", "ReceiveMessage", caller="") == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert counter.requests("sqs", "ReceiveMessage", caller="") > 0
