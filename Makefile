@@ -49,7 +49,7 @@ run: $(STAMP) $(if $(filter 1 yes true,$(BUILT)),build-host)
 ## tests/unit/test_api_reference.py fails when docs/api.md is not what `make docs` renders now.
 ## Four workers on two cores: the local-stack tiers mostly wait on their stacks.
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -n 4 --dist loadgroup --durations=30
+	$(PY) -m pytest -n 4 --dist loadfile --no-loadscope-reorder --durations=30
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -23,7 +23,7 @@ from tests.pipeline import AUTO, integration, post, wait_for_status
 if TYPE_CHECKING:
     from playwright.sync_api import Page
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page")]
+pytestmark = pytest.mark.e2e
 
 WHY_NOT = browser.unavailable()
 if WHY_NOT:

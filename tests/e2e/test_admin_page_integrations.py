@@ -22,7 +22,7 @@ from tests.pki import PFX_PASSWORD, build_pki, issue, pkcs12_of
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page-integrations")]
+pytestmark = pytest.mark.e2e
 
 WHY_NOT = browser.unavailable()
 if WHY_NOT:

@@ -26,7 +26,7 @@ from tests.waiting import wait_for
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page, Request
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-admin-page-operator")]
+pytestmark = pytest.mark.e2e
 
 WHY_NOT = browser.unavailable()
 if WHY_NOT:

@@ -13,7 +13,7 @@ import pytest
 from devstack.demo import DEMO_ADMIN_TOKEN, DEMO_CONNECTION_ID, DEMO_TENANT_ID, demo_body
 from tests.pipeline import wait_for_status
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-local-stack")]
+pytestmark = pytest.mark.e2e
 
 TOKEN_PATH = f"/api/admin/tenants/{DEMO_TENANT_ID}/connections/{DEMO_CONNECTION_ID}/callback-token"
 

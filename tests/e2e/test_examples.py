@@ -27,7 +27,7 @@ from tests.aws import local_stack_on_free_ports
 from tests.hubctl_process import SCRIPT, run_while_working
 from tests.pki import PFX_PASSWORD, build_pki
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-examples")]
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))

@@ -17,7 +17,7 @@ from hub.domain.retry import RetryPolicy
 from tests.destinations import Answer, HttpDestination
 from tests.pipeline import AUTO, integration, post, wait_for_status
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-failures")]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from tests.pipeline import integration, wait_for_status
 from tests.pki import PFX_PASSWORD, build_pki
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-hubctl")]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture

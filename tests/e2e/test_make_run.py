@@ -25,7 +25,7 @@ from devstack.lambda_runtime import INSTANCE_START_ENV
 from tests.pipeline import wait_for_status
 from tests.waiting import cpu_seconds, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-make-run")]
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -36,7 +36,7 @@ from tests.hubctl_process import SCRIPT, Hubctl
 from tests.pipeline import wait_for_status
 from tests.pki import PFX_PASSWORD, build_pki
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-onboarding")]
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

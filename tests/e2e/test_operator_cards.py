@@ -12,7 +12,7 @@ import pytest
 from devstack.demo import DEMO_CONNECTION_ID, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, DEMO_WEBHOOK_INTEGRATION_ID
 from devstack.stack import LocalStack
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-local-stack")]
+pytestmark = pytest.mark.e2e
 
 CARDS = f"/api/admin/tenants/{DEMO_TENANT_ID}/integration-cards"
 

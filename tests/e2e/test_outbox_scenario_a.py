@@ -20,7 +20,7 @@ from tests.destinations import HttpDestination
 from tests.pipeline import post, wait_for_status
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-outbox")]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture

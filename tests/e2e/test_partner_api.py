@@ -14,7 +14,7 @@ import pytest
 
 from devstack.demo import DEMO_CONNECTION_ID, DEMO_INTEGRATION_ID, DEMO_TENANT_ID, demo_body
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-local-stack")]
+pytestmark = pytest.mark.e2e
 
 
 def unique_body() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from tests.destinations import Answer, HttpDestination
 from tests.pipeline import post, wait_for_status
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-pipeline")]
+pytestmark = pytest.mark.e2e
 
 
 def test_scenario_a_received_mapped_sent(api: httpx.Client, local_stack):

@@ -26,7 +26,7 @@ from tests.aws import function_names, local_stack_on_free_ports
 from tests.pipeline import poison_integration, post, wait_for_status
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-unexpected-errors")]
+pytestmark = pytest.mark.e2e
 
 MAX_RECEIVES = 2
 VISIBILITY_TIMEOUT_SECONDS = 2

@@ -21,7 +21,7 @@ from hub.mapping.engine import to_json
 from hub.webhooks.signatures import sign_standard_webhooks
 from tests.pipeline import wait_for_status
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-webhooks")]
+pytestmark = pytest.mark.e2e
 
 SECRET = "whsec_" + base64.b64encode(b"e2e webhook secret, local only!!").decode()
 INTEGRATION_ID = "int_e2e_webhooks"

@@ -16,7 +16,7 @@ from hub.outbox.webhooks import WebhookJob
 from tests.destinations import Answer, HttpDestination
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e-outbound-webhooks")]
+pytestmark = pytest.mark.e2e
 
 
 def test_the_webhooks_lane_delivers_signed_and_retries_on_the_scheduler_with_the_same_id(

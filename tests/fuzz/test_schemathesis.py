@@ -56,7 +56,7 @@ from devstack.demo import (
 from devstack.stack import LocalStack
 from tests.aws import local_stack_on_free_ports
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("fuzz-schemathesis")]
+pytestmark = pytest.mark.e2e
 
 #: Examples per operation and generation mode. The default keeps this module near a minute on a
 #: loaded 2-core CI machine (the partner API has 5 operations, the admin API 56);

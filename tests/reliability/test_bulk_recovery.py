@@ -30,7 +30,7 @@ from tests.reliability.worker_support import (
     wait_until,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-bulk")]
+pytestmark = pytest.mark.e2e
 
 WORKER = "PipelineWorkerFunction"
 VISIBILITY_TIMEOUT_SECONDS = 3

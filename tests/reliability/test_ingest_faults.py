@@ -27,7 +27,7 @@ from tests.reliability.conftest import (
 from tests.reliability.faults import AwsFaultProxy, Fault
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-edge")]
+pytestmark = pytest.mark.e2e
 
 
 def purchase_order() -> dict[str, Any]:

@@ -27,7 +27,7 @@ from hub.ingest.receive import INGEST_DEADLINE_SECONDS
 from tests.reliability.conftest import EdgeTenant, edge_error, edge_messages_of
 from tests.reliability.faults import AwsFaultProxy, Fault
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-edge")]
+pytestmark = pytest.mark.e2e
 
 
 def purchase_order() -> dict[str, Any]:

@@ -27,7 +27,7 @@ from tests.reliability.sizes import proof_size
 from tests.reliability.worker_support import wait_until
 from tests.serving import serving_thread
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-limits")]
+pytestmark = pytest.mark.e2e
 
 LIMITS = {"max_concurrency": 2, "rate_per_second": 5, "burst": 5}
 FIRST, DEAD = proof_size(80, 250), proof_size(20, 50)

@@ -27,7 +27,7 @@ from tests.reliability.conftest import (
     edge_messages_of,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-tenancy")]
+pytestmark = pytest.mark.e2e
 
 
 # One pair of tenants for the module (nothing here changes either: that is what it checks).

@@ -28,7 +28,7 @@ from tests.pipeline import integration, post, wait_for_status
 from tests.reliability.faults import AwsFaultProxy
 from tests.reliability.worker_support import KeyedDestination, Reply, queue_counts, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("reliability-guard")]
+pytestmark = pytest.mark.e2e
 
 WORKER = "PipelineWorkerFunction"
 TEMPLATE_VISIBILITY_SECONDS = 1260

@@ -17,7 +17,7 @@ import pytest
 from bench.soak import SoakConfig, run
 from tests.waiting import CEILING_SECONDS, STALL_SECONDS
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("soak")]
+pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.timeout(1200)  # the run's own ceiling (cap_s) and the stack's start and stop

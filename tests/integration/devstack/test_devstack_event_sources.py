@@ -25,8 +25,6 @@ from tests.serving import serving_thread
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "sources.yaml"
 MAX_INSTANCES = 6
 
-pytestmark = pytest.mark.xdist_group("devstack-sources-stack")
-
 
 class Barrier:
     """A 127.0.0.1 server the barrier function posts each message to; it answers when the

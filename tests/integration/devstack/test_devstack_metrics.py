@@ -19,8 +19,6 @@ from devstack.stack import LocalStack
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "template.yaml"
 T = TypeVar("T")
 
-pytestmark = pytest.mark.xdist_group("devstack-metrics-stack")
-
 
 def wait_for(probe: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.2) -> T:
     deadline = time.monotonic() + timeout

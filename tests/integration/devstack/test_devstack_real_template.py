@@ -14,8 +14,6 @@ from tests.aws import TEMPLATE, local_stack_on_free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 
-pytestmark = pytest.mark.xdist_group("devstack-real-template")
-
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:

@@ -24,8 +24,6 @@ from devstack.stack import LocalStack, running_stacks
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "devstack" / "template.yaml"
 T = TypeVar("T")
 
-pytestmark = pytest.mark.xdist_group("devstack-fixture-stack")
-
 
 def wait_for(probe: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.1) -> T:
     """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""

@@ -14,8 +14,6 @@ from devstack.request_counter import INDEX_WRITE, STRONG_READ, WRITE, RequestCou
 from devstack.stack import LocalStack
 from tests.aws import local_stack_on_free_ports
 
-pytestmark = pytest.mark.xdist_group("devstack-counter")
-
 CALLER = "counter-test"
 ADMIN_CALLER = "admin-api"
 
