@@ -17,8 +17,8 @@ Invoke = Callable[[dict[str, Any]], InvocationResult]  # one function, synchrono
 class Poller:
     """A daemon thread that calls ``poll`` until stopped.
 
-    ``poll`` returns True when it did work (poll again at once) and False when idle (wait
-    one poll interval). An error is logged and retried after a second.
+    ``poll`` returns True when it did work (poll again at once) and False when idle (``idle``
+    waits one poll interval). An error is logged and retried after a second.
     """
 
     def __init__(self, name: str, poll_interval: float) -> None:
@@ -39,11 +39,15 @@ class Poller:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
+    def idle(self) -> None:
+        """The last poll found no work: wait one poll interval (``stop`` ends the wait)."""
+        self._stop.wait(self._poll_interval)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 if not self.poll():
-                    self._stop.wait(self._poll_interval)
+                    self.idle()
             except Exception:
                 if self._stop.is_set():
                     return

@@ -395,9 +395,11 @@ class LocalStack:
     def _start_moto(self) -> None:
         from moto.server import ThreadedMotoServer  # noqa: PLC0415 - heavy, only at start
 
+        from devstack import stream_writes  # noqa: PLC0415
         from devstack.moto_fidelity import make_dynamodb_atomic  # noqa: PLC0415
 
         make_dynamodb_atomic()
+        stream_writes.install()
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._moto = ThreadedMotoServer(ip_address=self.host, port=self._ports["aws"], verbose=False)
@@ -460,6 +462,7 @@ class LocalStack:
                     poll_interval=self.poll_interval,
                     destinations=destinations,
                     function_arn=self.model.specs[stream_config.function].arn,
+                    writes_signalled=True,  # moto runs in this process (_start_moto)
                 )
             )
         self.sqs_metrics = SqsMetricsPublisher(

@@ -25,12 +25,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from devstack import stream_writes
 from devstack.destinations import Destinations
 from devstack.event_filter import matches_any
 from devstack.lambda_runtime import InvocationResult
 from devstack.poller import Invoke, Poller
 
 logger = logging.getLogger(__name__)
+
+#: How often a poller looks for shards created after it started.
+SHARD_DISCOVERY_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,12 @@ class StreamPoller(Poller):
         poll_interval: float = 0.2,
         destinations: Destinations | None = None,
         function_arn: str | None = None,
+        writes_signalled: bool = False,
+        idle_ceiling: float = stream_writes.IDLE_CEILING,
     ) -> None:
+        """``writes_signalled``: the stream is in this process's moto, with
+        ``stream_writes.install()`` done: an idle poller waits for a write (at most
+        ``idle_ceiling`` seconds) instead of polling."""
         super().__init__(f"ddb-stream:{config.function}", poll_interval)
         self.config = config
         self._destinations = destinations
@@ -184,7 +193,10 @@ class StreamPoller(Poller):
         self._invoke = invoke
         self._region = region
         self._shards: dict[str, _Shard] = {}
-        self._rounds = 0
+        self._signalled = writes_signalled
+        self._idle_ceiling = idle_ceiling
+        self._writes_seen = 0
+        self._discovered_at = 0.0
 
     def start(self) -> None:
         """Take shard iterators now (so LATEST means "from stack start"), then poll."""
@@ -194,6 +206,7 @@ class StreamPoller(Poller):
         super().start()
 
     def _discover_shards(self, position: str) -> None:
+        self._discovered_at = time.monotonic()
         description = self._streams.describe_stream(StreamArn=self.config.stream_arn)
         for shard in description["StreamDescription"].get("Shards", []):
             shard_id = shard["ShardId"]
@@ -207,13 +220,27 @@ class StreamPoller(Poller):
             self._shards[shard_id] = _Shard(shard_id, iterator)
 
     def poll(self) -> bool:
-        self._rounds += 1
-        if self._rounds % 50 == 0:
+        self._writes_seen = stream_writes.count()
+        if time.monotonic() - self._discovered_at >= SHARD_DISCOVERY_SECONDS:
             self._discover_shards("TRIM_HORIZON")  # shards created after start
         busy = False
         for shard in list(self._shards.values()):
             busy = self._poll_shard(shard) or busy
         return busy
+
+    def idle(self) -> None:
+        """Nothing pending on any shard: wait for the next stream write (at most the idle
+        ceiling). Records gathering in a batching window, or a batch to
+        retry, wait one poll interval as before."""
+        if self._signalled and not any(shard.pending for shard in self._shards.values()):
+            stream_writes.wait_after(self._writes_seen, self._stop, self._idle_ceiling)
+        else:
+            super().idle()
+
+    def stop(self) -> None:
+        super().stop()
+        if self._signalled:
+            stream_writes.wake()
 
     def _poll_shard(self, shard: _Shard) -> bool:
         """Fetch and process one batch of a shard; True when it succeeded with records."""

@@ -25,6 +25,7 @@ from devstack.functions import FunctionBuilder
 from devstack.moto_fidelity import make_dynamodb_atomic
 from devstack.provision import Provisioner
 from devstack.stack import LOCAL_EGRESS_ALLOWED_CIDRS, LocalStack
+from hub.adapters.aws import new_session
 from tests.openapi_contract import DOCUMENTED, conforming
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -278,4 +279,13 @@ def mocked_aws(monkeypatch: Any) -> Iterator[None]:
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
+        share_models_with_default_session()
         yield
+
+
+def share_models_with_default_session() -> None:
+    """Inside a mock: boto3's default session (moto's mock empties it, so each test's first
+    ``boto3.client(...)`` built a new one) on the process's one reader of botocore's model files.
+    A test's clients then no longer read and parse the endpoint and service models again. moto
+    puts back the session it found when the mock stops."""
+    boto3.DEFAULT_SESSION = new_session()

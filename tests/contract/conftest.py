@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from hub import wiring
 from hub.adapters.aws import reset_clients
-from tests.aws import AWS_TEST_ENV, provision
+from tests.aws import AWS_TEST_ENV, provision, share_models_with_default_session
 from tests.contract.backends import BACKENDS, Backend, dynamo_backend, fake_backend
 
 
@@ -27,6 +27,7 @@ def dynamo_table() -> Iterator[str]:
             patch.setenv(name, value)
         patch.delenv("AWS_ENDPOINT_URL", raising=False)
         with mock_aws():
+            share_models_with_default_session()
             reset_clients()
             wiring.reset()
             yield str(provision(stack_name="hub-contract").refs["HubTable"])

@@ -87,6 +87,8 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     for message_id in first:
         wait_for_status(api, message_id, "retry_pending")
 
+    # The page's timers run on a clock the test moves on: a period passes at once, not in 10 s.
+    page.clock.install()
     browser.sign_in(page, DEMO_ADMIN_TOKEN, f"/admin/queue?tab=waiting&integration_id={integration_id}")
     calls = watch(page)
 
@@ -103,7 +105,8 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     # Off: a new message shows only when asked for.
     third = post(api, integration_id)
     wait_for_status(api, third, "retry_pending", sleep=browser.pumping(page))
-    page.wait_for_timeout(1_000)  # time-based on purpose: nothing asks the API meanwhile
+    page.clock.run_for(60_000)  # a minute of the page's time: no timer asks the API
+    page.wait_for_timeout(500)  # time-based on purpose: a request would have shown by now
     assert calls.to("GET", "/api/admin/queue") == []
     expect(row(page, third)).to_have_count(0)
 
@@ -118,7 +121,14 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     expect(status).to_contain_text("refreshed")
     before = status.inner_text()
     calls.seen.clear()
-    expect(status).not_to_have_text(before, timeout=20_000)  # the page's own 10 s timer: time-based
+    page.clock.run_for(10_000)  # one period of the page's own timer
+    expect(status).not_to_have_text(before)
+    wait_for(
+        lambda: len(calls.api()),
+        "the tick's two requests",
+        until=lambda n: n >= 2,
+        sleep=browser.pumping(page),
+    )
     assert sorted(r.url.split("?")[0].rsplit("/api/admin/", 1)[1] for r in calls.api()) == [
         "queue",
         "queue/counts",
@@ -134,7 +144,8 @@ def test_the_tabs_show_their_counts_and_auto_refresh_polls_only_while_the_page_i
     )
     expect(status).to_have_text("Paused while this browser tab is hidden.")
     calls.seen.clear()
-    page.wait_for_timeout(12_000)  # time-based on purpose: longer than the period, a tick would have come
+    page.clock.run_for(60_000)  # six periods of the page's time: a tick would have come
+    page.wait_for_timeout(500)  # time-based on purpose: a request would have shown by now
     assert calls.api() == []
 
     # Visible again: it refreshes at once and goes on.

@@ -19,7 +19,7 @@ from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.adapters.kms import KmsDataKeys
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
 from hub.sealed_config import PURPOSES, Sealer
-from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision
+from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision, share_models_with_default_session
 from tests.destinations import HttpDestination
 from tests.events import admin_event
 from tests.pipeline import pump
@@ -72,6 +72,7 @@ def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
+        share_models_with_default_session()
         reset_clients()
         wiring.reset()
         provisioned = provision(

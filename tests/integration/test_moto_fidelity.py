@@ -407,6 +407,41 @@ def test_a_response_class_s_actions_are_listed_once_as_moto_lists_them() -> None
     assert moto_responses.method_names_from_class(SQSResponse) is listed
 
 
+def test_a_request_looks_up_its_backends_without_comparing_every_service_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each request marks its access key used in IAM; looking up an account's backends compared
+    them with every registered service's, through a Python ``__eq__``. A known account on
+    registered backends is found without one; a new account still gets its backends."""
+    from moto.core.base_backend import BackendDict  # noqa: PLC0415
+    from moto.iam.models import iam_backends  # noqa: PLC0415
+
+    for name, value in AWS_TEST_ENV.items():
+        monkeypatch.setenv(name, value)
+    make_dynamodb_atomic()
+    compared: list[str] = []
+    equal = BackendDict.__eq__
+
+    def counted(backends: Any, other: Any) -> bool:
+        compared.append(backends.service_name)
+        return equal(backends, other)
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        sqs.list_queues()  # the services' backends exist and are registered
+        monkeypatch.setattr(BackendDict, "__eq__", counted)
+        sqs.create_queue(QueueName="fidelity")
+        assert sqs.list_queues()["QueueUrls"][0].endswith("/fidelity")
+        assert compared == []
+
+        fresh = "000000000042"
+        assert fresh not in iam_backends
+        assert iam_backends[fresh]["aws"].account_id == fresh  # moto's own path: created
+        assert fresh in iam_backends
+        registered = BackendDict._instances  # type: ignore[misc]
+        assert any(backends is iam_backends for backends in registered)
+
+
 RICH_ITEM = {
     "PK": {"S": "rich"},
     "text": {"S": "naïve"},
