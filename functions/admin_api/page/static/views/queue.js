@@ -141,8 +141,12 @@ export async function render(ctx, { search }) {
   }
 
   /** The first page (cursor null) replaces the table; later pages append to it. `quiet`: an
-   * auto-refresh, which keeps the current rows until the new ones are there. */
+   * auto-refresh, which keeps the current rows until the new ones are there. Only the latest
+   * load draws: an answer that comes after the operator asked for something else (a tab, a
+   * search, a filter) is dropped, never shown under the new question. */
+  let latestLoad = 0;
   async function load(cursor, { quiet = false } = {}) {
+    const ticket = ++latestLoad;
     const body = cursor ? results.querySelector("tbody") : null;
     if (!cursor && !quiet) fill(results, h("p", { class: "loading", "aria-busy": "true" }, "Loading…"));
     let page;
@@ -155,9 +159,10 @@ export async function render(ctx, { search }) {
           query: { tenant_id: ctx.tenant, tab: state.tab, limit: PAGE, cursor, ...filtersOf(state) },
         });
     } catch (error) {
-      if (!quiet) fill(results, errorBlock(error));
+      if (!quiet && ticket === latestLoad) fill(results, errorBlock(error));
       return;
     }
+    if (ticket !== latestLoad) return;
     const searching = Boolean(state.q);
     const rows = page.items.map((item) => row(ctx, item, integrations, searching));
     results.querySelector(".more")?.remove();
