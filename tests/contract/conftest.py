@@ -11,28 +11,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from moto import mock_aws
 
 from hub import wiring
 from hub.adapters.aws import reset_clients
-from tests.aws import AWS_TEST_ENV, provision, share_models_with_default_session
+from tests.aws import mocked_aws, provision
 from tests.contract.backends import BACKENDS, Backend, dynamo_backend, fake_backend
 
 
 @pytest.fixture(scope="module")
 def dynamo_table() -> Iterator[str]:
     """The hub table from template.yaml inside moto, for the tests of one module."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in AWS_TEST_ENV.items():
-            patch.setenv(name, value)
-        patch.delenv("AWS_ENDPOINT_URL", raising=False)
-        with mock_aws():
-            share_models_with_default_session()
-            reset_clients()
-            wiring.reset()
-            yield str(provision(stack_name="hub-contract").refs["HubTable"])
-            reset_clients()
-            wiring.reset()
+    with pytest.MonkeyPatch.context() as patch, mocked_aws(patch):
+        reset_clients()
+        wiring.reset()
+        yield str(provision(stack_name="hub-contract").refs["HubTable"])
+        reset_clients()
+        wiring.reset()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -11,7 +11,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto import mock_aws
 
 from hub import wiring
 from hub.adapters.aws import client, reset_clients
@@ -19,7 +18,7 @@ from hub.adapters.dynamo.tenancy import DynamoConfigRepository
 from hub.adapters.kms import KmsDataKeys
 from hub.domain.tenancy import ApiKey, Integration, IntegrationMode, MessageTypeConfig, Tenant, hash_api_key
 from hub.sealed_config import PURPOSES, Sealer
-from tests.aws import AWS_TEST_ENV, LambdaContext, load_handler, provision, share_models_with_default_session
+from tests.aws import LambdaContext, load_handler, mocked_aws, provision
 from tests.destinations import HttpDestination
 from tests.events import admin_event
 from tests.pipeline import pump
@@ -68,11 +67,7 @@ class Stack:
 
 @pytest.fixture
 def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
-    for name, value in AWS_TEST_ENV.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    with mock_aws():
-        share_models_with_default_session()
+    with mocked_aws(monkeypatch):
         reset_clients()
         wiring.reset()
         provisioned = provision(
