@@ -25,6 +25,7 @@ from tests.reliability.worker_support import (
     Reply,
     expire_lease,
     integration,
+    message_items,
     post,
     process_gone,
     wait_until,
@@ -82,25 +83,6 @@ def expire_page_lease(stack: LocalStack, job_id: str) -> None:
         ConditionExpression="attribute_exists(page_lease_until)",
         ExpressionAttributeValues={":past": {"N": "1"}},
     )
-
-
-def message_items(stack: LocalStack, message_ids: list[str]) -> list[dict[str, Any]]:
-    """The message items, by BatchGetItem (100 a call), values unwrapped."""
-    dynamodb, table = stack.client("dynamodb"), stack.resources["HubTable"]
-    found: list[dict[str, Any]] = []
-    for start in range(0, len(message_ids), 100):
-        wanted = [
-            {name: {"S": value} for name, value in keys.message_key(m).items()}
-            for m in message_ids[start : start + 100]
-        ]
-        request: dict[str, Any] = {table: {"Keys": wanted, "ConsistentRead": True}}
-        while request:
-            answer = dynamodb.batch_get_item(RequestItems=request)
-            found += [
-                {k: next(iter(v.values())) for k, v in item.items()} for item in answer["Responses"][table]
-            ]
-            request = answer.get("UnprocessedKeys") or {}
-    return found
 
 
 def statuses(stack: LocalStack, message_ids: list[str]) -> set[str]:
