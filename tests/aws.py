@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import copyreg
+import functools
 import importlib.util
 import os
 import sys
@@ -203,7 +204,7 @@ def _provisioning_client(name: str) -> Any:
 def load_handler(logical_id: str) -> Callable[[dict[str, Any], Any], Any]:
     """The handler the template names for `logical_id`, imported from its CodeUri (for the
     partner and admin APIs, checking each answer against their OpenAPI documents)."""
-    resource = load_template(TEMPLATE)["Resources"][logical_id]["Properties"]
+    resource = _functions()[logical_id]
     module_name, _, function_name = resource["Handler"].rpartition(".")
     path = ROOT / resource["CodeUri"] / f"{module_name}.py"
     unique = f"_handler_{logical_id}"
@@ -240,8 +241,20 @@ class LambdaContext:
 
 def function_names() -> list[str]:
     """The logical ids of the template's functions."""
+    return list(_functions())
+
+
+@functools.cache
+def _functions() -> dict[str, dict[str, Any]]:
+    """Each function's Properties in template.yaml, by logical id, read once per process (not to
+    be changed): the integration tier loads a handler per test, and `load_template` gives each
+    caller its own deep copy of the whole template."""
     resources = load_template(TEMPLATE)["Resources"]
-    return [name for name, spec in resources.items() if spec.get("Type") == "AWS::Serverless::Function"]
+    return {
+        name: spec.get("Properties", {})
+        for name, spec in resources.items()
+        if spec.get("Type") == "AWS::Serverless::Function"
+    }
 
 
 def local_stack_on_free_ports(**options: Any) -> LocalStack:
@@ -285,7 +298,17 @@ def mocked_aws(monkeypatch: Any) -> Iterator[None]:
 
 def share_models_with_default_session() -> None:
     """Inside a mock: boto3's default session (moto's mock empties it, so each test's first
-    ``boto3.client(...)`` built a new one) on the process's one reader of botocore's model files.
-    A test's clients then no longer read and parse the endpoint and service models again. moto
-    puts back the session it found when the mock stops."""
-    boto3.DEFAULT_SESSION = new_session()
+    ``boto3.client(...)`` built a new one) on the process's one reader of botocore's model files,
+    and one such session per process and AWS settings (the ``AWS_*`` variables: credentials,
+    region, endpoints), as a session keeps the credentials it resolved: a new botocore session
+    registers its ~130 built-in handlers again (~5 ms). Tests register their own handlers on the
+    clients they create, never on the default session. moto puts back the session it found when
+    the mock stops."""
+    settings = tuple(sorted((name, value) for name, value in os.environ.items() if name.startswith("AWS_")))
+    if settings not in _DEFAULT_SESSIONS:
+        _DEFAULT_SESSIONS[settings] = new_session()
+    boto3.DEFAULT_SESSION = _DEFAULT_SESSIONS[settings]
+
+
+#: boto3 default sessions by AWS settings (`share_models_with_default_session`).
+_DEFAULT_SESSIONS: dict[tuple[tuple[str, str], ...], boto3.session.Session] = {}
