@@ -185,9 +185,13 @@ def test_messages_through_a_limited_connection_never_exceed_its_limits(stack):
                 # view took a function instance's work per message per poll.
                 return Counter(item["pipeline_status"] for item in message_items(stack, ids))
 
+            def dead_settled() -> bool:
+                found = statuses(dead)
+                return sum(found.values()) == DEAD and set(found) <= {"sent", "dead_letter"}
+
             # The wave dead-letters some of the no-retry integration's messages (those it met)
             wait_until(
-                lambda: set(statuses(dead)) <= {"sent", "dead_letter"},
+                dead_settled,
                 "the no-retry messages settled",
                 timeout=600,
                 interval=1,
