@@ -5,7 +5,11 @@ all-or-nothing. moto (5.2) runs them as plain Python on whichever thread serves 
 two concurrent conditional puts can both pass their check, and a reader can see half of a
 transaction. The hub's idempotency depends on that atomicity, so the local stack, the
 integration tests and the benchmark serialize moto's DynamoDB item operations with one lock.
-This changes moto's concurrency, not its behaviour; our code is untouched.
+Each DynamoDB request is handled whole under that lock, not just its backend call: moto's
+handler goes on reading the live item the backend returned (UpdateItem deep-copies it for its
+old values, every answer serializes it), and another request's update changing that item
+meanwhile failed the copy ("dictionary changed size during iteration", seen with two workers
+taking one step). This changes moto's concurrency, not its behaviour; our code is untouched.
 
 A cancelled TransactWriteItems must also leave the table's stream as it was. moto (5.2) rolls a
 cancelled transaction back by putting a deep copy of each table back in place, and the copy has
@@ -187,20 +191,24 @@ def _item_backup(transact: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def make_dynamodb_atomic() -> None:
-    """Idempotent: wraps each item operation of moto's DynamoDB backend once (and keeps the
-    stream of a table a cancelled transaction rolled back); index queries read one partition,
+    """Idempotent: wraps each item operation of moto's DynamoDB backend, and the handling of each
+    DynamoDB request, once (and keeps the stream of a table a cancelled transaction rolled
+    back); index queries read one partition,
     SQS reads the queue attributes it asks for, the server resolves a host's service and lists a
     response class's actions once, and the serializer remembers each member's possible names
     (see the module's docstring); standard queues order their receives as SQS fair queues do
     (devstack.fair_queues, issue 30)."""
-    for name in _ITEM_OPERATIONS:
-        operation = getattr(DynamoDBBackend, name)
+    for owner, name in [
+        *((DynamoDBBackend, name) for name in _ITEM_OPERATIONS),
+        (DynamoHandler, "call_action"),
+    ]:
+        operation = getattr(owner, name)
         if not getattr(operation, "__hub_serialized__", False):
             if name == "transact_write_items":
                 operation = _item_backup(operation)
             if name == "update_item":
                 operation = _indexing_update(operation)
-            setattr(DynamoDBBackend, name, _serialized(operation))
+            setattr(owner, name, _serialized(operation))
     moto_dynamodb.copy = types.SimpleNamespace(deepcopy=_deepcopy_but_tables)  # type: ignore[assignment]
     if not getattr(Table.query, "__hub_indexed__", False):
         Table.put_item = _indexing_put(Table.put_item)  # type: ignore[method-assign]

@@ -10,8 +10,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import Table
 
+from devstack import moto_fidelity
 from devstack.moto_fidelity import make_dynamodb_atomic
 from tests.aws import AWS_TEST_ENV
 
@@ -115,6 +117,40 @@ def test_a_cancelled_transaction_puts_back_every_item_it_wrote_before_failing(st
     # The table still takes writes and streams them after the rollback.
     dynamodb.put_item(TableName=TABLE, Item={"PK": {"S": "after"}, "n": {"N": "5"}})
     assert _keys(streams, iterator) == ["after"]
+
+
+def test_a_request_reads_the_live_item_only_under_the_lock_that_serializes_its_writes(
+    stream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto's handler keeps reading the live item after the backend call: UpdateItem deep-copies
+    it for its old values, and each answer is made from it. Outside the lock, another request's
+    update changed it meanwhile ("dictionary changed size during iteration")."""
+    dynamodb, _, _ = stream
+    dynamodb.put_item(TableName=TABLE, Item={"PK": {"S": "m"}, "n": {"N": "1"}})
+    held: list[tuple[str, bool]] = []
+    for name in ("__deepcopy__", "to_json", "describe_attrs"):
+        original = getattr(Item, name)
+
+        def noting(
+            item: Item, *args: Any, _name: str = name, _original: Any = original, **kwargs: Any
+        ) -> Any:
+            held.append((_name, moto_fidelity._LOCK._is_owned()))  # type: ignore[attr-defined]
+            return _original(item, *args, **kwargs)
+
+        monkeypatch.setattr(Item, name, noting)
+
+    dynamodb.update_item(
+        TableName=TABLE,
+        Key={"PK": {"S": "m"}},
+        UpdateExpression="SET n = n + :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+        ReturnValues="ALL_OLD",
+    )
+    dynamodb.get_item(TableName=TABLE, Key={"PK": {"S": "m"}})
+
+    # Without the handler's lock, UpdateItem's copy of the old item was made outside it.
+    assert {name for name, _ in held} == {"__deepcopy__", "to_json", "describe_attrs"}
+    assert [name for name, owned in held if not owned] == []
 
 
 # --- Index queries read one partition (and give moto's answers) ------------------------------
